@@ -1,0 +1,71 @@
+# The one error type the protocol raises, and constructors for the documented codes.
+# Transports render a ProtocolError as an HTTP error body or a WebSocket `error` event;
+# this module knows nothing about either.
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.define(eq=False)
+class ProtocolError(Exception):
+    """A request the server refuses, with everything the wire needs to say why."""
+
+    message: str
+    type: str = "invalid_request_error"
+    code: str | None = None
+    param: str | None = None
+    status: int = 400
+
+    def __str__(self) -> str:
+        where = f" (param {self.param})" if self.param else ""
+        return f"{self.status} {self.code or self.type}: {self.message}{where}"
+
+    def payload(self) -> dict[str, Any]:
+        """The `error` object: all four keys present, `param` and `code` nullable."""
+        return {"type": self.type, "code": self.code, "message": self.message, "param": self.param}
+
+
+def invalid(message: str, param: str | None = None, code: str | None = None) -> ProtocolError:
+    return ProtocolError(message=message, param=param, code=code)
+
+
+def previous_response_not_found(response_id: str) -> ProtocolError:
+    return ProtocolError(
+        message=f"Previous response with id '{response_id}' not found.",
+        code="previous_response_not_found",
+        param="previous_response_id",
+    )
+
+
+def response_not_found(response_id: str) -> ProtocolError:
+    return ProtocolError(
+        message=f"Response with id '{response_id}' not found.",
+        code="response_not_found",
+        status=404,
+    )
+
+
+def not_found_path(method: str, path: str) -> ProtocolError:
+    return ProtocolError(message=f"Unknown request URL: {method} {path}.", status=404)
+
+
+def method_not_allowed(method: str, path: str) -> ProtocolError:
+    return ProtocolError(
+        message=f"Method {method} is not allowed for {path}.", code="method_not_allowed", status=405
+    )
+
+
+def body_too_large(limit: int) -> ProtocolError:
+    return ProtocolError(
+        message=f"Request body is larger than the limit of {limit} bytes.",
+        code="request_too_large",
+        status=413,
+    )
+
+
+def server_error(
+    message: str = "The server had an error while processing your request.",
+) -> ProtocolError:
+    return ProtocolError(message=message, type="server_error", code="server_error", status=500)

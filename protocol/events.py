@@ -1,0 +1,193 @@
+# Every streaming event the server emits (spec §2.5, §1.3; append-protocol.md), one attrs class
+# per event *shape*; the `type` field names the event and is checked against the shape's Literal.
+# Over SSE an event is `event: <type>` + `data: <json>`; over WebSocket one JSON text frame.
+from typing import Any, Literal, get_args
+
+import attrs
+
+from protocol.items import ContentPart, Item, UrlCitation
+from protocol.response import Response, Usage
+
+LifecycleType = Literal[
+    "response.created",
+    "response.in_progress",
+    "response.queued",
+    "response.completed",
+    "response.failed",
+    "response.incomplete",
+]
+TERMINAL_TYPES = frozenset({"response.completed", "response.failed", "response.incomplete"})
+
+
+@attrs.frozen(kw_only=True)
+class ResponseEvent:
+    type: LifecycleType
+    sequence_number: int
+    response: Response
+
+
+@attrs.frozen(kw_only=True)
+class OutputItemEvent:
+    type: Literal["response.output_item.added", "response.output_item.done"]
+    sequence_number: int
+    output_index: int
+    item: Item
+
+
+@attrs.frozen(kw_only=True)
+class ContentPartEvent:
+    type: Literal["response.content_part.added", "response.content_part.done"]
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    part: ContentPart
+
+
+@attrs.frozen(kw_only=True)
+class TextDeltaEvent:
+    type: Literal["response.output_text.delta"] = "response.output_text.delta"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+    logprobs: tuple[Any, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class TextDoneEvent:
+    type: Literal["response.output_text.done"] = "response.output_text.done"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    text: str
+    logprobs: tuple[Any, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class AnnotationAddedEvent:
+    type: Literal["response.output_text.annotation.added"] = "response.output_text.annotation.added"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    annotation_index: int
+    annotation: UrlCitation
+
+
+@attrs.frozen(kw_only=True)
+class RefusalDeltaEvent:
+    type: Literal["response.refusal.delta"] = "response.refusal.delta"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    delta: str
+
+
+@attrs.frozen(kw_only=True)
+class RefusalDoneEvent:
+    type: Literal["response.refusal.done"] = "response.refusal.done"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    content_index: int
+    refusal: str
+
+
+@attrs.frozen(kw_only=True)
+class ArgumentsDeltaEvent:
+    type: Literal["response.function_call_arguments.delta"] = (
+        "response.function_call_arguments.delta"
+    )
+    sequence_number: int
+    item_id: str
+    output_index: int
+    delta: str
+
+
+@attrs.frozen(kw_only=True)
+class ArgumentsDoneEvent:
+    type: Literal["response.function_call_arguments.done"] = "response.function_call_arguments.done"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    name: str
+    arguments: str
+
+
+@attrs.frozen(kw_only=True)
+class WebSearchCallEvent:
+    type: Literal[
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+    ]
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ErrorPayload:
+    type: str
+    code: str | None
+    message: str
+    param: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ErrorEvent:
+    """The nested error event (spec §1.3), used on both transports (choice: spec §5.4)."""
+
+    type: Literal["error"] = "error"
+    error: ErrorPayload
+    status: int | None = None
+    sequence_number: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PendingCall:
+    call_id: str
+    name: str
+    item_id: str
+
+
+@attrs.frozen(kw_only=True)
+class PauseEvent:
+    """`response.done` of the append shape: the rollout is suspended on client tool calls."""
+
+    type: Literal["response.done"] = "response.done"
+    sequence_number: int
+    response_id: str
+    pending_calls: tuple[PendingCall, ...]
+    usage: Usage
+
+
+Event = (
+    ResponseEvent
+    | OutputItemEvent
+    | ContentPartEvent
+    | TextDeltaEvent
+    | TextDoneEvent
+    | AnnotationAddedEvent
+    | RefusalDeltaEvent
+    | RefusalDoneEvent
+    | ArgumentsDeltaEvent
+    | ArgumentsDoneEvent
+    | WebSearchCallEvent
+    | ErrorEvent
+    | PauseEvent
+)
+
+EVENT_CLASSES: tuple[type[Event], ...] = get_args(Event)
+
+
+def _types_of(cls: type) -> tuple[str, ...]:
+    return get_args(attrs.fields_dict(cls)["type"].type)
+
+
+#: Every event `type` the server can emit, mapped to the class that carries it.
+CLASS_BY_TYPE: dict[str, type[Event]] = {t: c for c in EVENT_CLASSES for t in _types_of(c)}

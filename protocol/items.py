@@ -1,0 +1,205 @@
+# Input and output items, content parts, annotations and tool definitions: the wire shape of
+# everything that goes into a conversation, as immutable attrs classes.
+# Each class's fields are its JSON keys; the codec (protocol.codec) turns them into JSON and back.
+# Nothing here validates meaning across items (that is protocol.validate).
+from typing import Any, Literal
+
+import attrs
+
+# -- content parts ------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InputText:
+    type: Literal["input_text"] = "input_text"
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class InputImage:
+    type: Literal["input_image"] = "input_image"
+    image_url: str | None = None
+    file_id: str | None = None
+    detail: str = "auto"
+
+
+@attrs.frozen(kw_only=True)
+class InputFile:
+    type: Literal["input_file"] = "input_file"
+    file_id: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+    filename: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UrlCitation:
+    type: Literal["url_citation"] = "url_citation"
+    url: str
+    title: str
+    start_index: int
+    end_index: int
+
+
+@attrs.frozen(kw_only=True)
+class OutputText:
+    type: Literal["output_text"] = "output_text"
+    text: str
+    annotations: tuple[UrlCitation, ...] = ()
+    logprobs: tuple[Any, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Refusal:
+    type: Literal["refusal"] = "refusal"
+    refusal: str
+
+
+ContentPart = InputText | InputImage | InputFile | OutputText | Refusal
+
+# -- items --------------------------------------------------------------------------------------
+
+Role = Literal["user", "assistant", "system", "developer"]
+
+
+@attrs.frozen(kw_only=True)
+class Message:
+    """A message; `content` is a plain string (short form) or a list of parts."""
+
+    type: Literal["message"] = "message"
+    id: str | None = None
+    role: Role
+    content: str | tuple[ContentPart, ...]
+    status: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCall:
+    type: Literal["function_call"] = "function_call"
+    id: str | None = None
+    call_id: str
+    name: str
+    arguments: str
+    status: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallOutput:
+    type: Literal["function_call_output"] = "function_call_output"
+    id: str | None = None
+    call_id: str
+    output: str | tuple[ContentPart, ...]
+    status: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class UrlSource:
+    type: Literal["url"] = "url"
+    url: str
+
+
+@attrs.frozen(kw_only=True)
+class SearchAction:
+    type: Literal["search"] = "search"
+    query: str
+    sources: tuple[UrlSource, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OpenPageAction:
+    type: Literal["open_page"] = "open_page"
+    url: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class FindInPageAction:
+    type: Literal["find_in_page"] = "find_in_page"
+    url: str
+    pattern: str
+
+
+WebSearchAction = SearchAction | OpenPageAction | FindInPageAction
+
+
+@attrs.frozen(kw_only=True)
+class WebSearchCall:
+    type: Literal["web_search_call"] = "web_search_call"
+    id: str
+    status: str
+    action: WebSearchAction | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SummaryText:
+    type: Literal["summary_text"] = "summary_text"
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningText:
+    type: Literal["reasoning_text"] = "reasoning_text"
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class Reasoning:
+    type: Literal["reasoning"] = "reasoning"
+    id: str | None = None
+    summary: tuple[SummaryText, ...] = ()
+    encrypted_content: str | None = None
+    content: tuple[ReasoningText, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ItemReference:
+    type: Literal["item_reference"] = "item_reference"
+    id: str
+
+
+Item = Message | FunctionCall | FunctionCallOutput | WebSearchCall | Reasoning | ItemReference
+
+# -- tools --------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class FunctionTool:
+    type: Literal["function"] = "function"
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+WEB_SEARCH_TOOL_TYPES = frozenset({"web_search", "web_search_2025_08_26", "web_search_preview"})
+
+
+@attrs.frozen(kw_only=True)
+class OtherTool:
+    """A tool type the server does not execute itself (web search, namespace, custom, ...).
+
+    It is accepted, echoed back as given in `Response.tools`, and otherwise only web search is
+    acted on (see `is_web_search`).
+    """
+
+    type: str
+    raw: dict[str, Any] = attrs.field(factory=dict, eq=False)
+
+    @property
+    def is_web_search(self) -> bool:
+        return self.type in WEB_SEARCH_TOOL_TYPES
+
+
+Tool = FunctionTool | OtherTool
+
+
+def text_of(content: str | tuple[ContentPart, ...]) -> str:
+    """The plain text of a message or tool output body, for tokenizing and scanning."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for part in content:
+        if isinstance(part, InputText | OutputText):
+            parts.append(part.text)
+        elif isinstance(part, Refusal):
+            parts.append(part.refusal)
+    return "\n".join(parts)

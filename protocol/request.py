@@ -1,0 +1,72 @@
+# The create request (`POST /v1/responses` body, WebSocket `response.create`) and the append
+# shape's client events. Every standard CreateResponse field is declared; unknown fields are
+# ignored by the codec, never refused. Cross-field rules live in protocol.validate.
+from typing import Any, Literal
+
+import attrs
+
+from protocol.items import Item, Tool
+
+Shape = Literal["chain", "append"]
+
+
+@attrs.frozen(kw_only=True)
+class StreamOptions:
+    include_obfuscation: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CreateRequest:
+    # Standard fields (spec §2.2).
+    model: str
+    input: str | tuple[Item, ...]
+    instructions: str | tuple[Item, ...] | None = None
+    previous_response_id: str | None = None
+    conversation: str | dict[str, Any] | None = None
+    store: bool = True
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    background: bool | None = None
+    tools: tuple[Tool, ...] = ()
+    tool_choice: str | dict[str, Any] = "auto"
+    parallel_tool_calls: bool = True
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_logprobs: int | None = None
+    truncation: str | None = None
+    reasoning: dict[str, Any] | None = None
+    text: dict[str, Any] | None = None
+    include: tuple[str, ...] | None = None
+    metadata: dict[str, str] | None = None
+    prompt: dict[str, Any] | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
+    safety_identifier: str | None = None
+    user: str | None = None
+    service_tier: str | None = None
+    context_management: tuple[dict[str, Any], ...] | None = None
+    moderation: Any = None
+    # WebSocket `response.create` only (spec §1.2).
+    type: Literal["response.create"] | None = None
+    stream_id: str | None = None
+    generate: bool | None = None
+    client_metadata: dict[str, str] | None = None
+    # The append shape (append-protocol.md).
+    shape: Shape = "chain"
+
+
+@attrs.frozen(kw_only=True)
+class AppendRequest:
+    """`response.append` (WebSocket) or the body of `POST /v1/responses/{id}/append`."""
+
+    input: tuple[Item, ...]
+    response_id: str | None = None
+    type: Literal["response.append"] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class CancelRequest:
+    response_id: str
+    type: Literal["response.cancel"] = "response.cancel"

@@ -1,0 +1,94 @@
+# The Response object and usage (spec §2.3, §3). Every always-required key of a Response is a
+# field here, so every snapshot the server sends carries it, null or not.
+from typing import Any
+
+import attrs
+
+from protocol.items import Item, Tool
+
+
+@attrs.frozen(kw_only=True)
+class InputTokensDetails:
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class OutputTokensDetails:
+    reasoning_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    input_tokens_details: InputTokensDetails = InputTokensDetails()
+    output_tokens: int = 0
+    output_tokens_details: OutputTokensDetails = OutputTokensDetails()
+    total_tokens: int = 0
+
+    @classmethod
+    def of(cls, input_tokens: int, cached_tokens: int, output_tokens: int) -> "Usage":
+        return cls(
+            input_tokens=input_tokens,
+            input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens),
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage.of(
+            self.input_tokens + other.input_tokens,
+            self.input_tokens_details.cached_tokens + other.input_tokens_details.cached_tokens,
+            self.output_tokens + other.output_tokens,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ResponseError:
+    code: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class IncompleteDetails:
+    reason: str
+
+
+@attrs.define(kw_only=True)
+class Response:
+    """A response snapshot. Mutable while its loop runs; events carry shallow copies."""
+
+    id: str
+    object: str = "response"
+    created_at: int
+    status: str = "in_progress"
+    completed_at: int | None = None
+    error: ResponseError | None = None
+    incomplete_details: IncompleteDetails | None = None
+    instructions: str | tuple[Item, ...] | None = None
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    model: str
+    output: list[Item] = attrs.field(factory=list)
+    parallel_tool_calls: bool = True
+    previous_response_id: str | None = None
+    reasoning: dict[str, Any] = attrs.field(factory=lambda: {"effort": None, "summary": None})
+    service_tier: str = "default"
+    store: bool = True
+    temperature: float = 1.0
+    text: dict[str, Any] = attrs.field(factory=lambda: {"format": {"type": "text"}})
+    tool_choice: str | dict[str, Any] = "auto"
+    tools: tuple[Tool, ...] = ()
+    top_logprobs: int = 0
+    top_p: float = 1.0
+    truncation: str = "disabled"
+    usage: Usage | None = None
+    user: str | None = None
+    metadata: dict[str, str] = attrs.field(factory=dict)
+    background: bool = False
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
+
+    def snapshot(self) -> "Response":
+        """A copy that later changes to this response do not reach (output is copied)."""
+        return attrs.evolve(self, output=list(self.output))
