@@ -1,0 +1,229 @@
+# The conversation a sampling loop works on: items, the rendered-token cache (one compact
+# array('I') of header + item tokens), tool definitions, safety-scan state, the resolved route and
+# the prefix-cache block hashes. It only grows by `extend(items)`, whose cost is proportional to
+# the new items. Rendering and scanning are real CPU work, counted in the caller's Work.
+from __future__ import annotations
+
+import re
+from array import array
+from collections.abc import Iterable, Sequence
+
+import attrs
+import orjson
+
+from protocol import codec
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionTool,
+    Item,
+    ItemReference,
+    Message,
+    OtherTool,
+    Reasoning,
+    SearchAction,
+    Tool,
+    WebSearchCall,
+    text_of,
+)
+from rollout import tokens as tok
+from rollout.work import Work
+
+BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
+
+# What the safety scan looks for: secrets and obvious injection markers. The scan is a real pass
+# over every new character; findings are counted, never acted on (the simulated service allows).
+_SCAN = re.compile(
+    r"sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|ignore (?:all )?previous instructions|\b\d{3}-\d{2}-\d{4}\b",
+    re.IGNORECASE,
+)
+
+
+@attrs.define
+class ScanState:
+    tokens_scanned: int = 0
+    findings: int = 0
+
+
+@attrs.frozen
+class Route:
+    """Where sampling runs: the model and the engine the route pinned it to."""
+
+    model: str
+    engine: str
+
+
+def render(item: Item) -> str:
+    """The text an item contributes to the prompt (tokenized with o200k_base)."""
+    if isinstance(item, Message):
+        return f"<|im_start|>{item.role}\n{text_of(item.content)}<|im_end|>\n"
+    if isinstance(item, FunctionCall):
+        return f"<|im_start|>assistant to={item.name}\n{item.arguments}<|im_end|>\n"
+    if isinstance(item, FunctionCallOutput):
+        return f"<|im_start|>tool {item.call_id}\n{text_of(item.output)}<|im_end|>\n"
+    if isinstance(item, WebSearchCall):
+        action = item.action
+        body = ""
+        if isinstance(action, SearchAction):
+            urls = "\n".join(s.url for s in action.sources or ())
+            body = f"{action.query}\n{urls}"
+        return f"<|im_start|>assistant to=web_search\n{body}<|im_end|>\n"
+    if isinstance(item, Reasoning):
+        summary = "\n".join(s.text for s in item.summary)
+        return f"<|im_start|>reasoning\n{summary}<|im_end|>\n"
+    raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
+
+
+def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
+    out = ""
+    if instructions:
+        out += f"<|im_start|>system\n{instructions}<|im_end|>\n"
+    if tools:
+        out += f"<|im_start|>tools\n{codec.encode(list(tools)).decode()}<|im_end|>\n"
+    return out
+
+
+def is_model_item(item: Item) -> bool:
+    if isinstance(item, Message):
+        return item.role == "assistant"
+    return isinstance(item, FunctionCall | WebSearchCall | Reasoning)
+
+
+@attrs.define(eq=False)
+class Context:
+    items: list[Item] = attrs.field(factory=list)
+    tokens: array[int] = attrs.field(factory=lambda: array("I"))
+    header_len: int = 0
+    header_key: bytes = b""
+    instructions: str | None = None
+    tools: tuple[Tool, ...] = ()
+    function_tools: dict[str, FunctionTool] = attrs.field(factory=dict)
+    web_search: bool = False
+    scan: ScanState = attrs.field(factory=ScanState)
+    route: Route | None = None
+    block_hashes: list[int] = attrs.field(factory=list)
+    # Conversation state derived incrementally from the items (for validation and policies).
+    by_id: dict[str, int] = attrs.field(factory=dict)
+    call_names: dict[str, str] = attrs.field(factory=dict)
+    open_calls: set[str] = attrs.field(factory=set)
+    model_turns: int = 0
+    last_was_model: bool = False
+    last_user_text: str = ""
+    calls_since_user: int = 0
+    searches_since_user: int = 0
+
+    # -- header: instructions and tools ---------------------------------------------------------
+
+    def set_header(
+        self, instructions: str | None, tools: Sequence[Tool], work: Work, *, scan: bool = True
+    ) -> int:
+        """Install instructions and tools; re-render only if they changed. Returns new tokens."""
+        key = orjson.dumps([instructions, codec.to_json(list(tools))])
+        if key == self.header_key:
+            return 0
+        self.header_key = key
+        self.instructions = instructions
+        self.tools = tuple(tools)
+        self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        self.web_search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
+        text = render_header(instructions, tools)
+        if scan:
+            self._scan(text, work, items=1)
+        with work.stage("tokenize", items=1) as c:
+            header = array("I", tok.encode(text))
+            c.tokens = len(header)
+        body = self.tokens[self.header_len :]
+        self.tokens = header
+        self.tokens.extend(body)
+        self.header_len = len(header)
+        self.block_hashes.clear()
+        self._hash_blocks()
+        return len(header)
+
+    # -- items ----------------------------------------------------------------------------------
+
+    def extend(self, items: Iterable[Item], work: Work, *, scan: bool = True) -> int:
+        """Add items at the end: scan (if input), render, tokenize. Returns the new token count.
+
+        Cost is proportional to the new items only.
+        """
+        items = list(items)
+        if not items:
+            return 0
+        text = "".join(render(item) for item in items)
+        if scan:
+            self._scan(text, work, items=len(items))
+        with work.stage("tokenize", items=len(items)) as c:
+            new = tok.encode(text)
+            c.tokens = len(new)
+        self.tokens.extend(new)
+        for item in items:
+            self._note(item)
+        self._hash_blocks()
+        return len(new)
+
+    def _scan(self, text: str, work: Work, items: int) -> None:
+        with work.stage("scan", items=items) as c:
+            findings = sum(1 for _ in _SCAN.finditer(text))
+            c.tokens = len(text) // 4  # counted in approximate tokens; the scan is per character
+        self.scan.findings += findings
+        self.scan.tokens_scanned += c.tokens
+
+    def _note(self, item: Item) -> None:
+        index = len(self.items)
+        self.items.append(item)
+        if isinstance(item, ItemReference):
+            return
+        if item.id is not None:
+            self.by_id[item.id] = index
+        model = is_model_item(item)
+        if model and not self.last_was_model:
+            self.model_turns += 1
+        self.last_was_model = model
+        if isinstance(item, FunctionCall):
+            self.call_names[item.call_id] = item.name
+            self.open_calls.add(item.call_id)
+            self.calls_since_user += 1
+        elif isinstance(item, FunctionCallOutput):
+            self.open_calls.discard(item.call_id)
+        elif isinstance(item, WebSearchCall):
+            self.searches_since_user += 1
+        elif isinstance(item, Message) and item.role == "user":
+            self.last_user_text = text_of(item.content)
+            self.calls_since_user = 0
+            self.searches_since_user = 0
+
+    def _hash_blocks(self) -> None:
+        """Chain-hash each newly completed 128-token block (the prefix cache's keys)."""
+        done = len(self.block_hashes)
+        full = len(self.tokens) // BLOCK
+        prev = self.block_hashes[-1] if done else 0
+        view = memoryview(self.tokens)
+        for b in range(done, full):
+            prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
+            self.block_hashes.append(prev)
+
+    # -- queries --------------------------------------------------------------------------------
+
+    @property
+    def token_count(self) -> int:
+        return len(self.tokens)
+
+    def resolve(self, ref: ItemReference) -> Item | None:
+        index = self.by_id.get(ref.id)
+        return None if index is None else self.items[index]
+
+    def fork(self) -> Context:
+        """An independent copy (for continuing one parent twice); O(context), used rarely."""
+        return attrs.evolve(
+            self,
+            items=list(self.items),
+            tokens=array("I", self.tokens),
+            scan=attrs.evolve(self.scan),
+            block_hashes=list(self.block_hashes),
+            by_id=dict(self.by_id),
+            call_names=dict(self.call_names),
+            open_calls=set(self.open_calls),
+            function_tools=dict(self.function_tools),
+        )

@@ -1,0 +1,303 @@
+# The engine: everything between a decoded request and its events, shared by every transport and
+# shape. `prepare` does the pre-inference work (validate, restore or extend the context, scan,
+# tokenize, route) and raises ProtocolError before any event exists; `run` drives the one
+# sampling loop with the executor it is given and then does the post-inference work (usage,
+# billing, storing). Transports decide only how events leave and where state is cached.
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from collections.abc import Sequence
+
+import attrs
+import trio
+
+from protocol import errors
+from protocol.errors import ProtocolError
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    InputText,
+    Item,
+    ItemReference,
+    Message,
+    OutputText,
+    Reasoning,
+    WebSearchCall,
+    text_of,
+)
+from protocol.request import CreateRequest
+from protocol.response import Response, Usage
+from protocol.stream import ResponseStream
+from rollout.context import Context, Route
+from rollout.ids import new_id
+from rollout.inference import PrefixCache
+from rollout.loop import Disconnected, Emit, LoopEnv, Outcome, Rollout, run_loop
+from rollout.model import DefaultPolicy, Policy
+from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
+from rollout.store import ChainBroken, MemoryStore, StoredResponse
+from rollout.tools import ClientTools, WebSearch
+from rollout.work import Stats, Work
+
+log = logging.getLogger("rollout")
+ENGINES = 4  # simulated inference engines a route can pin a model to
+
+
+@attrs.define
+class Prepared:
+    """A request that passed pre-inference work: ready to run, nothing emitted yet."""
+
+    request: CreateRequest
+    rollout: Rollout
+    input_items: list[Item]
+
+
+@attrs.define(eq=False)
+class Engine:
+    policy: Policy = attrs.field(factory=DefaultPolicy)
+    inference: InferenceProfile = INFERENCE_PROFILES["instant"]
+    costs: CostProfile = COST_PROFILES["cpu-only"]
+    store: MemoryStore = attrs.field(factory=MemoryStore)
+    stats: Stats = attrs.field(factory=Stats)
+    cache: PrefixCache = attrs.field(factory=PrefixCache)
+
+    @property
+    def loop_env(self) -> LoopEnv:
+        return LoopEnv(
+            policy=self.policy,
+            profile=self.inference,
+            cache=self.cache,
+            web_search=WebSearch(self.costs),
+        )
+
+    # -- pre-inference --------------------------------------------------------------------------
+
+    async def route(self, model: str, work: Work) -> Route:
+        """The model routing decision (a declared service latency)."""
+        with work.stage("routing", items=1):
+            if self.costs.routing_s > 0:
+                await trio.sleep(self.costs.routing_s)
+            return Route(model=model, engine=f"{model}/{zlib.crc32(model.encode()) % ENGINES}")
+
+    async def scan_latency(self, tokens: int, work: Work) -> None:
+        """The safety service's declared latency for `tokens` newly scanned tokens."""
+        seconds = self.costs.safety_seconds(tokens)
+        if seconds > 0:
+            with work.stage("scan"):
+                await trio.sleep(seconds)
+
+    def restore(self, previous_response_id: str, work: Work) -> Context:
+        """Rebuild a context from the store: the whole history, re-scanned and re-rendered."""
+        with work.stage("store", items=1):
+            try:
+                items = self.store.conversation(previous_response_id)
+            except ChainBroken:
+                raise errors.previous_response_not_found(previous_response_id) from None
+        ctx = Context()
+        ctx.extend(items, work)
+        return ctx
+
+    async def prepare(
+        self,
+        req: CreateRequest,
+        work: Work,
+        emit: Emit,
+        *,
+        base: Context | None = None,
+        route: Route | None = None,
+    ) -> Prepared:
+        """Pre-inference work. `base` is a cached context to extend (it is not modified unless
+        the request is valid); without it the context comes from the store or starts empty."""
+        if base is None:
+            base = (
+                self.restore(req.previous_response_id, work)
+                if req.previous_response_id
+                else (Context())
+            )
+        items = normalize_input(req.input)
+        check_input(base, items)
+        ctx = base
+        before = ctx.scan.tokens_scanned
+        ctx.set_header(instructions_text(req.instructions), req.tools, work)
+        ctx.extend(resolve_references(ctx, items), work)
+        await self.scan_latency(ctx.scan.tokens_scanned - before, work)
+        if route is None:
+            route = await self.route(req.model, work)
+        ctx.route = route
+        response = new_response(req)
+        rollout = Rollout(
+            ctx=ctx,
+            stream=ResponseStream(response),
+            route=route,
+            work=work,
+            emit=emit,
+            max_output_tokens=req.max_output_tokens,
+        )
+        return Prepared(request=req, rollout=rollout, input_items=items)
+
+    # -- the loop and post-inference ------------------------------------------------------------
+
+    async def run(self, prepared: Prepared, client: ClientTools) -> Response:
+        r = prepared.rollout
+        await r.send(r.stream.start())
+        try:
+            outcome = await run_loop(r, self.loop_env, client)
+        except Disconnected:
+            outcome = Outcome("incomplete", reason="client_disconnected")
+            r.emit = _drop
+        except ProtocolError as exc:
+            outcome = Outcome("failed", reason=exc.code or "server_error", message=exc.message)
+        except Exception:
+            log.exception("sampling loop failed for %s", r.stream.response.id)
+            outcome = Outcome(
+                "failed", reason="server_error", message="The model failed to generate a response."
+            )
+        await self.finish(prepared, outcome)
+        return r.stream.response
+
+    async def finish(self, prepared: Prepared, outcome: Outcome) -> None:
+        """Post-inference: usage, billing (blocking here), the terminal event, the store."""
+        r = prepared.rollout
+        await self.bill(r.work)
+        if outcome.status == "completed":
+            events = r.stream.complete(r.usage, completed_at=int(time.time()))
+        elif outcome.status == "incomplete":
+            events = r.stream.incomplete(outcome.reason or "max_output_tokens", r.usage)
+        else:
+            events = r.stream.fail(
+                outcome.reason or "server_error", outcome.message or "", usage=r.usage
+            )
+        await r.send(events)
+        if prepared.request.store:
+            with r.work.stage("store", items=1):
+                self.store.put(
+                    StoredResponse(
+                        response=r.stream.response.snapshot(),
+                        input_items=prepared.input_items,
+                        previous_response_id=prepared.request.previous_response_id,
+                    )
+                )
+        self.stats.record(r.work)
+
+    async def bill(self, work: Work) -> None:
+        with work.stage("billing", items=1):
+            if self.costs.billing_s > 0:
+                await trio.sleep(self.costs.billing_s)
+
+
+async def _drop(event: object) -> None:
+    del event
+
+
+# -- request helpers ----------------------------------------------------------------------------
+
+
+def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
+    if instructions is None or isinstance(instructions, str):
+        return instructions
+    return "\n".join(text_of(i.content) for i in instructions if isinstance(i, Message))
+
+
+def normalize_input(value: str | Sequence[Item]) -> list[Item]:
+    """Input as stored items: short forms expanded, every item given an id."""
+    if isinstance(value, str):
+        value = (Message(role="user", content=value),)
+    out: list[Item] = []
+    for item in value:
+        if isinstance(item, Message):
+            content = item.content
+            if isinstance(content, str):
+                part = (
+                    OutputText(text=content)
+                    if item.role == "assistant"
+                    else InputText(text=content)
+                )
+                content = (part,)
+            item = attrs.evolve(
+                item,
+                content=content,
+                id=item.id or new_id("msg"),
+                status=item.status or "completed",
+            )
+        elif isinstance(item, FunctionCallOutput):
+            item = attrs.evolve(
+                item, id=item.id or new_id("fco"), status=item.status or "completed"
+            )
+        elif isinstance(item, FunctionCall):
+            item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
+        elif isinstance(item, Reasoning) and item.id is None:
+            item = attrs.evolve(item, id=new_id("rs"))
+        out.append(item)
+    return out
+
+
+def check_input(ctx: Context, items: Sequence[Item]) -> None:
+    """Each tool output answers a call the conversation holds; each reference resolves.
+
+    Pure: raises before the context is touched, so a bad request leaves cached state intact.
+    """
+    calls: set[str] = set()
+    ids: set[str] = set()
+    for i, item in enumerate(items):
+        if isinstance(item, FunctionCall):
+            calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            if item.call_id not in calls and item.call_id not in ctx.call_names:
+                raise errors.invalid(
+                    f"No tool call found for function call output with call_id {item.call_id}.",
+                    param=f"input[{i}].call_id",
+                    code="invalid_value",
+                )
+        elif isinstance(item, ItemReference):
+            if item.id not in ids and item.id not in ctx.by_id:
+                raise errors.invalid(
+                    f"Item with id '{item.id}' not found.",
+                    param=f"input[{i}].id",
+                    code="invalid_value",
+                )
+        if not isinstance(item, ItemReference) and item.id is not None:
+            ids.add(item.id)
+
+
+def resolve_references(ctx: Context, items: Sequence[Item]) -> list[Item]:
+    local = {i.id: i for i in items if not isinstance(i, ItemReference) and i.id is not None}
+    out: list[Item] = []
+    for item in items:
+        if isinstance(item, ItemReference):
+            found = local.get(item.id) or ctx.resolve(item)
+            if found is not None:
+                out.append(found)
+        else:
+            out.append(item)
+    return out
+
+
+def new_response(req: CreateRequest) -> Response:
+    return Response(
+        id=new_id("resp"),
+        created_at=int(time.time()),
+        instructions=req.instructions,
+        max_output_tokens=req.max_output_tokens,
+        max_tool_calls=req.max_tool_calls,
+        model=req.model,
+        parallel_tool_calls=req.parallel_tool_calls,
+        previous_response_id=req.previous_response_id,
+        reasoning=req.reasoning or {"effort": None, "summary": None},
+        service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
+        store=req.store,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        text=req.text or {"format": {"type": "text"}},
+        tool_choice=req.tool_choice,
+        tools=req.tools,
+        top_logprobs=req.top_logprobs or 0,
+        top_p=1.0 if req.top_p is None else req.top_p,
+        truncation=req.truncation or "disabled",
+        user=req.user,
+        metadata=req.metadata or {},
+        prompt_cache_key=req.prompt_cache_key,
+        safety_identifier=req.safety_identifier,
+    )
+
+
+__all__ = ["Engine", "Prepared", "Usage", "WebSearchCall"]

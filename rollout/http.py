@@ -1,0 +1,369 @@
+# HTTP/1.1 on trio with h11: the Responses REST surface (create as JSON or SSE, retrieve,
+# delete, input_items, cancel), keep-alive, body and header limits, and the standard error
+# envelope. A WebSocket upgrade on /v1/responses is handed to `upgrade` (the WebSocket module)
+# with the bytes already read, so both transports share one port.
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import attrs
+import h11
+import orjson
+import trio
+
+from protocol import codec, errors
+from protocol.errors import ProtocolError
+from protocol.events import Event
+from protocol.validate import validate_create
+from rollout.engine import Engine
+from rollout.ids import new_id
+from rollout.loop import Disconnected
+from rollout.tools import EndResponse
+from rollout.work import Work
+
+log = logging.getLogger("rollout.http")
+RECEIVE = 65536
+JSON = "application/json"
+
+
+@attrs.frozen(kw_only=True)
+class HttpConfig:
+    max_body_bytes: int = 16 * 1024 * 1024
+    max_header_bytes: int = 64 * 1024
+    header_timeout_s: float = 10.0
+    idle_timeout_s: float = 120.0
+
+
+@attrs.define
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+Upgrade = Callable[[trio.abc.Stream, bytes, Request], Awaitable[None]]
+
+
+class _Closed(Exception):
+    """The peer went away or the connection must close; nothing more to send."""
+
+
+@attrs.define(eq=False)
+class HttpConnection:
+    stream: trio.abc.Stream
+    engine: Engine
+    config: HttpConfig
+    upgrade: Upgrade | None = None
+    conn: h11.Connection = attrs.field(init=False)
+    request_id: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        self.conn = h11.Connection(
+            h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
+        )
+
+    # -- I/O ------------------------------------------------------------------------------------
+
+    async def _next(self, timeout: float) -> Any:
+        with trio.move_on_after(timeout) as scope:
+            while True:
+                event = self.conn.next_event()
+                if event is not h11.NEED_DATA:
+                    return event
+                try:
+                    data = await self.stream.receive_some(RECEIVE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    raise _Closed() from None
+                self.conn.receive_data(bytes(data))
+        if scope.cancelled_caught:
+            raise _Closed()
+
+    async def _send(self, event: Any) -> None:
+        data = self.conn.send(event)
+        if data:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise _Closed() from None
+
+    def _headers(self, content_type: str, extra: dict[str, str] | None = None) -> list[Any]:
+        headers = [("content-type", content_type), ("x-request-id", self.request_id)]
+        headers += list((extra or {}).items())
+        return headers
+
+    async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
+        data = body if isinstance(body, bytes) else orjson.dumps(body)
+        headers = [*self._headers(JSON, extra), ("content-length", str(len(data)))]
+        await self._send(h11.Response(status_code=status, headers=headers))
+        await self._send(h11.Data(data=data))
+        await self._send(h11.EndOfMessage())
+
+    async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
+        self.engine.stats.error(exc.code)
+        await self.reply(exc.status, {"error": exc.payload()}, extra)
+
+    # -- the connection -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            while True:
+                timeout = self.config.idle_timeout_s
+                if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
+                    timeout = self.config.header_timeout_s
+                try:
+                    event = await self._next(timeout)
+                except h11.RemoteProtocolError as exc:
+                    await self._protocol_error(exc)
+                    return
+                if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                    return
+                if not isinstance(event, h11.Request):
+                    return
+                self.request_id = new_id("req")
+                request = _request(event)
+                if self.upgrade is not None and _is_upgrade(request):
+                    await self.upgrade(self.stream, self.conn.trailing_data[0], request)
+                    return
+                if not await self._serve(request):
+                    return
+                if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
+                    return
+                self.conn.start_next_cycle()
+        except _Closed:
+            return
+        finally:
+            with trio.move_on_after(1):
+                await self.stream.aclose()
+
+    async def _protocol_error(self, exc: h11.RemoteProtocolError) -> None:
+        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self.request_id = self.request_id or new_id("req")
+            status = exc.error_status_hint
+            message = "The request could not be parsed as HTTP/1.1."
+            if status == 431:
+                message = "The request headers are too large."
+            await self.error(ProtocolError(message=message, code="bad_request", status=status))
+
+    async def _read_body(self, request: Request) -> bool:
+        """Read the body within the limit; False after answering 413 (connection closes)."""
+        length = request.headers.get("content-length")
+        limit = self.config.max_body_bytes
+        if length is not None and length.isdigit() and int(length) > limit:
+            await self.error(errors.body_too_large(limit), {"connection": "close"})
+            return False
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            event = await self._next(self.config.header_timeout_s)
+            if isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > limit:
+                    await self.error(errors.body_too_large(limit), {"connection": "close"})
+                    return False
+                chunks.append(bytes(event.data))
+            elif isinstance(event, h11.EndOfMessage):
+                request.body = b"".join(chunks)
+                return True
+            else:
+                raise _Closed()
+
+    async def _serve(self, request: Request) -> bool:
+        """Answer one request. False when the connection must close afterwards."""
+        try:
+            if not await self._read_body(request):
+                return False
+        except h11.RemoteProtocolError as exc:
+            await self._protocol_error(exc)
+            return False
+        try:
+            await self._route(request)
+        except ProtocolError as exc:
+            if self.conn.our_state is h11.SEND_RESPONSE:
+                await self.error(exc, _allow(exc))
+            else:
+                return False
+        return True
+
+    async def _route(self, request: Request) -> None:
+        parts = request.path.rstrip("/").split("/")
+        if parts[:3] != ["", "v1", "responses"]:
+            raise errors.not_found_path(request.method, request.path)
+        rest = parts[3:]
+        m = request.method
+        if not rest:
+            _allowed(m, request.path, "POST")
+            return await self.create(request)
+        if len(rest) == 1:
+            _allowed(m, request.path, "GET", "DELETE")
+            if m == "GET":
+                return await self.retrieve(rest[0])
+            return await self.delete(rest[0])
+        if len(rest) == 2 and rest[1] == "input_items":
+            _allowed(m, request.path, "GET")
+            return await self.input_items(rest[0], request)
+        if len(rest) == 2 and rest[1] == "cancel":
+            _allowed(m, request.path, "POST")
+            return await self.cancel(rest[0])
+        raise errors.not_found_path(m, request.path)
+
+    # -- endpoints ------------------------------------------------------------------------------
+
+    async def create(self, request: Request) -> None:
+        ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
+        if ctype != JSON:
+            raise ProtocolError(
+                message=f"Unsupported Content-Type {ctype!r}; send application/json.",
+                code="unsupported_media_type",
+                status=415,
+            )
+        work = Work()
+        with work.stage("decode", items=1) as c:
+            c.tokens = len(request.body)
+            req = codec.decode_create(request.body)
+            validate_create(req, websocket=False)
+        streaming = bool(req.stream)
+        emit = self._sse_event if streaming else _ignore
+        prepared = await self.engine.prepare(req, work, emit)
+        if streaming:
+            await self._send(
+                h11.Response(
+                    status_code=200,
+                    headers=self._headers("text/event-stream", {"cache-control": "no-cache"}),
+                )
+            )
+        response = await self.engine.run(prepared, EndResponse())
+        if streaming:
+            await self._send(h11.EndOfMessage())
+        else:
+            await self.reply(200, codec.encode(response))
+
+    async def _sse_event(self, event: Event) -> None:
+        payload = codec.encode_event(event)
+        try:
+            await self._send(
+                h11.Data(data=b"event: %s\ndata: %s\n\n" % (event.type.encode(), payload))
+            )
+        except _Closed:
+            raise Disconnected() from None
+        self.engine.stats.events_sent += 1
+
+    async def retrieve(self, response_id: str) -> None:
+        record = self.engine.store.get(response_id)
+        if record is None:
+            raise errors.response_not_found(response_id)
+        await self.reply(200, codec.encode(record.response))
+
+    async def delete(self, response_id: str) -> None:
+        if not self.engine.store.delete(response_id):
+            raise errors.response_not_found(response_id)
+        await self.reply(200, {"id": response_id, "object": "response", "deleted": True})
+
+    async def input_items(self, response_id: str, request: Request) -> None:
+        record = self.engine.store.get(response_id)
+        if record is None:
+            raise errors.response_not_found(response_id)
+        limit = _int_query(request, "limit", 20, 1, 100)
+        order = _query(request, "order", "desc")
+        if order not in ("asc", "desc"):
+            raise errors.invalid(
+                f"Invalid value: {order!r}. Supported values are: 'asc' and 'desc'.",
+                param="order",
+                code="invalid_value",
+            )
+        items = list(record.input_items)
+        if order == "desc":
+            items.reverse()
+        after = _query(request, "after", "")
+        if after:
+            ids = [getattr(i, "id", None) for i in items]
+            if after not in ids:
+                raise errors.invalid(
+                    f"Item with id '{after}' not found.", param="after", code="invalid_value"
+                )
+            items = items[ids.index(after) + 1 :]
+        page = items[:limit]
+        data = [codec.to_json(i) for i in page]
+        await self.reply(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+                "has_more": len(items) > limit,
+            },
+        )
+
+    async def cancel(self, response_id: str) -> None:
+        if self.engine.store.get(response_id) is None:
+            raise errors.response_not_found(response_id)
+        raise errors.invalid(
+            "Only responses created with background=true can be cancelled, and this server does "
+            "not support background responses.",
+            param="response_id",
+            code="invalid_value",
+        )
+
+
+async def _ignore(event: Event) -> None:
+    del event
+
+
+def _request(event: h11.Request) -> Request:
+    target = event.target.decode("latin-1")
+    split = urlsplit(target)
+    headers: dict[str, str] = {}
+    for name, value in event.headers:
+        headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+    return Request(
+        method=event.method.decode("latin-1"),
+        path=split.path,
+        query=parse_qs(split.query),
+        headers=headers,
+    )
+
+
+def _is_upgrade(request: Request) -> bool:
+    return request.method == "GET" and "websocket" in request.headers.get("upgrade", "").lower()
+
+
+def _allowed(method: str, path: str, *allowed: str) -> None:
+    if method not in allowed:
+        exc = errors.method_not_allowed(method, path)
+        exc.param = None
+        raise _WithAllow(exc, allowed)
+
+
+class _WithAllow(ProtocolError):
+    def __init__(self, exc: ProtocolError, allowed: tuple[str, ...]) -> None:
+        super().__init__(
+            message=exc.message, type=exc.type, code=exc.code, param=exc.param, status=exc.status
+        )
+        self.allowed = allowed
+
+
+def _allow(exc: ProtocolError) -> dict[str, str] | None:
+    if isinstance(exc, _WithAllow):
+        return {"allow": ", ".join(exc.allowed)}
+    return None
+
+
+def _query(request: Request, name: str, default: str) -> str:
+    values = request.query.get(name)
+    return values[-1] if values else default
+
+
+def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = _query(request, name, str(default))
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise errors.invalid(
+            f"Invalid '{name}': expected an integer from {low} to {high}, got {raw[:40]!r}.",
+            param=name,
+            code="invalid_value",
+        )
+    return int(raw)

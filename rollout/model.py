@@ -1,0 +1,228 @@
+# The simulated model: what it says next, given a context. A Policy returns one Step per sampling
+# step (text, a batch of tool calls, or an error); it does no timing (rollout.inference paces the
+# tokens by a profile) and no I/O. Two policies: ScriptedPolicy (explicit steps, for tests and
+# rigs) and DefaultPolicy (uses the tools a request offers, deterministic under a seed).
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+import orjson
+
+from rollout.context import Context
+from rollout.schema_args import generate_arguments
+
+
+@attrs.frozen(kw_only=True)
+class Citation:
+    url: str
+    title: str
+    start_index: int
+    end_index: int
+
+
+@attrs.frozen(kw_only=True)
+class TextStep:
+    text: str
+    citations: tuple[Citation, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class FunctionCallSpec:
+    name: str
+    arguments: str  # JSON text, streamed as argument deltas
+
+
+@attrs.frozen(kw_only=True)
+class WebSearchSpec:
+    query: str
+
+
+CallSpec = FunctionCallSpec | WebSearchSpec
+
+
+@attrs.frozen(kw_only=True)
+class CallStep:
+    calls: tuple[CallSpec, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ErrorStep:
+    code: str = "server_error"
+    message: str = "The model failed to generate a response."
+
+
+Step = TextStep | CallStep | ErrorStep
+
+
+class Policy(Protocol):
+    def next_step(self, ctx: Context) -> Step: ...
+
+
+_WORDS = [
+    "the",
+    "patch",
+    "updates",
+    "parser",
+    "tests",
+    "so",
+    "the",
+    "failing",
+    "case",
+    "now",
+    "passes",
+    "and",
+    "the",
+    "build",
+    "is",
+    "green",
+    "again",
+    "we",
+    "checked",
+    "the",
+    "module",
+    "layout",
+    "reran",
+    "the",
+    "suite",
+    "and",
+    "confirmed",
+    "that",
+    "the",
+    "fix",
+    "keeps",
+    "behaviour",
+    "for",
+    "valid",
+    "input",
+    "while",
+    "rejecting",
+    "the",
+    "malformed",
+    "header",
+    "with",
+    "a",
+    "clear",
+    "error",
+    "message",
+    "next",
+    "steps",
+    "are",
+    "small",
+    "cleanups",
+    "in",
+    "the",
+    "docs",
+    "and",
+    "one",
+    "more",
+    "regression",
+    "test",
+    "for",
+    "the",
+    "edge",
+    "case",
+]
+
+
+def sentence(rng: random.Random, tokens: int) -> str:
+    """Plain English-looking text of roughly `tokens` o200k tokens (one word ≈ one token)."""
+    words = [rng.choice(_WORDS) for _ in range(max(1, tokens))]
+    words[0] = words[0].capitalize()
+    return " ".join(words) + "."
+
+
+def call(name: str, arguments: dict[str, Any] | str | None = None) -> CallStep:
+    """A step with one function call (arguments given as a dict or as JSON text)."""
+    args = arguments if isinstance(arguments, str) else orjson.dumps(arguments or {}).decode()
+    return CallStep(calls=(FunctionCallSpec(name=name, arguments=args),))
+
+
+def search(query: str) -> CallStep:
+    return CallStep(calls=(WebSearchSpec(query=query),))
+
+
+def text(body: str) -> TextStep:
+    return TextStep(text=body)
+
+
+@attrs.define
+class ScriptedPolicy:
+    """Plays `steps` in order: step k is the model's k-th turn of a conversation.
+
+    The position comes from the context (how many model turns it holds), so the same script gives
+    the same rollout whether the client chains, resends the full history, or appends. Past the end
+    of the script the model answers `final`.
+    """
+
+    steps: Sequence[Step] | Callable[[Context], Step]
+    final: str = "Done."
+
+    def next_step(self, ctx: Context) -> Step:
+        if callable(self.steps):
+            return self.steps(ctx)
+        k = ctx.model_turns
+        if k < len(self.steps):
+            return self.steps[k]
+        return TextStep(text=self.final)
+
+
+@attrs.define
+class DefaultPolicy:
+    """Uses what the request offers: hosted web search once (when offered), then function tools
+    `tool_calls` times (`parallel` calls per step, arguments valid for each tool's JSON Schema),
+    then a text answer of about `answer_tokens` tokens that cites the search results."""
+
+    tool_calls: int = 3
+    parallel: int = 1
+    answer_tokens: int = 40
+    call_tokens_hint: int = 0  # unused by the default policy; workloads may set argument sizes
+    seed: int = 0
+
+    def _rng(self, ctx: Context) -> random.Random:
+        return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
+
+    def next_step(self, ctx: Context) -> Step:
+        rng = self._rng(ctx)
+        if ctx.web_search and ctx.searches_since_user == 0:
+            words = ctx.last_user_text.split()[:8] or ["latest", "news"]
+            return CallStep(calls=(WebSearchSpec(query=" ".join(words)),))
+        tools = sorted(ctx.function_tools.values(), key=lambda t: t.name)
+        done = ctx.calls_since_user
+        if tools and done < self.tool_calls:
+            n = min(self.parallel, self.tool_calls - done)
+            calls = []
+            for i in range(n):
+                tool = tools[(done + i) % len(tools)]
+                args = generate_arguments(tool.parameters, rng)
+                calls.append(
+                    FunctionCallSpec(name=tool.name, arguments=orjson.dumps(args).decode())
+                )
+            return CallStep(calls=tuple(calls))
+        body = sentence(rng, self.answer_tokens)
+        if ctx.searches_since_user:
+            return cited_answer(body, ctx)
+        return TextStep(text=body)
+
+
+def cited_answer(body: str, ctx: Context) -> TextStep:
+    """`body` followed by a citation of each source of the latest web search."""
+    from protocol.items import SearchAction, WebSearchCall
+
+    sources: list[str] = []
+    for item in reversed(ctx.items):
+        if isinstance(item, WebSearchCall) and isinstance(item.action, SearchAction):
+            sources = [s.url for s in item.action.sources or ()]
+            break
+    out = body
+    citations = []
+    for i, url in enumerate(sources):
+        title = f"Source {i + 1}"
+        out += " See "
+        start = len(out)
+        out += title
+        citations.append(Citation(url=url, title=title, start_index=start, end_index=len(out)))
+        out += "."
+    return TextStep(text=out, citations=tuple(citations))

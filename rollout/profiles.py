@@ -1,0 +1,115 @@
+# Named profiles: how fast the simulated model is (InferenceProfile) and how long the simulated
+# services take (CostProfile). Every simulated latency in the server is declared here, by name, so
+# results can print exactly what was simulated. CPU stages (codec, scan, tokenize) are real work
+# and have no entry here.
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class InferenceProfile:
+    """The simulated model's speed: time to first token, prefill of uncached tokens, decode."""
+
+    name: str
+    ttft_s: float = 0.0
+    prefill_tps: float = 0.0  # uncached prompt tokens per second; 0 = instant
+    decode_tps: float = 0.0  # output tokens per second; 0 = instant
+
+    def prefill_seconds(self, uncached_tokens: int) -> float:
+        return uncached_tokens / self.prefill_tps if self.prefill_tps > 0 else 0.0
+
+    def decode_seconds(self, tokens: int) -> float:
+        return tokens / self.decode_tps if self.decode_tps > 0 else 0.0
+
+
+INFERENCE_PROFILES: dict[str, InferenceProfile] = {
+    p.name: p
+    for p in (
+        InferenceProfile(name="instant"),
+        # A frontier model before the speed-ups: about 65 tokens/s decode.
+        InferenceProfile(name="65tps", ttft_s=0.35, prefill_tps=20_000, decode_tps=65),
+        # The 1,000 tokens/s target of the WebSocket-mode launch.
+        InferenceProfile(name="1000tps", ttft_s=0.15, prefill_tps=100_000, decode_tps=1000),
+        # Bursts to 4,000 tokens/s.
+        InferenceProfile(name="4000tps", ttft_s=0.10, prefill_tps=200_000, decode_tps=4000),
+    )
+}
+
+
+@attrs.frozen(kw_only=True)
+class CostProfile:
+    """Declared latencies of the services around inference (seconds). docs/profiles.md says why."""
+
+    name: str
+    routing_s: float = 0.0  # model routing decision: once per connection (WS) or request (HTTP)
+    safety_base_s: float = 0.0  # safety classifier call, per scan
+    safety_per_token_s: float = 0.0  # safety classifier, per input token scanned
+    billing_s: float = 0.0  # billing/usage write, once per response (chain) or rollout (append)
+    web_search_s: float = 0.0  # the hosted web-search service, per call
+    connection_setup_s: float = 0.0  # per new connection (auth, session setup)
+
+    def safety_seconds(self, tokens: int) -> float:
+        if tokens == 0:
+            return 0.0
+        return self.safety_base_s + tokens * self.safety_per_token_s
+
+
+COST_PROFILES: dict[str, CostProfile] = {
+    p.name: p
+    for p in (
+        CostProfile(name="cpu-only"),
+        CostProfile(
+            name="service",
+            routing_s=0.010,
+            safety_base_s=0.004,
+            safety_per_token_s=0.000_000_5,
+            billing_s=0.015,
+            web_search_s=0.300,
+            connection_setup_s=0.020,
+        ),
+    )
+}
+
+
+class ProfileError(ValueError):
+    pass
+
+
+def inference_profile(name: str) -> InferenceProfile:
+    try:
+        return INFERENCE_PROFILES[name]
+    except KeyError:
+        known = ", ".join(INFERENCE_PROFILES)
+        raise ProfileError(f"unknown inference profile {name!r} (known: {known})") from None
+
+
+def cost_profile(spec: str) -> CostProfile:
+    """A named cost profile, or one read from a TOML file (`path.toml`)."""
+    if spec in COST_PROFILES:
+        return COST_PROFILES[spec]
+    path = Path(spec)
+    if path.suffix == ".toml":
+        return _cost_profile_from_toml(path)
+    known = ", ".join(COST_PROFILES)
+    raise ProfileError(f"unknown cost profile {spec!r} (known: {known}, or a .toml file)")
+
+
+def _cost_profile_from_toml(path: Path) -> CostProfile:
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ProfileError(f"cannot read cost profile {path}: {exc}") from None
+    fields = {f.name for f in attrs.fields(CostProfile)}
+    unknown = set(data) - fields
+    if unknown:
+        raise ProfileError(f"{path}: unknown keys {sorted(unknown)} (known: {sorted(fields)})")
+    values: dict[str, Any] = {"name": path.stem, **data}
+    for key, value in values.items():
+        if key != "name" and (not isinstance(value, int | float) or value < 0):
+            raise ProfileError(f"{path}: {key} must be a non-negative number of seconds")
+    return CostProfile(**values)

@@ -1,0 +1,40 @@
+# The listening server: one port, one task per connection, everything owned by one nursery.
+# `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
+from __future__ import annotations
+
+import logging
+
+import trio
+
+from rollout.engine import Engine
+from rollout.http import HttpConfig, HttpConnection
+
+log = logging.getLogger("rollout")
+
+
+async def serve(
+    engine: Engine | None = None,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    http: HttpConfig | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the Responses API on `host:port` until cancelled; reports the bound port.
+
+    Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
+    """
+    engine = engine or Engine()
+    config = http or HttpConfig()
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+
+    async def handle(stream: trio.SocketStream) -> None:
+        try:
+            await HttpConnection(stream, engine, config).run()
+        except Exception:
+            log.exception("connection handler failed")
+
+    log.info("serving on http://%s:%d/v1", host, bound)
+    task_status.started(bound)
+    await trio.serve_listeners(handle, listeners)

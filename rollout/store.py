@@ -1,0 +1,54 @@
+# The response store: responses created with `store: true`, retrievable over HTTP and chainable by
+# previous_response_id. In memory (the default). Each record keeps only its own input and output;
+# the conversation of a chain is rebuilt by walking `previous_response_id` links, which is the
+# real cost of chaining without a connection cache.
+from __future__ import annotations
+
+import attrs
+
+from protocol.items import Item
+from protocol.response import Response
+
+
+@attrs.define
+class StoredResponse:
+    response: Response
+    input_items: list[Item]
+    previous_response_id: str | None = None
+
+
+class ChainBroken(LookupError):
+    """A response in the chain is gone (deleted); carries the missing id."""
+
+
+@attrs.define
+class MemoryStore:
+    _records: dict[str, StoredResponse] = attrs.field(factory=dict)
+
+    def put(self, record: StoredResponse) -> None:
+        self._records[record.response.id] = record
+
+    def get(self, response_id: str) -> StoredResponse | None:
+        return self._records.get(response_id)
+
+    def delete(self, response_id: str) -> bool:
+        return self._records.pop(response_id, None) is not None
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def conversation(self, response_id: str) -> list[Item]:
+        """Every item of the chain ending at `response_id`: inputs and outputs, oldest first."""
+        chain: list[StoredResponse] = []
+        next_id: str | None = response_id
+        while next_id is not None:
+            record = self._records.get(next_id)
+            if record is None:
+                raise ChainBroken(next_id)
+            chain.append(record)
+            next_id = record.previous_response_id
+        items: list[Item] = []
+        for record in reversed(chain):
+            items.extend(record.input_items)
+            items.extend(record.response.output)
+        return items

