@@ -222,8 +222,12 @@ def _describe(members: tuple[Any, ...]) -> str:
             names.append("an object")
         elif m is bool:
             names.append("a boolean")
-        elif m in (int, float):
+        elif m is int:
+            names.append("an integer")
+        elif m is float:
             names.append("a number")
+        elif _is_literal(m):
+            names.append("one of " + ", ".join(repr(a) for a in get_args(m)))
         else:
             names.append(getattr(m, "__name__", str(m)))
     return " or ".join(dict.fromkeys(names))
@@ -244,6 +248,7 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
     seq = next((m for m in members if _is_sequence(m)), None)
     mapping = next((m for m in members if _is_dict(m)), None)
     scalars = [m for m in members if m in (str, bool, int, float)]
+    literal = next((_literal_hook(m) for m in members if _is_literal(m)), None)
     expected = _describe(members)
     supported = ", ".join(repr(k) for k in by_type)
 
@@ -278,6 +283,8 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
                 return converter.structure(value, mapping)
         elif isinstance(value, list) and seq is not None:
             return converter.structure(value, seq)
+        elif literal is not None:
+            return literal(value, t)
         else:
             for s in scalars:
                 if isinstance(value, s) and not (s is not bool and isinstance(value, bool)):
@@ -304,6 +311,8 @@ def _other_tool(value: object, _: object) -> OtherTool:
     if not isinstance(value, dict):
         raise _wrong_type("an object", value)
     tag = value.get("type")
+    if tag is None:
+        raise _at(("type",), _missing())
     if not isinstance(tag, str):
         raise _at(("type",), _wrong_type("a string", tag))
     return OtherTool(type=tag, raw=value)

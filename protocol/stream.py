@@ -82,12 +82,14 @@ class ResponseStream:
         return [self._lifecycle("response.created")]
 
     def complete(self, usage: Usage, completed_at: int) -> list[Event]:
+        self._check_open()
         self.response.status = "completed"
         self.response.completed_at = completed_at
         self.response.usage = usage
         return self._end("response.completed")
 
     def incomplete(self, reason: str, usage: Usage) -> list[Event]:
+        self._check_open()
         self.response.status = "incomplete"
         self.response.incomplete_details = IncompleteDetails(reason=reason)
         self.response.usage = usage
@@ -95,6 +97,7 @@ class ResponseStream:
 
     def fail(self, code: str, message: str, usage: Usage | None = None) -> list[Event]:
         """An `error` event (nested, spec §5.4) followed by `response.failed`."""
+        self._check_open()
         self._close_open_text()
         self.response.status = "failed"
         self.response.error = ResponseError(code=code, message=message)
@@ -105,9 +108,11 @@ class ResponseStream:
         )
         return [error, *self._end("response.failed")]
 
-    def _end(self, type_: str) -> list[Event]:
+    def _check_open(self) -> None:
         if self.terminal is not None:
             raise RuntimeError("a response has exactly one terminal event")
+
+    def _end(self, type_: str) -> list[Event]:
         event = self._lifecycle(type_)
         self.terminal = event
         return [event]

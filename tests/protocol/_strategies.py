@@ -1,0 +1,351 @@
+# Hypothesis strategies for every wire type of `protocol`: content parts, items, tools, the create
+# request, the Response, usage and every event class. Values stay JSON-safe (finite floats,
+# 53-bit integers, lists and dicts only) so that a codec round trip can be compared with `==`.
+# Imported by the test modules of tests/protocol (conftest.py puts this folder on sys.path).
+import string
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from protocol import events as ev
+from protocol import items as it
+from protocol.request import CreateRequest, StreamOptions
+from protocol.response import (
+    IncompleteDetails,
+    InputTokensDetails,
+    OutputTokensDetails,
+    Response,
+    ResponseError,
+    Usage,
+)
+
+#: Shared settings: modest example counts so the suite runs in seconds.
+SETTINGS = settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+#: For tests parametrized over many classes: fewer examples each.
+SMALL = settings(SETTINGS, max_examples=25)
+
+
+def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.none() | strategy
+
+
+# -- scalars and free JSON ----------------------------------------------------------------------
+
+ids = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
+texts = st.text(max_size=16)
+counts = st.integers(min_value=0, max_value=2**31)
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+
+json_scalars = (
+    st.none() | st.booleans() | st.integers(min_value=-(2**53), max_value=2**53) | finite_floats
+) | texts
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+    max_leaves=6,
+)
+json_objects = st.dictionaries(texts, json_values, max_size=3)
+string_maps = st.dictionaries(texts, texts, max_size=3)
+
+# -- content parts ------------------------------------------------------------------------------
+
+url_citations = st.builds(
+    it.UrlCitation, url=texts, title=texts, start_index=counts, end_index=counts
+)
+input_texts = st.builds(it.InputText, text=texts)
+input_images = st.builds(
+    it.InputImage,
+    image_url=optional(texts),
+    file_id=optional(ids),
+    detail=st.sampled_from(["auto", "low", "high"]),
+)
+input_files = st.builds(
+    it.InputFile,
+    file_id=optional(ids),
+    file_data=optional(texts),
+    file_url=optional(texts),
+    filename=optional(texts),
+)
+output_texts = st.builds(
+    it.OutputText,
+    text=texts,
+    annotations=st.lists(url_citations, max_size=2).map(tuple),
+    logprobs=st.lists(json_values, max_size=2).map(tuple),
+)
+refusals = st.builds(it.Refusal, refusal=texts)
+
+#: One strategy per ContentPart class (the test of coverage checks none is missing).
+CONTENT_PART_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    it.InputText: input_texts,
+    it.InputImage: input_images,
+    it.InputFile: input_files,
+    it.OutputText: output_texts,
+    it.Refusal: refusals,
+}
+content_parts = st.one_of(*CONTENT_PART_STRATEGIES.values())
+content = texts | st.lists(content_parts, max_size=3).map(tuple)
+
+# -- items --------------------------------------------------------------------------------------
+
+roles = st.sampled_from(["user", "assistant", "system", "developer"])
+statuses = optional(st.sampled_from(["in_progress", "completed", "incomplete"]))
+
+messages = st.builds(it.Message, id=optional(ids), role=roles, content=content, status=statuses)
+function_calls = st.builds(
+    it.FunctionCall,
+    id=optional(ids),
+    call_id=ids,
+    name=ids,
+    arguments=texts,
+    status=statuses,
+)
+function_call_outputs = st.builds(
+    it.FunctionCallOutput,
+    id=optional(ids),
+    call_id=ids,
+    output=content,
+    status=statuses,
+)
+search_actions = st.builds(
+    it.SearchAction,
+    query=texts,
+    sources=optional(st.lists(st.builds(it.UrlSource, url=texts), max_size=3).map(tuple)),
+)
+open_page_actions = st.builds(it.OpenPageAction, url=optional(texts))
+find_in_page_actions = st.builds(it.FindInPageAction, url=texts, pattern=texts)
+#: One strategy per WebSearchAction class.
+ACTION_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    it.SearchAction: search_actions,
+    it.OpenPageAction: open_page_actions,
+    it.FindInPageAction: find_in_page_actions,
+}
+web_search_actions = st.one_of(*ACTION_STRATEGIES.values())
+web_search_calls = st.builds(
+    it.WebSearchCall,
+    id=ids,
+    status=st.sampled_from(["in_progress", "searching", "completed", "failed"]),
+    action=optional(web_search_actions),
+)
+reasonings = st.builds(
+    it.Reasoning,
+    id=optional(ids),
+    summary=st.lists(st.builds(it.SummaryText, text=texts), max_size=2).map(tuple),
+    encrypted_content=optional(texts),
+    content=optional(st.lists(st.builds(it.ReasoningText, text=texts), max_size=2).map(tuple)),
+)
+item_references = st.builds(it.ItemReference, id=ids)
+
+#: One strategy per Item class.
+ITEM_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
+    it.Message: messages,
+    it.FunctionCall: function_calls,
+    it.FunctionCallOutput: function_call_outputs,
+    it.WebSearchCall: web_search_calls,
+    it.Reasoning: reasonings,
+    it.ItemReference: item_references,
+}
+items = st.one_of(*ITEM_STRATEGIES.values())
+item_tuples = st.lists(items, max_size=4).map(tuple)
+
+# -- tools --------------------------------------------------------------------------------------
+
+function_tools = st.builds(
+    it.FunctionTool,
+    name=ids,
+    description=optional(texts),
+    parameters=optional(json_objects),
+    strict=optional(st.booleans()),
+)
+other_tool_types = st.sampled_from(
+    ["web_search", "web_search_2025_08_26", "web_search_preview", "namespace", "custom"]
+) | ids.filter(lambda t: t != "function")
+
+
+@st.composite
+def other_tools(draw: st.DrawFn) -> it.OtherTool:
+    """An unknown tool: its raw dict always carries its own `type`."""
+    type_ = draw(other_tool_types)
+    raw = {**draw(json_objects), "type": type_}
+    return it.OtherTool(type=type_, raw=raw)
+
+
+tools = function_tools | other_tools()
+tool_choices = st.sampled_from(["none", "auto", "required"]) | st.fixed_dictionaries(
+    {"type": st.just("function"), "name": ids}
+)
+
+# -- usage and the response ---------------------------------------------------------------------
+
+usages = st.builds(
+    Usage,
+    input_tokens=counts,
+    input_tokens_details=st.builds(
+        InputTokensDetails, cached_tokens=counts, cache_write_tokens=counts
+    ),
+    output_tokens=counts,
+    output_tokens_details=st.builds(OutputTokensDetails, reasoning_tokens=counts),
+    total_tokens=counts,
+)
+
+responses = st.builds(
+    Response,
+    id=ids,
+    created_at=counts,
+    status=st.sampled_from(["queued", "in_progress", "completed", "failed", "incomplete"]),
+    completed_at=optional(counts),
+    error=optional(st.builds(ResponseError, code=ids, message=texts)),
+    incomplete_details=optional(st.builds(IncompleteDetails, reason=ids)),
+    instructions=optional(texts | item_tuples),
+    max_output_tokens=optional(counts),
+    max_tool_calls=optional(counts),
+    model=ids,
+    output=st.lists(items, max_size=4),
+    parallel_tool_calls=st.booleans(),
+    previous_response_id=optional(ids),
+    reasoning=json_objects,
+    service_tier=ids,
+    store=st.booleans(),
+    temperature=finite_floats,
+    text=json_objects,
+    tool_choice=tool_choices,
+    tools=st.lists(tools, max_size=3).map(tuple),
+    top_logprobs=counts,
+    top_p=finite_floats,
+    truncation=st.sampled_from(["auto", "disabled"]),
+    usage=optional(usages),
+    user=optional(texts),
+    metadata=string_maps,
+    background=st.booleans(),
+    prompt_cache_key=optional(texts),
+    safety_identifier=optional(texts),
+)
+
+# -- the create request -------------------------------------------------------------------------
+
+#: Every optional CreateRequest field but `type` (see test_codec: a `type` does not decode).
+CREATE_OPTIONAL_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "instructions": optional(texts | item_tuples),
+    "previous_response_id": optional(ids),
+    "conversation": optional(ids | st.fixed_dictionaries({"id": ids})),
+    "store": st.booleans(),
+    "stream": optional(st.booleans()),
+    "stream_options": optional(
+        st.builds(StreamOptions, include_obfuscation=optional(st.booleans()))
+    ),
+    "background": optional(st.booleans()),
+    "tools": st.lists(tools, max_size=3).map(tuple),
+    "tool_choice": tool_choices,
+    "parallel_tool_calls": st.booleans(),
+    "max_output_tokens": optional(counts),
+    "max_tool_calls": optional(counts),
+    "temperature": optional(finite_floats),
+    "top_p": optional(finite_floats),
+    "top_logprobs": optional(counts),
+    "truncation": optional(st.sampled_from(["auto", "disabled"])),
+    "reasoning": optional(json_objects),
+    "text": optional(json_objects),
+    "include": optional(st.lists(texts, max_size=3).map(tuple)),
+    "metadata": optional(string_maps),
+    "prompt": optional(json_objects),
+    "prompt_cache_key": optional(texts),
+    "prompt_cache_retention": optional(st.sampled_from(["in_memory", "24h"])),
+    "safety_identifier": optional(texts),
+    "user": optional(texts),
+    "service_tier": optional(st.sampled_from(["auto", "default", "flex"])),
+    "context_management": optional(st.lists(json_objects, max_size=2).map(tuple)),
+    "moderation": json_values,
+    "stream_id": optional(ids),
+    "generate": optional(st.booleans()),
+    "client_metadata": optional(string_maps),
+    "shape": st.sampled_from(["chain", "append"]),
+}
+
+create_requests = st.fixed_dictionaries(
+    {"model": ids, "input": texts | item_tuples}, optional=CREATE_OPTIONAL_FIELDS
+).map(lambda kw: CreateRequest(**kw))
+
+# -- events -------------------------------------------------------------------------------------
+
+
+def event_types(cls: type) -> list[str]:
+    """The `type` values `cls` carries, from the events module's own table."""
+    return sorted(t for t, c in ev.CLASS_BY_TYPE.items() if c is cls)
+
+
+seqs = counts
+_text_location = {"item_id": ids, "output_index": counts, "content_index": counts}
+_logprobs = st.lists(json_values, max_size=2).map(tuple)
+
+#: Field strategies of every event class, `type` excluded (it is drawn from CLASS_BY_TYPE).
+EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
+    ev.ResponseEvent: {"sequence_number": seqs, "response": responses},
+    ev.OutputItemEvent: {"sequence_number": seqs, "output_index": counts, "item": items},
+    ev.ContentPartEvent: {"sequence_number": seqs, **_text_location, "part": content_parts},
+    ev.TextDeltaEvent: {
+        "sequence_number": seqs,
+        **_text_location,
+        "delta": texts,
+        "logprobs": _logprobs,
+    },
+    ev.TextDoneEvent: {
+        "sequence_number": seqs,
+        **_text_location,
+        "text": texts,
+        "logprobs": _logprobs,
+    },
+    ev.AnnotationAddedEvent: {
+        "sequence_number": seqs,
+        **_text_location,
+        "annotation_index": counts,
+        "annotation": url_citations,
+    },
+    ev.RefusalDeltaEvent: {"sequence_number": seqs, **_text_location, "delta": texts},
+    ev.RefusalDoneEvent: {"sequence_number": seqs, **_text_location, "refusal": texts},
+    ev.ArgumentsDeltaEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "delta": texts,
+    },
+    ev.ArgumentsDoneEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "name": ids,
+        "arguments": texts,
+    },
+    ev.WebSearchCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},
+    ev.ErrorEvent: {
+        "error": st.builds(
+            ev.ErrorPayload,
+            type=ids,
+            code=optional(ids),
+            message=texts,
+            param=optional(texts),
+        ),
+        "status": optional(st.integers(min_value=400, max_value=599)),
+        "sequence_number": optional(seqs),
+    },
+    ev.PauseEvent: {
+        "sequence_number": seqs,
+        "response_id": ids,
+        "pending_calls": st.lists(
+            st.builds(ev.PendingCall, call_id=ids, name=ids, item_id=ids), max_size=3
+        ).map(tuple),
+        "usage": usages,
+    },
+}
+
+
+def events_of(cls: type) -> st.SearchStrategy[Any]:
+    """Events of one class, with any of the `type` values it carries."""
+    return st.builds(cls, type=st.sampled_from(event_types(cls)), **EVENT_FIELDS[cls])
+
+
+# A KeyError here means a new event class has no strategy yet: add it to EVENT_FIELDS.
+events = st.one_of(*(events_of(cls) for cls in ev.EVENT_CLASSES))
