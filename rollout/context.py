@@ -128,11 +128,11 @@ class Context:
         self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         self.web_search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
         text = render_header(instructions, tools)
-        if scan:
-            self._scan(text, work, items=1)
         with work.stage("tokenize", items=1) as c:
             header = array("I", tok.encode(text))
             c.tokens = len(header)
+        if scan:
+            self._scan(text, len(header), work, items=1)
         body = self.tokens[self.header_len :]
         self.tokens = header
         self.tokens.extend(body)
@@ -152,23 +152,23 @@ class Context:
         if not items:
             return 0
         text = "".join(render(item) for item in items)
-        if scan:
-            self._scan(text, work, items=len(items))
         with work.stage("tokenize", items=len(items)) as c:
             new = tok.encode(text)
             c.tokens = len(new)
+        if scan:
+            self._scan(text, len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
             self._note(item)
         self._hash_blocks()
         return len(new)
 
-    def _scan(self, text: str, work: Work, items: int) -> None:
-        with work.stage("scan", items=items) as c:
+    def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
+        """The safety scan: a real pass over every new character, counted in tokens."""
+        with work.stage("scan", items=items, tokens=tokens):
             findings = sum(1 for _ in _SCAN.finditer(text))
-            c.tokens = len(text) // 4  # counted in approximate tokens; the scan is per character
         self.scan.findings += findings
-        self.scan.tokens_scanned += c.tokens
+        self.scan.tokens_scanned += tokens
 
     def _note(self, item: Item) -> None:
         index = len(self.items)

@@ -5,6 +5,7 @@
 # billing, storing). Transports decide only how events leave and where state is cached.
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import zlib
@@ -138,8 +139,14 @@ class Engine:
 
     # -- the loop and post-inference ------------------------------------------------------------
 
-    async def run(self, prepared: Prepared, client: ClientTools) -> Response:
+    async def run(
+        self, prepared: Prepared, client: ClientTools, *, billing: trio.Nursery | None = None
+    ) -> Outcome:
+        """Run the loop to its end. Billing blocks before the terminal event, unless a nursery
+        is given: then it runs there, overlapped with whatever comes next (WebSocket)."""
         r = prepared.rollout
+        if prepared.request.generate is False:
+            return await self.warm_up(prepared, billing)
         await r.send(r.stream.start())
         try:
             outcome = await run_loop(r, self.loop_env, client)
@@ -153,13 +160,30 @@ class Engine:
             outcome = Outcome(
                 "failed", reason="server_error", message="The model failed to generate a response."
             )
-        await self.finish(prepared, outcome)
-        return r.stream.response
+        await self.finish(prepared, outcome, billing)
+        return outcome
 
-    async def finish(self, prepared: Prepared, outcome: Outcome) -> None:
-        """Post-inference: usage, billing (blocking here), the terminal event, the store."""
+    async def warm_up(self, prepared: Prepared, billing: trio.Nursery | None) -> Outcome:
+        """`generate: false`: state is prepared and cached, nothing is sampled.
+
+        `response.created` then `response.completed` with `output: []` and zero output tokens;
+        the prompt is prefilled into the prefix cache (no wait), so the next turn hits it.
+        """
         r = prepared.rollout
-        await self.bill(r.work)
+        self.cache.insert(r.route.engine, r.ctx.block_hashes, 0)
+        r.usage = Usage.of(r.ctx.token_count, 0, 0)
+        await r.send(r.stream.created_only())
+        outcome = Outcome("completed")
+        await self.finish(prepared, outcome, billing)
+        return outcome
+
+    async def finish(
+        self, prepared: Prepared, outcome: Outcome, billing: trio.Nursery | None = None
+    ) -> None:
+        """Post-inference: usage, billing, the terminal event, the store."""
+        r = prepared.rollout
+        if billing is None:
+            await self.bill(r.work)
         if outcome.status == "completed":
             events = r.stream.complete(r.usage, completed_at=int(time.time()))
         elif outcome.status == "incomplete":
@@ -168,7 +192,8 @@ class Engine:
             events = r.stream.fail(
                 outcome.reason or "server_error", outcome.message or "", usage=r.usage
             )
-        await r.send(events)
+        with contextlib.suppress(Disconnected):
+            await r.send(events)
         if prepared.request.store:
             with r.work.stage("store", items=1):
                 self.store.put(
@@ -178,10 +203,21 @@ class Engine:
                         previous_response_id=prepared.request.previous_response_id,
                     )
                 )
-        self.stats.record(r.work)
+        if billing is None:
+            self.stats.record(r.work)
+        else:
+            billing.start_soon(self._bill_and_record, r.work)
+
+    async def _bill_and_record(self, work: Work) -> None:
+        """Background billing: counted even if cancelled (flushed on close)."""
+        try:
+            await self.bill(work)
+        finally:
+            self.stats.record(work)
 
     async def bill(self, work: Work) -> None:
         with work.stage("billing", items=1):
+            self.stats.billed += 1
             if self.costs.billing_s > 0:
                 await trio.sleep(self.costs.billing_s)
 

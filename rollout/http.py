@@ -4,8 +4,8 @@
 # with the bytes already read, so both transports share one port.
 from __future__ import annotations
 
+import hmac
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,23 +18,17 @@ from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.validate import validate_create
+from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.ids import new_id
 from rollout.loop import Disconnected
 from rollout.tools import EndResponse
 from rollout.work import Work
+from rollout.ws import serve_websocket
 
 log = logging.getLogger("rollout.http")
 RECEIVE = 65536
 JSON = "application/json"
-
-
-@attrs.frozen(kw_only=True)
-class HttpConfig:
-    max_body_bytes: int = 16 * 1024 * 1024
-    max_header_bytes: int = 64 * 1024
-    header_timeout_s: float = 10.0
-    idle_timeout_s: float = 120.0
 
 
 @attrs.define
@@ -46,9 +40,6 @@ class Request:
     body: bytes = b""
 
 
-Upgrade = Callable[[trio.abc.Stream, bytes, Request], Awaitable[None]]
-
-
 class _Closed(Exception):
     """The peer went away or the connection must close; nothing more to send."""
 
@@ -57,10 +48,10 @@ class _Closed(Exception):
 class HttpConnection:
     stream: trio.abc.Stream
     engine: Engine
-    config: HttpConfig
-    upgrade: Upgrade | None = None
+    config: ServerConfig
     conn: h11.Connection = attrs.field(init=False)
     request_id: str = ""
+    _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
         self.conn = h11.Connection(
@@ -79,6 +70,8 @@ class HttpConnection:
                     data = await self.stream.receive_some(RECEIVE)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     raise _Closed() from None
+                if self.conn.their_state is h11.IDLE:
+                    self._head += data  # kept for a WebSocket handshake on this request
                 self.conn.receive_data(bytes(data))
         if scope.cancelled_caught:
             raise _Closed()
@@ -126,19 +119,60 @@ class HttpConnection:
                     return
                 self.request_id = new_id("req")
                 request = _request(event)
-                if self.upgrade is not None and _is_upgrade(request):
-                    await self.upgrade(self.stream, self.conn.trailing_data[0], request)
+                if _is_upgrade(request):
+                    await self._upgrade(request)
                     return
                 if not await self._serve(request):
                     return
                 if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
                     return
                 self.conn.start_next_cycle()
+                self._head = bytearray(self.conn.trailing_data[0])
         except _Closed:
             return
         finally:
             with trio.move_on_after(1):
                 await self.stream.aclose()
+
+    async def _upgrade(self, request: Request) -> None:
+        """Vet a WebSocket handshake here (plain HTTP refusals), then hand the connection over."""
+        try:
+            if request.path.rstrip("/") != "/v1/responses":
+                raise errors.not_found_path(request.method, request.path)
+            self._authorize(request)
+            if self.engine.stats.ws_connections >= self.config.max_connections:
+                raise ProtocolError(
+                    message="Too many WebSocket connections; retry shortly.",
+                    type="server_error",
+                    code="websocket_connection_limit",
+                    status=503,
+                )
+        except ProtocolError as exc:
+            extra = {"connection": "close"}
+            if exc.status == 503:
+                extra["retry-after"] = "1"
+            await self.error(exc, extra)
+            return
+        self.engine.stats.ws_connections += 1
+        try:
+            await serve_websocket(self.stream, bytes(self._head), self.engine, self.config)
+        finally:
+            self.engine.stats.ws_connections -= 1
+
+    def _authorize(self, request: Request) -> None:
+        keys = self.config.api_keys
+        if not keys:
+            return
+        auth = request.headers.get("authorization", "")
+        scheme, _, token = auth.partition(" ")
+        supplied = token.strip().encode()
+        ok = False
+        for key in keys:
+            ok |= hmac.compare_digest(supplied, key.encode())
+        if scheme.lower() != "bearer" or not ok:
+            raise ProtocolError(
+                message="Incorrect API key provided.", code="invalid_api_key", status=401
+            )
 
     async def _protocol_error(self, exc: h11.RemoteProtocolError) -> None:
         if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -181,6 +215,7 @@ class HttpConnection:
             await self._protocol_error(exc)
             return False
         try:
+            self._authorize(request)
             await self._route(request)
         except ProtocolError as exc:
             if self.conn.our_state is h11.SEND_RESPONSE:
@@ -236,11 +271,11 @@ class HttpConnection:
                     headers=self._headers("text/event-stream", {"cache-control": "no-cache"}),
                 )
             )
-        response = await self.engine.run(prepared, EndResponse())
+        await self.engine.run(prepared, EndResponse())
         if streaming:
             await self._send(h11.EndOfMessage())
         else:
-            await self.reply(200, codec.encode(response))
+            await self.reply(200, codec.encode(prepared.rollout.stream.response))
 
     async def _sse_event(self, event: Event) -> None:
         payload = codec.encode_event(event)

@@ -6,8 +6,9 @@ import logging
 
 import trio
 
+from rollout.config import ServerConfig
 from rollout.engine import Engine
-from rollout.http import HttpConfig, HttpConnection
+from rollout.http import HttpConnection
 
 log = logging.getLogger("rollout")
 
@@ -17,7 +18,7 @@ async def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
-    http: HttpConfig | None = None,
+    config: ServerConfig | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Responses API on `host:port` until cancelled; reports the bound port.
@@ -25,7 +26,7 @@ async def serve(
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
     """
     engine = engine or Engine()
-    config = http or HttpConfig()
+    config = config or ServerConfig()
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
 

@@ -8,8 +8,8 @@ from types import TracebackType
 
 import trio
 
+from rollout.config import ServerConfig
 from rollout.engine import Engine
-from rollout.http import HttpConfig
 from rollout.server import serve
 
 
@@ -21,11 +21,11 @@ class ServerThread:
         engine: Engine | None = None,
         *,
         host: str = "127.0.0.1",
-        http: HttpConfig | None = None,
+        config: ServerConfig | None = None,
     ) -> None:
         self.engine = engine or Engine()
         self.host = host
-        self.http = http
+        self.config = config
         self.port = 0
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,7 +52,11 @@ class ServerThread:
             async with trio.open_nursery() as nursery:
                 self.port = await nursery.start(
                     lambda task_status: serve(
-                        self.engine, host=self.host, port=0, http=self.http, task_status=task_status
+                        self.engine,
+                        host=self.host,
+                        port=0,
+                        config=self.config,
+                        task_status=task_status,
                     )
                 )
                 self._ready.set()

@@ -85,6 +85,8 @@ class Stats:
 
     totals: Work = attrs.field(factory=lambda: Work(keep_spans=False))
     responses: int = 0
+    billed: int = 0
+    ws_connections: int = 0
     events_sent: int = 0
     errors: dict[str, int] = attrs.field(factory=dict)
 

@@ -1,0 +1,22 @@
+# Server configuration: limits and timeouts of both transports, in one frozen value.
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(kw_only=True)
+class ServerConfig:
+    # HTTP
+    max_body_bytes: int = 16 * 1024 * 1024  # larger bodies get 413
+    max_header_bytes: int = 64 * 1024  # larger request heads get 431
+    header_timeout_s: float = 10.0  # a request head (or body) slower than this is dropped
+    idle_timeout_s: float = 120.0  # an idle keep-alive connection is closed after this
+    # WebSocket
+    max_frame_bytes: int = 16 * 1024 * 1024  # larger frames close the connection with 1009
+    max_connections: int = 1000  # WebSocket connections at once; more get 503 at the handshake
+    max_in_flight: int = 16  # responses running at once per connection; more are queued
+    max_lanes: int = 32  # distinct named stream_ids per connection
+    lane_queue: int = 64  # queued creates per lane before the reader waits (backpressure)
+    ws_max_age_s: float = 3600.0  # connection age limit
+    # Both
+    api_keys: frozenset[str] = frozenset()  # empty: no authentication

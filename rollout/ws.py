@@ -1,0 +1,307 @@
+# WebSocket mode on /v1/responses: `response.create` frames over one connection, lanes
+# (`stream_id`: FIFO within, concurrent across, 16 in flight, 32 named), and the connection-local
+# cache that makes chaining cheap: the whole loop state of each lane's latest response (and of
+# fork parents still referenced) is kept, so a continuation scans and tokenizes only new input and
+# reuses the connection's route. Billing runs in the background and is never lost.
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import Counter
+from typing import Any
+
+import attrs
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.events import ErrorEvent, ErrorPayload, Event
+from protocol.request import CreateRequest
+from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from rollout.config import ServerConfig
+from rollout.context import Context, Route
+from rollout.engine import Engine
+from rollout.loop import Disconnected, Emit
+from rollout.tools import EndResponse
+from rollout.work import Work
+
+log = logging.getLogger("rollout.ws")
+Lane = str | None  # None is the default lane
+
+
+@attrs.define
+class CacheEntry:
+    """The loop state a response left behind, ready to be extended by its continuation."""
+
+    response_id: str
+    lane: Lane
+    ctx: Context
+
+
+@attrs.frozen
+class Job:
+    request: CreateRequest
+    work: Work
+
+
+class ReplayStream(trio.abc.Stream):
+    """A stream that first yields bytes already read (the HTTP request head), then the socket."""
+
+    def __init__(self, stream: trio.abc.Stream, head: bytes) -> None:
+        self._stream = stream
+        self._head = head
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self._head:
+            n = len(self._head) if max_bytes is None else max_bytes
+            data, self._head = self._head[:n], self._head[n:]
+            return data
+        return await self._stream.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
+    event = ErrorEvent(
+        error=ErrorPayload(type=exc.type, code=exc.code, message=exc.message, param=exc.param),
+        status=exc.status,
+    )
+    return codec.encode_event(event, stream_id)
+
+
+async def serve_websocket(
+    stream: trio.abc.Stream, head: bytes, engine: Engine, config: ServerConfig
+) -> None:
+    """Complete the handshake (already vetted by the HTTP layer) and run the session."""
+    async with trio.open_nursery() as nursery:
+        request = await wrap_server_stream(
+            nursery, ReplayStream(stream, head), max_message_size=config.max_frame_bytes
+        )
+        ws = await request.accept()
+        try:
+            await WsSession(ws, engine, config).run()
+        finally:
+            with trio.move_on_after(1) as scope:
+                scope.shield = True
+                await ws.aclose()
+            nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class WsSession:
+    ws: WebSocketConnection
+    engine: Engine
+    config: ServerConfig
+    cache: dict[str, CacheEntry] = attrs.field(factory=dict)
+    latest: dict[Lane, str] = attrs.field(factory=dict)
+    pins: Counter[str] = attrs.field(factory=Counter)
+    lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
+    routes: dict[str, Route] = attrs.field(factory=dict)
+    in_flight: trio.Semaphore = attrs.field(init=False)
+    _nursery: trio.Nursery | None = None
+    _billing: trio.Nursery | None = None
+
+    def __attrs_post_init__(self) -> None:
+        self.in_flight = trio.Semaphore(self.config.max_in_flight)
+
+    async def run(self) -> None:
+        if self.engine.costs.connection_setup_s > 0:
+            await trio.sleep(self.engine.costs.connection_setup_s)
+        # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
+        async with trio.open_nursery() as billing:
+            self._billing = billing
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._age_limit)
+                await self._read()
+                nursery.cancel_scope.cancel()
+
+    # -- frames in ------------------------------------------------------------------------------
+
+    async def _read(self) -> None:
+        while True:
+            try:
+                message = await self.ws.get_message()
+            except ConnectionClosed:
+                return
+            await self._handle(message)
+
+    async def _handle(self, message: str | bytes) -> None:
+        if isinstance(message, bytes):
+            await self._error(
+                ProtocolError(
+                    message="Binary frames are not supported; send each event as a JSON text "
+                    "frame.",
+                    code="invalid_frame",
+                )
+            )
+            return
+        work = Work()
+        stream_id: Lane = None
+        try:
+            with work.stage("decode", items=1) as c:
+                c.tokens = len(message)
+                value = codec.loads(message)
+                if not isinstance(value, dict):
+                    raise ProtocolError(
+                        message="Each frame must be a JSON object with a 'type'.",
+                        code="invalid_type",
+                    )
+                stream_id = _lane_of(value)
+                kind = value.get("type")
+                if kind != "response.create":
+                    raise ProtocolError(
+                        message=f"Unknown event type {str(kind)[:64]!r}; expected "
+                        "'response.create'.",
+                        code="unknown_event_type",
+                        param="type",
+                    )
+                request = codec.decode_create(value)
+                validate_create(request, websocket=True)
+            await self._enqueue(Job(request=request, work=work))
+        except ProtocolError as exc:
+            await self._error(exc, stream_id)
+
+    async def _enqueue(self, job: Job) -> None:
+        lane = job.request.stream_id
+        channel = self.lanes.get(lane)
+        if channel is None:
+            named = len(self.lanes) - (None in self.lanes)
+            if lane is not None and named >= self.config.max_lanes:
+                raise ProtocolError(
+                    message="This WebSocket connection has reached its maximum number of "
+                    f"distinct stream IDs ({self.config.max_lanes}). Reuse an existing stream_id "
+                    "or open a new WebSocket connection.",
+                    code="websocket_stream_limit_reached",
+                    param="stream_id",
+                )
+            channel, receive = trio.open_memory_channel[Job](self.config.lane_queue)
+            self.lanes[lane] = channel
+            assert self._nursery is not None
+            self._nursery.start_soon(self._lane, lane, receive)
+        if job.request.previous_response_id:
+            self.pins[job.request.previous_response_id] += 1
+        await channel.send(job)
+
+    # -- lanes ----------------------------------------------------------------------------------
+
+    async def _lane(self, lane: Lane, jobs: trio.MemoryReceiveChannel[Job]) -> None:
+        async for job in jobs:
+            async with self.in_flight:
+                try:
+                    await self._serve(lane, job)
+                except Disconnected:
+                    return
+
+    async def _serve(self, lane: Lane, job: Job) -> None:
+        req = job.request
+        parent = req.previous_response_id
+        try:
+            base = self._base(lane, req, job.work)
+            route = self.routes.get(req.model)
+            prepared = await self.engine.prepare(
+                req, job.work, self._emitter(lane), base=base, route=route
+            )
+        except ProtocolError as exc:
+            if parent is not None:
+                self._unpin(parent)
+            self.engine.stats.error(exc.code)
+            await self._error(exc, lane)
+            return
+        if parent is not None:
+            self._unpin(parent)
+        self.routes.setdefault(req.model, prepared.rollout.route)
+        outcome = await self.engine.run(prepared, EndResponse(), billing=self._billing)
+        if outcome.status != "failed":
+            self._remember(lane, prepared.rollout.stream.response.id, prepared.rollout.ctx)
+
+    def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
+        """The context a create continues: a cache hit (taken in place when nothing else refers
+        to it on another lane, copied otherwise), a store restore, or a fresh one."""
+        parent = req.previous_response_id
+        if parent is None:
+            return Context()
+        entry = self.cache.get(parent)
+        if entry is None:
+            # A miss: the store may have it (store: true); otherwise previous_response_not_found.
+            return self.engine.restore(parent, work)
+        if entry.lane == lane and self.pins[parent] <= 1:
+            # Same-lane continuation: extend the parent's state in place. The parent leaves the
+            # cache now; should this request fail, it stays evicted (spec §1.5).
+            del self.cache[parent]
+            if self.latest.get(lane) == parent:
+                del self.latest[lane]
+            return entry.ctx
+        with work.stage("store", items=1):
+            return entry.ctx.fork()
+
+    def _remember(self, lane: Lane, response_id: str, ctx: Context) -> None:
+        self.cache[response_id] = CacheEntry(response_id=response_id, lane=lane, ctx=ctx)
+        previous = self.latest.get(lane)
+        self.latest[lane] = response_id
+        if previous is not None and previous != response_id:
+            self._maybe_evict(previous)
+
+    def _unpin(self, response_id: str) -> None:
+        self.pins[response_id] -= 1
+        if self.pins[response_id] <= 0:
+            del self.pins[response_id]
+            self._maybe_evict(response_id)
+
+    def _maybe_evict(self, response_id: str) -> None:
+        if self.pins.get(response_id):
+            return
+        if response_id in self.latest.values():
+            return
+        self.cache.pop(response_id, None)
+
+    # -- frames out -----------------------------------------------------------------------------
+
+    def _emitter(self, lane: Lane) -> Emit:
+        ws = self.ws
+        stats = self.engine.stats
+
+        async def emit(event: Event) -> None:
+            data = codec.encode_event(event, lane)
+            try:
+                await ws.send_message(data.decode())
+            except ConnectionClosed:
+                raise Disconnected() from None
+            stats.events_sent += 1
+
+        return emit
+
+    async def _error(self, exc: ProtocolError, lane: Lane = None) -> None:
+        self.engine.stats.error(exc.code)
+        with contextlib.suppress(ConnectionClosed):
+            await self.ws.send_message(error_frame(exc, lane).decode())
+
+    async def _age_limit(self) -> None:
+        await trio.sleep(self.config.ws_max_age_s)
+        minutes = self.config.ws_max_age_s / 60
+        await self._error(
+            ProtocolError(
+                message=f"Responses websocket connection limit reached ({minutes:g} minutes). "
+                "Create a new websocket connection to continue.",
+                code="websocket_connection_limit_reached",
+            )
+        )
+        await self.ws.aclose(1000, "connection age limit reached")
+
+
+def _lane_of(value: dict[str, Any]) -> Lane:
+    """The frame's lane, if it names a valid one (errors about the frame are sent there)."""
+    stream_id = value.get("stream_id")
+    if stream_id is None:
+        return None
+    if not isinstance(stream_id, str) or not STREAM_ID.fullmatch(stream_id):
+        raise ProtocolError(message=INVALID_STREAM_ID, code="invalid_stream_id", param="stream_id")
+    return stream_id
