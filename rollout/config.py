@@ -18,5 +18,8 @@ class ServerConfig:
     max_lanes: int = 32  # distinct named stream_ids per connection
     lane_queue: int = 64  # queued creates per lane before the reader waits (backpressure)
     ws_max_age_s: float = 3600.0  # connection age limit
+    # The append shape
+    append_timeout_s: float = 600.0  # a suspended rollout waits this long for its outputs
+    append_grace_s: float = 60.0  # a suspended rollout outlives its connection this long
     # Both
     api_keys: frozenset[str] = frozenset()  # empty: no authentication

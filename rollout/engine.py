@@ -34,7 +34,16 @@ from protocol.stream import ResponseStream
 from rollout.context import Context, Route
 from rollout.ids import new_id
 from rollout.inference import PrefixCache
-from rollout.loop import Disconnected, Emit, LoopEnv, Outcome, Rollout, run_loop
+from rollout.loop import (
+    Cancel,
+    Disconnected,
+    Emit,
+    EndRollout,
+    LoopEnv,
+    Outcome,
+    Rollout,
+    run_loop,
+)
 from rollout.model import DefaultPolicy, Policy
 from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
 from rollout.store import ChainBroken, MemoryStore, StoredResponse
@@ -140,16 +149,29 @@ class Engine:
     # -- the loop and post-inference ------------------------------------------------------------
 
     async def run(
-        self, prepared: Prepared, client: ClientTools, *, billing: trio.Nursery | None = None
+        self,
+        prepared: Prepared,
+        client: ClientTools,
+        *,
+        billing: trio.Nursery | None = None,
+        cancel: Cancel | None = None,
     ) -> Outcome:
         """Run the loop to its end. Billing blocks before the terminal event, unless a nursery
-        is given: then it runs there, overlapped with whatever comes next (WebSocket)."""
+        is given: then it runs there, overlapped with whatever comes next (WebSocket).
+        `cancel` stops the loop from outside; the response then ends `incomplete`."""
         r = prepared.rollout
         if prepared.request.generate is False:
             return await self.warm_up(prepared, billing)
-        await r.send(r.stream.start())
+        cancel = cancel or Cancel()
+        outcome = Outcome("incomplete", reason="cancelled")
         try:
-            outcome = await run_loop(r, self.loop_env, client)
+            with cancel.scope:
+                await r.send(r.stream.start())
+                outcome = await run_loop(r, self.loop_env, client)
+            if cancel.scope.cancelled_caught:
+                outcome = Outcome("incomplete", reason=cancel.reason)
+        except EndRollout as end:
+            outcome = Outcome("incomplete", reason=end.reason)
         except Disconnected:
             outcome = Outcome("incomplete", reason="client_disconnected")
             r.emit = _drop

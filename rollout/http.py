@@ -18,6 +18,7 @@ from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.validate import validate_create
+from rollout.append import AppendHost, Live
 from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.ids import new_id
@@ -47,13 +48,17 @@ class _Closed(Exception):
 @attrs.define(eq=False)
 class HttpConnection:
     stream: trio.abc.Stream
-    engine: Engine
-    config: ServerConfig
+    host: AppendHost
+    engine: Engine = attrs.field(init=False)
+    config: ServerConfig = attrs.field(init=False)
+    owner: str | None = None  # the API key of the current request, when keys are configured
     conn: h11.Connection = attrs.field(init=False)
     request_id: str = ""
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
+        self.engine = self.host.engine
+        self.config = self.host.config
         self.conn = h11.Connection(
             h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
         )
@@ -155,12 +160,13 @@ class HttpConnection:
             return
         self.engine.stats.ws_connections += 1
         try:
-            await serve_websocket(self.stream, bytes(self._head), self.engine, self.config)
+            await serve_websocket(self.stream, bytes(self._head), self.host, self.owner)
         finally:
             self.engine.stats.ws_connections -= 1
 
     def _authorize(self, request: Request) -> None:
         keys = self.config.api_keys
+        self.owner = None
         if not keys:
             return
         auth = request.headers.get("authorization", "")
@@ -173,6 +179,7 @@ class HttpConnection:
             raise ProtocolError(
                 message="Incorrect API key provided.", code="invalid_api_key", status=401
             )
+        self.owner = supplied.decode()
 
     async def _protocol_error(self, exc: h11.RemoteProtocolError) -> None:
         if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -244,6 +251,9 @@ class HttpConnection:
         if len(rest) == 2 and rest[1] == "cancel":
             _allowed(m, request.path, "POST")
             return await self.cancel(rest[0])
+        if len(rest) == 2 and rest[1] == "append":
+            _allowed(m, request.path, "POST")
+            return await self.append(rest[0], request)
         raise errors.not_found_path(m, request.path)
 
     # -- endpoints ------------------------------------------------------------------------------
@@ -262,20 +272,53 @@ class HttpConnection:
             req = codec.decode_create(request.body)
             validate_create(req, websocket=False)
         streaming = bool(req.stream)
+        if req.shape == "append" and not streaming:
+            raise errors.invalid(
+                "The append shape streams over HTTP: send 'stream: true'.",
+                param="stream",
+                code="invalid_value",
+            )
         emit = self._sse_event if streaming else _ignore
         prepared = await self.engine.prepare(req, work, emit)
         if streaming:
-            await self._send(
-                h11.Response(
-                    status_code=200,
-                    headers=self._headers("text/event-stream", {"cache-control": "no-cache"}),
-                )
+            await self._start_sse()
+        if req.shape == "append":
+            live = self.host.start(
+                prepared, sink=emit, sink_owner=self, owner=self.owner, lane=None, billing=None
             )
+            await self._until(live, live.boundary)
+            await self._send(h11.EndOfMessage())
+            return
         await self.engine.run(prepared, EndResponse())
         if streaming:
             await self._send(h11.EndOfMessage())
         else:
             await self.reply(200, codec.encode(prepared.rollout.stream.response))
+
+    async def _start_sse(self) -> None:
+        head = self._headers("text/event-stream", {"cache-control": "no-cache"})
+        await self._send(h11.Response(status_code=200, headers=head))
+
+    async def _until(self, live: Live, boundary: trio.Event) -> None:
+        """Stream an append rollout's events until it pauses or ends, then let go of it."""
+        await boundary.wait()
+        if live.sink_owner is self:
+            live.sink = None
+            live.sink_owner = None
+
+    async def append(self, response_id: str, request: Request) -> None:
+        """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
+        work = Work()
+        with work.stage("decode", items=1) as c:
+            c.tokens = len(request.body)
+            append = codec.decode_append(request.body)
+        live = self.host.find(response_id, self.owner)
+        self.host.check(live, append.input)
+        await self._start_sse()
+        live.attach(self._sse_event, self)
+        boundary = await self.host.apply(live, append.input, work)
+        await self._until(live, boundary)
+        await self._send(h11.EndOfMessage())
 
     async def _sse_event(self, event: Event) -> None:
         payload = codec.encode_event(event)
@@ -335,6 +378,12 @@ class HttpConnection:
         )
 
     async def cancel(self, response_id: str) -> None:
+        live = self.host.live.get(response_id)
+        if live is not None and live.owner == self.owner:
+            live.cancel.cancel("cancelled")
+            await live.done.wait()
+            await self.reply(200, codec.encode(live.prepared.rollout.stream.response))
+            return
         if self.engine.store.get(response_id) is None:
             raise errors.response_not_found(response_id)
         raise errors.invalid(

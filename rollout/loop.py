@@ -8,6 +8,7 @@ import functools
 from collections.abc import Awaitable, Callable, Sequence
 
 import attrs
+import trio
 
 from protocol.events import Event
 from protocol.items import FunctionCall, UrlCitation, WebSearchCall
@@ -26,6 +27,27 @@ Emit = Callable[[Event], Awaitable[None]]
 
 class Disconnected(Exception):
     """Raised by a transport's emit when the client is gone; the loop stops sampling."""
+
+
+class EndRollout(Exception):
+    """Raised inside the loop to end the response as `incomplete` with `reason`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@attrs.define(eq=False)
+class Cancel:
+    """A handle to stop a running loop from outside (`response.cancel`, grace expiry)."""
+
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    reason: str = "cancelled"
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        if not self.scope.cancel_called:
+            self.reason = reason
+            self.scope.cancel()
 
 
 @attrs.frozen

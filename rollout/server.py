@@ -6,6 +6,7 @@ import logging
 
 import trio
 
+from rollout.append import AppendHost
 from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.http import HttpConnection
@@ -29,13 +30,16 @@ async def serve(
     config = config or ServerConfig()
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
+    rollouts = AppendHost(engine, config)
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            await HttpConnection(stream, engine, config).run()
+            await HttpConnection(stream, rollouts).run()
         except Exception:
             log.exception("connection handler failed")
 
-    log.info("serving on http://%s:%d/v1", host, bound)
-    task_status.started(bound)
-    await trio.serve_listeners(handle, listeners)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(rollouts.run)
+        log.info("serving on http://%s:%d/v1", host, bound)
+        task_status.started(bound)
+        await trio.serve_listeners(handle, listeners)

@@ -17,8 +17,9 @@ from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_st
 from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.events import ErrorEvent, ErrorPayload, Event
-from protocol.request import CreateRequest
+from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from rollout.append import AppendHost
 from rollout.config import ServerConfig
 from rollout.context import Context, Route
 from rollout.engine import Engine
@@ -78,16 +79,16 @@ def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
 
 
 async def serve_websocket(
-    stream: trio.abc.Stream, head: bytes, engine: Engine, config: ServerConfig
+    stream: trio.abc.Stream, head: bytes, host: AppendHost, owner: str | None
 ) -> None:
     """Complete the handshake (already vetted by the HTTP layer) and run the session."""
     async with trio.open_nursery() as nursery:
         request = await wrap_server_stream(
-            nursery, ReplayStream(stream, head), max_message_size=config.max_frame_bytes
+            nursery, ReplayStream(stream, head), max_message_size=host.config.max_frame_bytes
         )
         ws = await request.accept()
         try:
-            await WsSession(ws, engine, config).run()
+            await WsSession(ws, host, owner).run()
         finally:
             with trio.move_on_after(1) as scope:
                 scope.shield = True
@@ -98,8 +99,10 @@ async def serve_websocket(
 @attrs.define(eq=False)
 class WsSession:
     ws: WebSocketConnection
-    engine: Engine
-    config: ServerConfig
+    host: AppendHost
+    owner: str | None  # the API key the handshake authenticated, if keys are configured
+    engine: Engine = attrs.field(init=False)
+    config: ServerConfig = attrs.field(init=False)
     cache: dict[str, CacheEntry] = attrs.field(factory=dict)
     latest: dict[Lane, str] = attrs.field(factory=dict)
     pins: Counter[str] = attrs.field(factory=Counter)
@@ -110,6 +113,8 @@ class WsSession:
     _billing: trio.Nursery | None = None
 
     def __attrs_post_init__(self) -> None:
+        self.engine = self.host.engine
+        self.config = self.host.config
         self.in_flight = trio.Semaphore(self.config.max_in_flight)
 
     async def run(self) -> None:
@@ -118,11 +123,14 @@ class WsSession:
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
         async with trio.open_nursery() as billing:
             self._billing = billing
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                nursery.start_soon(self._age_limit)
-                await self._read()
-                nursery.cancel_scope.cancel()
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._age_limit)
+                    await self._read()
+                    nursery.cancel_scope.cancel()
+            finally:
+                self.host.detach(self)
 
     # -- frames in ------------------------------------------------------------------------------
 
@@ -157,18 +165,47 @@ class WsSession:
                     )
                 stream_id = _lane_of(value)
                 kind = value.get("type")
-                if kind != "response.create":
+                if kind == "response.append":
+                    append = codec.decode_append(value)
+                elif kind == "response.cancel":
+                    cancel = codec.decode_object(value, CancelRequest)
+                elif kind == "response.create":
+                    request = codec.decode_create(value)
+                    validate_create(request, websocket=True)
+                else:
                     raise ProtocolError(
                         message=f"Unknown event type {str(kind)[:64]!r}; expected "
-                        "'response.create'.",
+                        "'response.create', 'response.append' or 'response.cancel'.",
                         code="unknown_event_type",
                         param="type",
                     )
-                request = codec.decode_create(value)
-                validate_create(request, websocket=True)
-            await self._enqueue(Job(request=request, work=work))
+            if kind == "response.append":
+                await self._append(append, work)
+            elif kind == "response.cancel":
+                self.host.find(cancel.response_id, self.owner).cancel.cancel("cancelled")
+            else:
+                await self._enqueue(Job(request=request, work=work))
         except ProtocolError as exc:
             await self._error(exc, stream_id)
+
+    async def _append(self, append: AppendRequest, work: Work) -> None:
+        """`response.append`: resume a suspended rollout of this connection, or a parked one
+        whose connection is gone (same API key); its events come here from now on."""
+        if append.response_id is None:
+            raise ProtocolError(
+                message="Missing required parameter: 'response_id'.",
+                code="missing_required_parameter",
+                param="response_id",
+            )
+        live = self.host.find(append.response_id, self.owner)
+        try:
+            self.host.check(live, append.input)
+        except ProtocolError as exc:
+            await self._error(exc, live.lane)
+            return
+        if live.sink_owner is not self:
+            live.attach(self._emitter(live.lane), self)
+        await self.host.apply(live, append.input, work)
 
     async def _enqueue(self, job: Job) -> None:
         lane = job.request.stream_id
@@ -219,9 +256,21 @@ class WsSession:
         if parent is not None:
             self._unpin(parent)
         self.routes.setdefault(req.model, prepared.rollout.route)
-        outcome = await self.engine.run(prepared, EndResponse(), billing=self._billing)
-        if outcome.status != "failed":
-            self._remember(lane, prepared.rollout.stream.response.id, prepared.rollout.ctx)
+        if req.shape == "append":
+            live = self.host.start(
+                prepared,
+                sink=self._emitter(lane),
+                sink_owner=self,
+                owner=self.owner,
+                lane=lane,
+                billing=self.host.nursery,
+            )
+            await live.done.wait()
+        else:
+            await self.engine.run(prepared, EndResponse(), billing=self._billing)
+        response = prepared.rollout.stream.response
+        if response.status != "failed":
+            self._remember(lane, response.id, prepared.rollout.ctx)
 
     def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
         """The context a create continues: a cache hit (taken in place when nothing else refers
