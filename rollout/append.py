@@ -155,6 +155,7 @@ class AppendHost:
         live.attach(sink, sink_owner)
         prepared.rollout.emit = live.emit
         self.live[live.id] = live
+        self.engine.stats.live_rollouts += 1
         assert self.nursery is not None, "AppendHost.run must be started first"
         self.nursery.start_soon(self._drive, live, billing)
         return live
@@ -168,6 +169,7 @@ class AppendHost:
             live.state = "finished"
             live.pending = {}
             self.live.pop(live.id, None)
+            self.engine.stats.live_rollouts -= 1
             self.finished[live.id] = live.owner
             if len(self.finished) > self.finished_limit:
                 del self.finished[next(iter(self.finished))]

@@ -87,6 +87,7 @@ class Stats:
     responses: int = 0
     billed: int = 0
     ws_connections: int = 0
+    live_rollouts: int = 0  # append rollouts whose loop exists (running or suspended)
     events_sent: int = 0
     errors: dict[str, int] = attrs.field(factory=dict)
 
