@@ -168,12 +168,13 @@ class ResponseStream:
             annotation=annotation,
         )
 
-    def end_text(self) -> list[Event]:
+    def end_text(self, status: str = "completed") -> list[Event]:
+        """Close the open message (`status` "incomplete" when the output budget cut it)."""
         t = self._require_text()
         self._text = None
         text = "".join(t.text)
         part = OutputText(text=text, annotations=tuple(t.annotations))
-        item = Message(id=t.item_id, role="assistant", content=(part,), status="completed")
+        item = Message(id=t.item_id, role="assistant", content=(part,), status=status)
         self.response.output[t.output_index] = item
         return [
             TextDoneEvent(
@@ -228,10 +229,10 @@ class ResponseStream:
             sequence_number=self._n(), item_id=item.id or "", output_index=output_index, delta=delta
         )
 
-    def end_call(self, output_index: int, arguments: str) -> list[Event]:
+    def end_call(self, output_index: int, arguments: str, status: str = "completed") -> list[Event]:
         item = self.response.output[output_index]
         assert isinstance(item, FunctionCall)
-        done = attrs.evolve(item, arguments=arguments, status="completed")
+        done = attrs.evolve(item, arguments=arguments, status=status)
         self.response.output[output_index] = done
         return [
             ArgumentsDoneEvent(

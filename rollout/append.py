@@ -109,7 +109,7 @@ class AppendTools:
             raise EndRollout(live.timeout_reason)
         live.state = "running"
         live.resumed = trio.Event()
-        return live.outputs
+        return []  # the outputs joined the context as they arrived (AppendHost.apply)
 
 
 def park(live: Live, config: ServerConfig) -> None:

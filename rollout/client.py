@@ -251,6 +251,7 @@ class Turn:
     status: str  # paused | completed | incomplete | failed
     first_token_s: float | None
     events: int
+    seconds: float  # from sending the request to its pause or terminal event
 
 
 async def collect(events: AsyncIterator[Event], started: float) -> Turn:
@@ -279,7 +280,8 @@ async def collect(events: AsyncIterator[Event], started: float) -> Turn:
                 calls.append(event.item)
                 if first is None:
                     first = time.perf_counter() - started
-    return Turn(response_id, calls, output, "".join(text), status, first, n)
+    seconds = time.perf_counter() - started
+    return Turn(response_id, calls, output, "".join(text), status, first, n, seconds)
 
 
 @attrs.define
@@ -292,6 +294,7 @@ class AgentResult:
     client_seconds: float
     bytes_sent: int
     bytes_received: int
+    spans: list[tuple[str, float, float]]  # client-side (name, start, end), perf_counter
 
     @property
     def response_ids(self) -> list[str]:
@@ -338,6 +341,7 @@ async def run_agent(
     if shape == "append":
         body["shape"] = "append"
     turns: list[Turn] = []
+    spans: list[tuple[str, float, float]] = []
     client_seconds = 0.0
     start = time.perf_counter()
     async with AsyncExitStack() as stack:
@@ -368,10 +372,13 @@ async def run_agent(
         t = time.perf_counter()
         turn = await collect(await send(body), t)
         turns.append(turn)
+        spans.append(("turn", t, t + turn.seconds))
         while turn.calls and turn.status in ("paused", "completed"):
             c = time.perf_counter()
             outputs = [await _run_tool(tools, call) for call in turn.calls]
-            client_seconds += time.perf_counter() - c
+            done = time.perf_counter()
+            client_seconds += done - c
+            spans.append(("client tools", c, done))
             outputs = [_clean(o) for o in outputs]
             t = time.perf_counter()
             if shape == "append":
@@ -383,6 +390,7 @@ async def run_agent(
                 history += [_clean(o) for o in turn.output] + outputs
                 turn = await collect(await send({**body, "input": history}), t)
             turns.append(turn)
+            spans.append(("turn", t, t + turn.seconds))
     calls = [(c.name, c.arguments) for t in turns for c in t.calls]
     return AgentResult(
         mode=mode,
@@ -393,6 +401,7 @@ async def run_agent(
         client_seconds=client_seconds,
         bytes_sent=counter.bytes_sent,
         bytes_received=counter.bytes_received,
+        spans=spans,
     )
 
 

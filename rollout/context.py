@@ -109,6 +109,7 @@ class Context:
     open_calls: set[str] = attrs.field(factory=set)
     model_turns: int = 0
     last_was_model: bool = False
+    last_was_hosted: bool = False
     last_user_text: str = ""
     calls_since_user: int = 0
     searches_since_user: int = 0
@@ -134,12 +135,12 @@ class Context:
         if scan:
             self._scan(text, len(header), work, items=1)
         body = self.tokens[self.header_len :]
-        self.tokens = header
-        self.tokens.extend(body)
         self.header_len = len(header)
+        header.extend(body)
+        self.tokens = header
         self.block_hashes.clear()
         self._hash_blocks()
-        return len(header)
+        return self.header_len
 
     # -- items ----------------------------------------------------------------------------------
 
@@ -178,9 +179,12 @@ class Context:
         if item.id is not None:
             self.by_id[item.id] = index
         model = is_model_item(item)
-        if model and not self.last_was_model:
+        # A model step is a run of model items; a hosted call ends its step (the loop streams
+        # hosted calls last in a step and samples again after them).
+        if model and (not self.last_was_model or self.last_was_hosted):
             self.model_turns += 1
         self.last_was_model = model
+        self.last_was_hosted = isinstance(item, WebSearchCall)
         if isinstance(item, FunctionCall):
             self.call_names[item.call_id] = item.name
             self.open_calls.add(item.call_id)

@@ -94,7 +94,7 @@ class Engine:
         """The safety service's declared latency for `tokens` newly scanned tokens."""
         seconds = self.costs.safety_seconds(tokens)
         if seconds > 0:
-            with work.stage("scan"):
+            with work.stage("safety_service"):
                 await trio.sleep(seconds)
 
     def restore(self, previous_response_id: str, work: Work) -> Context:
@@ -125,12 +125,13 @@ class Engine:
                 if req.previous_response_id
                 else (Context())
             )
-        items = normalize_input(req.input)
-        check_input(base, items)
+        raw = normalize_input(req.input)
+        check_input(base, raw)
+        items = resolve_references(base, raw)
         ctx = base
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
-        ctx.extend(resolve_references(ctx, items), work)
+        ctx.extend(items, work)
         await self.scan_latency(ctx.scan.tokens_scanned - before, work)
         if route is None:
             route = await self.route(req.model, work)
@@ -291,7 +292,7 @@ def normalize_input(value: str | Sequence[Item]) -> list[Item]:
 
 
 def check_input(ctx: Context, items: Sequence[Item]) -> None:
-    """Each tool output answers a call the conversation holds; each reference resolves.
+    """Each tool output answers an open call (once); each reference resolves.
 
     Pure: raises before the context is touched, so a bad request leaves cached state intact.
     """
@@ -301,12 +302,13 @@ def check_input(ctx: Context, items: Sequence[Item]) -> None:
         if isinstance(item, FunctionCall):
             calls.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):
-            if item.call_id not in calls and item.call_id not in ctx.call_names:
+            if item.call_id not in calls and item.call_id not in ctx.open_calls:
                 raise errors.invalid(
                     f"No tool call found for function call output with call_id {item.call_id}.",
                     param=f"input[{i}].call_id",
                     code="invalid_value",
                 )
+            calls.discard(item.call_id)
         elif isinstance(item, ItemReference):
             if item.id not in ids and item.id not in ctx.by_id:
                 raise errors.invalid(

@@ -47,6 +47,7 @@ class PrefixCache:
 class Prefill:
     prompt_tokens: int
     cached_tokens: int
+    seconds: float  # time to first token plus prefill, as the profile declares it
 
 
 async def prefill(
@@ -60,7 +61,7 @@ async def prefill(
     delay = profile.ttft_s + profile.prefill_seconds(prompt - cached)
     if delay > 0:
         await trio.sleep(delay)
-    return Prefill(prompt_tokens=prompt, cached_tokens=cached)
+    return Prefill(prompt_tokens=prompt, cached_tokens=cached, seconds=delay)
 
 
 class Pacer:
@@ -71,8 +72,8 @@ class Pacer:
         self._start = trio.current_time()
         self._n = 0
 
-    async def token(self) -> None:
-        self._n += 1
+    async def token(self, n: int = 1) -> None:
+        self._n += n
         if self._tps <= 0:
             return
         due = self._start + self._n / self._tps
@@ -80,18 +81,24 @@ class Pacer:
             await trio.sleep_until(due)
 
 
-def pieces(text: str) -> list[str]:
-    """`text` split at token boundaries, as a model streams it (UTF-8 kept whole)."""
+def pieces(text: str) -> list[tuple[str, int]]:
+    """`text` split at token boundaries as a model streams it: (delta, tokens in it).
+
+    A delta holds one token, or several where one character's UTF-8 spans tokens.
+    """
     enc = tok.encoding()
-    out: list[str] = []
+    out: list[tuple[str, int]] = []
     pending = b""
+    n = 0
     for t in enc.encode_ordinary(text):
         pending += enc.decode_single_token_bytes(t)
+        n += 1
         try:
-            out.append(pending.decode("utf-8"))
-            pending = b""
+            out.append((pending.decode("utf-8"), n))
         except UnicodeDecodeError:
             continue
+        pending = b""
+        n = 0
     if pending:
-        out.append(pending.decode("utf-8", errors="replace"))
+        out.append((pending.decode("utf-8", errors="replace"), n))
     return out

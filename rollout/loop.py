@@ -17,7 +17,15 @@ from protocol.stream import ResponseStream
 from rollout.context import Context, Route
 from rollout.ids import new_id
 from rollout.inference import Pacer, PrefixCache, pieces, prefill
-from rollout.model import CallStep, ErrorStep, FunctionCallSpec, Policy, TextStep, WebSearchSpec
+from rollout.model import (
+    CallStep,
+    Citation,
+    ErrorStep,
+    FunctionCallSpec,
+    Policy,
+    TextStep,
+    WebSearchSpec,
+)
 from rollout.profiles import InferenceProfile
 from rollout.tools import ClientTools, WebSearch
 from rollout.work import Work
@@ -99,18 +107,26 @@ async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
         with r.work.stage("inference") as stage:
             pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile)
             stage.tokens = pf.prompt_tokens
+            before = r.usage.output_tokens
             r.usage = r.usage + Usage.of(pf.prompt_tokens, pf.cached_tokens, 0)
             pacer = Pacer(env.profile)
-            if isinstance(step, ErrorStep):
-                return Outcome("failed", reason=step.code, message=step.message)
-            if isinstance(step, TextStep):
-                cut = await _sample_text(r, step, pacer)
-                return (
-                    Outcome("incomplete", reason="max_output_tokens")
-                    if cut
-                    else Outcome("completed")
-                )
-            calls = await _sample_calls(r, step, pacer)
+            try:
+                if isinstance(step, ErrorStep):
+                    return Outcome("failed", reason=step.code, message=step.message)
+                if isinstance(step, TextStep):
+                    cut = await _sample_text(r, step.text, step.citations, pacer)
+                    if cut:
+                        return Outcome("incomplete", reason="max_output_tokens")
+                    return Outcome("completed")
+                calls = None
+                if not (step.text and await _sample_text(r, step.text, (), pacer)):
+                    calls = await _sample_calls(r, step, pacer)
+            finally:
+                decoded = r.usage.output_tokens - before
+                ideal = pf.seconds + env.profile.decode_seconds(decoded)
+                r.work.ideal_inference_s += ideal
+                if r.work.keep_spans:
+                    r.work.steps.append((pf.prompt_tokens, ideal))
         if calls is None:
             return Outcome("incomplete", reason="max_output_tokens")
         function_calls: list[FunctionCall] = []
@@ -126,6 +142,7 @@ async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
             outputs = await client.call(function_calls, r.work)
             if outputs is None:
                 return Outcome("completed")
+            r.ctx.extend(outputs, r.work)
 
 
 async def _stream_tokens(
@@ -134,28 +151,32 @@ async def _stream_tokens(
     pacer: Pacer,
     make: Callable[[str], Event],
     after: Callable[[int], Awaitable[None]] | None = None,
-) -> bool:
-    """Emit one delta per token at the decode pace; True if the output budget cut it short.
+) -> tuple[str, bool]:
+    """Emit one delta per token at the decode pace, within the output budget.
 
-    `after(chars_written)` runs after each delta (text uses it to place citations).
+    Returns what was streamed and whether the budget cut it short. `after(chars_written)` runs
+    after each delta (text uses it to place citations).
     """
-    written = 0
-    for piece in pieces(text):
+    written: list[str] = []
+    chars = 0
+    for piece, tokens in pieces(text):
         left = r.budget_left
-        if left is not None and left <= 0:
-            return True
-        await pacer.token()
-        r.usage = r.usage + Usage.of(0, 0, 1)
+        if left is not None and left < tokens:
+            return "".join(written), True
+        await pacer.token(tokens)
+        r.usage = r.usage + Usage.of(0, 0, tokens)
         await r.emit(make(piece))
-        written += len(piece)
+        written.append(piece)
+        chars += len(piece)
         if after is not None:
-            await after(written)
-    return False
+            await after(chars)
+    return "".join(written), False
 
 
-async def _sample_text(r: Rollout, step: TextStep, pacer: Pacer) -> bool:
+async def _sample_text(r: Rollout, text: str, citations_: Sequence[Citation], pacer: Pacer) -> bool:
+    """Stream one assistant message; True if the output budget cut it short."""
     await r.send(r.stream.begin_text(new_id("msg")))
-    citations = sorted(step.citations, key=lambda c: c.end_index)
+    citations = sorted(citations_, key=lambda c: c.end_index)
 
     async def cite(written: int) -> None:
         while citations and citations[0].end_index <= written:
@@ -165,8 +186,8 @@ async def _sample_text(r: Rollout, step: TextStep, pacer: Pacer) -> bool:
             )
             await r.emit(r.stream.annotate(annotation))
 
-    cut = await _stream_tokens(r, step.text, pacer, r.stream.text_delta, cite)
-    await r.send(r.stream.end_text())
+    _, cut = await _stream_tokens(r, text, pacer, r.stream.text_delta, cite)
+    await r.send(r.stream.end_text("incomplete" if cut else "completed"))
     r.ctx.extend([r.stream.response.output[-1]], r.work, scan=False)
     return cut
 
@@ -174,9 +195,13 @@ async def _sample_text(r: Rollout, step: TextStep, pacer: Pacer) -> bool:
 async def _sample_calls(
     r: Rollout, step: CallStep, pacer: Pacer
 ) -> list[tuple[int, FunctionCallSpec | WebSearchSpec]] | None:
-    """Stream every function call of the step; open (but do not run) each web search."""
+    """Stream every function call of the step, then open (not run) its web searches.
+
+    Hosted calls come last in a step: the loop samples a new step after running them.
+    """
     out: list[tuple[int, FunctionCallSpec | WebSearchSpec]] = []
-    for spec in step.calls:
+    ordered = sorted(step.calls, key=lambda spec: isinstance(spec, WebSearchSpec))
+    for spec in ordered:
         index = r.stream.next_output_index
         if isinstance(spec, WebSearchSpec):
             await r.send(r.stream.begin_web_search(new_id("ws")))
@@ -184,8 +209,9 @@ async def _sample_calls(
             continue
         await r.send(r.stream.begin_call(new_id("fc"), new_id("call"), spec.name))
         delta = functools.partial(r.stream.arguments_delta, index)
-        cut = await _stream_tokens(r, spec.arguments, pacer, delta)
+        streamed, cut = await _stream_tokens(r, spec.arguments, pacer, delta)
         if cut:
+            await r.send(r.stream.end_call(index, streamed, status="incomplete"))
             return None
         await r.send(r.stream.end_call(index, spec.arguments))
         out.append((index, spec))

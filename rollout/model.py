@@ -12,7 +12,7 @@ import attrs
 import orjson
 
 from rollout.context import Context
-from rollout.schema_args import generate_arguments
+from rollout.schema_args import UnsupportedSchema, generate_arguments
 
 
 @attrs.frozen(kw_only=True)
@@ -45,7 +45,10 @@ CallSpec = FunctionCallSpec | WebSearchSpec
 
 @attrs.frozen(kw_only=True)
 class CallStep:
+    """Tool calls, optionally preceded by a message (commentary) in the same step."""
+
     calls: tuple[CallSpec, ...]
+    text: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -196,7 +199,13 @@ class DefaultPolicy:
             calls = []
             for i in range(n):
                 tool = tools[(done + i) % len(tools)]
-                args = generate_arguments(tool.parameters, rng)
+                try:
+                    args = generate_arguments(tool.parameters, rng)
+                except UnsupportedSchema as exc:
+                    return ErrorStep(
+                        message=f"The simulated model cannot call '{tool.name}': its parameters "
+                        f"schema cannot be satisfied ({exc})."
+                    )
                 calls.append(
                     FunctionCallSpec(name=tool.name, arguments=orjson.dumps(args).decode())
                 )

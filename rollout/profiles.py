@@ -110,6 +110,7 @@ def _cost_profile_from_toml(path: Path) -> CostProfile:
         raise ProfileError(f"{path}: unknown keys {sorted(unknown)} (known: {sorted(fields)})")
     values: dict[str, Any] = {"name": path.stem, **data}
     for key, value in values.items():
-        if key != "name" and (not isinstance(value, int | float) or value < 0):
+        bad = isinstance(value, bool) or not isinstance(value, int | float) or value < 0
+        if key != "name" and bad:
             raise ProfileError(f"{path}: {key} must be a non-negative number of seconds")
     return CostProfile(**values)

@@ -19,7 +19,8 @@ from rollout.work import Work
 
 class ClientTools(Protocol):
     async def call(self, calls: Sequence[FunctionCall], work: Work) -> Sequence[Item] | None:
-        """Outputs for `calls`, or None to end the response here (the chain shape)."""
+        """Items for the context (the outputs, unless the executor put them in itself as they
+        arrived), or None to end the response here (the chain shape)."""
         ...
 
 

@@ -11,7 +11,8 @@ import attrs
 
 STAGES = (
     "decode",  # decode + validate a request or frame (real CPU)
-    "scan",  # safety scan of input not seen before (real CPU + declared latency)
+    "scan",  # safety scan of input not seen before (real CPU)
+    "safety_service",  # the safety service's declared latency for that input
     "tokenize",  # render to tokens what is not rendered yet (real CPU)
     "routing",  # model routing (declared latency)
     "inference",  # simulated sampling: TTFT + prefill of uncached tokens + decode
@@ -19,7 +20,12 @@ STAGES = (
     "client_tool",  # waiting for the client to return tool output (append shape)
     "billing",  # usage/billing write (declared latency)
     "store",  # writing to / restoring from the response store
+    "connect",  # connection setup (declared latency), per connection
 )
+#: Stages whose time is a declared latency (a named cost profile), not CPU work.
+DECLARED = ("routing", "safety_service", "hosted_tool", "billing", "connect")
+#: Stages whose time is real server CPU work.
+CPU = ("decode", "scan", "tokenize", "store")
 
 
 @attrs.define
@@ -54,6 +60,8 @@ class Work:
     counts: dict[str, StageCount] = attrs.field(factory=_empty_counts)
     spans: list[Span] = attrs.field(factory=list)
     keep_spans: bool = True
+    ideal_inference_s: float = 0.0  # what the inference profile alone says sampling takes
+    steps: list[tuple[int, float]] = attrs.field(factory=list)  # (prompt tokens, ideal s)
 
     @contextmanager
     def stage(self, name: str, *, items: int = 0, tokens: int = 0) -> Iterator[StageCount]:
@@ -72,8 +80,10 @@ class Work:
     def merge(self, other: Work) -> None:
         for name, c in other.counts.items():
             self.counts[name].add(c)
+        self.ideal_inference_s += other.ideal_inference_s
         if self.keep_spans:
             self.spans.extend(other.spans)
+            self.steps.extend(other.steps)
 
     def summary(self) -> dict[str, dict[str, float]]:
         return {k: attrs.asdict(v) for k, v in self.counts.items() if v.calls}
