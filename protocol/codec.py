@@ -13,7 +13,13 @@ from cattrs.gen import make_dict_structure_fn
 from cattrs.preconf.orjson import make_converter
 
 from protocol.errors import ProtocolError
-from protocol.events import CLASS_BY_TYPE, Event
+from protocol.events import (
+    CLASS_BY_TYPE,
+    ArgumentsDeltaEvent,
+    ErrorEvent,
+    Event,
+    TextDeltaEvent,
+)
 from protocol.items import Message, OtherTool
 from protocol.request import AppendRequest, CreateRequest
 
@@ -374,10 +380,47 @@ def decode_event(data: bytes | str | Mapping[str, Any]) -> Event:
     value = loads(data) if isinstance(data, bytes | str) else data
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
         raise ProtocolError(message="An event must be a JSON object with a string 'type'.")
+    fast = _fast_delta(value)
+    if fast is not None:
+        return fast
     cls = CLASS_BY_TYPE.get(value["type"])
     if cls is None:
         raise ProtocolError(message=f"Unknown event type {value['type']!r}.", param="type")
     return structure(value, cls)
+
+
+def _fast_delta(value: dict[str, Any]) -> Event | None:
+    """Delta events are most of a stream: build them directly when their fields are plainly
+    right (anything unusual goes through the converter and its error reporting)."""
+    kind = value["type"]
+    try:
+        if kind == "response.output_text.delta":
+            event: TextDeltaEvent | ArgumentsDeltaEvent = TextDeltaEvent(
+                sequence_number=value["sequence_number"],
+                item_id=value["item_id"],
+                output_index=value["output_index"],
+                content_index=value["content_index"],
+                delta=value["delta"],
+                logprobs=tuple(value.get("logprobs") or ()),
+            )
+        elif kind == "response.function_call_arguments.delta":
+            event = ArgumentsDeltaEvent(
+                sequence_number=value["sequence_number"],
+                item_id=value["item_id"],
+                output_index=value["output_index"],
+                delta=value["delta"],
+            )
+        else:
+            return None
+    except (KeyError, TypeError):
+        return None
+    ok = (
+        type(event.sequence_number) is int
+        and type(event.output_index) is int
+        and type(event.item_id) is str
+        and type(event.delta) is str
+    )
+    return event if ok else None
 
 
 def to_json(obj: Any) -> Any:
@@ -390,8 +433,16 @@ def encode(obj: Any) -> bytes:
 
 
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
-    """One event as JSON bytes, with `stream_id` added when the create named a lane."""
+    """One event as JSON bytes, with `stream_id` added when the create named a lane.
+
+    An `error` event carries `sequence_number` only when raised inside a response's stream,
+    and `status` only when it stands for an HTTP status (spec §1.3).
+    """
     data = converter.unstructure(event)
+    if isinstance(event, ErrorEvent):
+        for key in ("sequence_number", "status"):
+            if data[key] is None:
+                del data[key]
     if stream_id is not None:
         data["stream_id"] = stream_id
     return orjson.dumps(data)

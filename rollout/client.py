@@ -227,7 +227,9 @@ class WsClient:
 async def connect_ws(url: str, api_key: str | None = None) -> AsyncIterator[WsClient]:
     """A WebSocket client for `url` (`ws://host:port/v1/responses`), open for the block."""
     headers = [(b"authorization", f"Bearer {api_key}".encode())] if api_key else []
-    async with open_websocket_url(url, extra_headers=headers) as ws:
+    async with open_websocket_url(
+        url, extra_headers=headers, receive_buffer_size=256 * 1024, max_message_size=1 << 26
+    ) as ws:
         client = WsClient(ws)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(client.read_until_closed)

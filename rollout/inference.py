@@ -90,14 +90,17 @@ def pieces(text: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     pending = b""
     n = 0
-    for t in enc.encode_ordinary(text):
-        pending += enc.decode_single_token_bytes(t)
+    for piece in enc.decode_tokens_bytes(enc.encode_ordinary(text)):
         n += 1
-        try:
-            out.append((pending.decode("utf-8"), n))
-        except UnicodeDecodeError:
-            continue
-        pending = b""
+        if pending or not piece.isascii():  # possibly part of a multi-byte character
+            pending += piece
+            try:
+                out.append((pending.decode("utf-8"), n))
+            except UnicodeDecodeError:
+                continue
+            pending = b""
+        else:
+            out.append((piece.decode("ascii"), 1))
         n = 0
     if pending:
         out.append((pending.decode("utf-8", errors="replace"), n))

@@ -6,6 +6,7 @@ import logging
 
 import trio
 
+from rollout import tokens
 from rollout.append import AppendHost
 from rollout.config import ServerConfig
 from rollout.engine import Engine
@@ -28,6 +29,7 @@ async def serve(
     """
     engine = engine or Engine()
     config = config or ServerConfig()
+    tokens.encode("warm up")  # load the encoding now, not inside the first request
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     rollouts = AppendHost(engine, config)

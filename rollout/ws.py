@@ -28,6 +28,7 @@ from rollout.tools import EndResponse
 from rollout.work import Work
 
 log = logging.getLogger("rollout.ws")
+RECEIVE_BUFFER = 256 * 1024  # trio-websocket reads 4 KiB at a time by default: slow for snapshots
 Lane = str | None  # None is the default lane
 
 
@@ -84,7 +85,10 @@ async def serve_websocket(
     """Complete the handshake (already vetted by the HTTP layer) and run the session."""
     async with trio.open_nursery() as nursery:
         request = await wrap_server_stream(
-            nursery, ReplayStream(stream, head), max_message_size=host.config.max_frame_bytes
+            nursery,
+            ReplayStream(stream, head),
+            max_message_size=host.config.max_frame_bytes,
+            receive_buffer_size=RECEIVE_BUFFER,
         )
         ws = await request.accept()
         try:
@@ -109,8 +113,11 @@ class WsSession:
     lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
     routes: dict[str, Route] = attrs.field(factory=dict)
     in_flight: trio.Semaphore = attrs.field(init=False)
+    closed: bool = False
     _nursery: trio.Nursery | None = None
     _billing: trio.Nursery | None = None
+    _age_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    _waits: list[trio.CancelScope] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         self.engine = self.host.engine
@@ -118,8 +125,6 @@ class WsSession:
         self.in_flight = trio.Semaphore(self.config.max_in_flight)
 
     async def run(self) -> None:
-        if self.engine.costs.connection_setup_s > 0:
-            await trio.sleep(self.engine.costs.connection_setup_s)
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
         async with trio.open_nursery() as billing:
             self._billing = billing
@@ -128,9 +133,20 @@ class WsSession:
                     self._nursery = nursery
                     nursery.start_soon(self._age_limit)
                     await self._read()
-                    nursery.cancel_scope.cancel()
+                    self._close()
             finally:
                 self.host.detach(self)
+
+    def _close(self) -> None:
+        """The client is gone: drop queued creates, stop waiting on append rollouts (they are
+        parked by the host). A running response ends at its next event, as `incomplete`, and is
+        billed like any other."""
+        self.closed = True
+        self._age_scope.cancel()
+        for channel in self.lanes.values():
+            channel.close()
+        for scope in self._waits:
+            scope.cancel()
 
     # -- frames in ------------------------------------------------------------------------------
 
@@ -154,6 +170,7 @@ class WsSession:
             return
         work = Work()
         stream_id: Lane = None
+        value: object = None
         try:
             with work.stage("decode", items=1) as c:
                 c.tokens = len(message)
@@ -186,7 +203,20 @@ class WsSession:
             else:
                 await self._enqueue(Job(request=request, work=work))
         except ProtocolError as exc:
+            if isinstance(value, dict) and value.get("type") == "response.create":
+                self._failed_continuation(value.get("previous_response_id"), stream_id)
             await self._error(exc, stream_id)
+
+    def _failed_continuation(self, parent: object, lane: Lane) -> None:
+        """A same-lane continuation refused before it reached its lane still evicts its parent
+        (spec §1.5), as one refused inside the lane does."""
+        if not isinstance(parent, str):
+            return
+        entry = self.cache.get(parent)
+        if entry is not None and entry.lane == lane and not self.pins.get(parent):
+            del self.cache[parent]
+            if self.latest.get(lane) == parent:
+                del self.latest[lane]
 
     async def _append(self, append: AppendRequest, work: Work) -> None:
         """`response.append`: resume a suspended rollout of this connection, or a parked one
@@ -232,6 +262,10 @@ class WsSession:
 
     async def _lane(self, lane: Lane, jobs: trio.MemoryReceiveChannel[Job]) -> None:
         async for job in jobs:
+            if self.closed:
+                if job.request.previous_response_id:
+                    self._unpin(job.request.previous_response_id)
+                continue
             async with self.in_flight:
                 try:
                     await self._serve(lane, job)
@@ -250,7 +284,6 @@ class WsSession:
         except ProtocolError as exc:
             if parent is not None:
                 self._unpin(parent)
-            self.engine.stats.error(exc.code)
             await self._error(exc, lane)
             return
         if parent is not None:
@@ -265,7 +298,12 @@ class WsSession:
                 lane=lane,
                 billing=self.host.nursery,
             )
-            await live.done.wait()
+            with trio.CancelScope() as wait:
+                self._waits.append(wait)
+                await live.done.wait()
+            self._waits.remove(wait)
+            if wait.cancelled_caught:
+                return
         else:
             await self.engine.run(prepared, EndResponse(), billing=self._billing)
         response = prepared.rollout.stream.response
@@ -334,7 +372,11 @@ class WsSession:
             await self.ws.send_message(error_frame(exc, lane).decode())
 
     async def _age_limit(self) -> None:
-        await trio.sleep(self.config.ws_max_age_s)
+        with self._age_scope:
+            await trio.sleep(self.config.ws_max_age_s)
+            await self._expire()
+
+    async def _expire(self) -> None:
         minutes = self.config.ws_max_age_s / 60
         await self._error(
             ProtocolError(
