@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 import attrs
 import orjson
 from cattrs.errors import AttributeValidationNote, IterableValidationNote
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.orjson import make_converter
 
 from protocol.errors import ProtocolError
@@ -324,7 +324,23 @@ def _other_tool(value: object, _: object) -> OtherTool:
     return OtherTool(type=tag, raw=value)
 
 
+def _error_event_hook() -> Callable[[ErrorEvent], dict[str, Any]]:
+    """An `error` event carries `sequence_number` only when raised inside a response's stream,
+    and `status` only when it stands for an HTTP status (spec §1.3): no null keys."""
+    inner = make_dict_unstructure_fn(ErrorEvent, converter)
+
+    def hook(event: ErrorEvent) -> dict[str, Any]:
+        data: dict[str, Any] = inner(event)
+        for key in ("sequence_number", "status"):
+            if data[key] is None:
+                del data[key]
+        return data
+
+    return hook
+
+
 converter.register_structure_hook(OtherTool, _other_tool)
+converter.register_unstructure_hook(ErrorEvent, _error_event_hook())
 converter.register_unstructure_hook(OtherTool, lambda t: t.raw or {"type": t.type})
 converter.register_structure_hook_factory(_is_literal, _literal_hook)
 converter.register_structure_hook_factory(_is_sequence, _sequence_hook)
@@ -433,16 +449,8 @@ def encode(obj: Any) -> bytes:
 
 
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
-    """One event as JSON bytes, with `stream_id` added when the create named a lane.
-
-    An `error` event carries `sequence_number` only when raised inside a response's stream,
-    and `status` only when it stands for an HTTP status (spec §1.3).
-    """
+    """One event as JSON bytes, with `stream_id` added when the create named a lane."""
     data = converter.unstructure(event)
-    if isinstance(event, ErrorEvent):
-        for key in ("sequence_number", "status"):
-            if data[key] is None:
-                del data[key]
     if stream_id is not None:
         data["stream_id"] = stream_id
     return orjson.dumps(data)

@@ -19,7 +19,7 @@ class StreamOptions:
 class CreateRequest:
     # Standard fields (spec §2.2).
     model: str
-    input: str | tuple[Item, ...]
+    input: str | tuple[Item, ...] | None = None  # required, except for a warm-up
     instructions: str | tuple[Item, ...] | None = None
     previous_response_id: str | None = None
     conversation: str | dict[str, Any] | None = None

@@ -58,8 +58,15 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
         )
     if req.model == "":
         raise invalid("'model' must not be empty.", param="model", code="invalid_value")
-    if req.generate is not False and (req.input == "" or req.input == ()):
-        raise invalid("'input' must not be empty.", param="input", code="empty_input")
+    if req.generate is not False:
+        if req.input is None:
+            raise invalid(
+                "Missing required parameter: 'input'.",
+                param="input",
+                code="missing_required_parameter",
+            )
+        if req.input in ("", ()):
+            raise invalid("'input' must not be empty.", param="input", code="empty_input")
     _range(req.temperature, 0.0, 2.0, "temperature")
     _range(req.top_p, 0.0, 1.0, "top_p")
     _range(req.top_logprobs, 0, 20, "top_logprobs")

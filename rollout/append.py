@@ -56,6 +56,7 @@ class Live:
     sink: Emit | None = None
     sink_owner: object | None = None
     wait_scope: trio.CancelScope | None = None
+    append_deadline: float = float("inf")
     timeout_reason: str = "append_timeout"
 
     @property
@@ -75,8 +76,20 @@ class Live:
                 self.cancel.cancel("client_disconnected")
 
     def attach(self, sink: Emit, owner: object) -> None:
+        """Send events to `sink` from now on; a parked rollout gets its append timeout back."""
         self.sink = sink
         self.sink_owner = owner
+        if self.wait_scope is not None:
+            self.wait_scope.deadline = self.append_deadline
+            self.timeout_reason = "append_timeout"
+
+    def attach_parked(self, sink: Emit, owner: object, response_id: str) -> None:
+        """Take over a rollout whose client is gone; one attached elsewhere is not ours."""
+        if self.sink_owner is owner:
+            return
+        if self.sink is not None:
+            raise response_not_found(response_id)
+        self.attach(sink, owner)
 
 
 @attrs.define(eq=False)
@@ -95,9 +108,8 @@ class AppendTools:
         live.state = "suspended"
         live.boundary.set()
         with work.stage("client_tool", items=len(calls)):
-            with trio.CancelScope(
-                deadline=trio.current_time() + self.config.append_timeout_s
-            ) as scope:
+            live.append_deadline = trio.current_time() + self.config.append_timeout_s
+            with trio.CancelScope(deadline=live.append_deadline) as scope:
                 live.wait_scope = scope
                 live.timeout_reason = "append_timeout"
                 if live.sink is None:

@@ -258,8 +258,10 @@ def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
     return "\n".join(text_of(i.content) for i in instructions if isinstance(i, Message))
 
 
-def normalize_input(value: str | Sequence[Item]) -> list[Item]:
+def normalize_input(value: str | Sequence[Item] | None) -> list[Item]:
     """Input as stored items: short forms expanded, every item given an id."""
+    if value is None:
+        return []
     if isinstance(value, str):
         value = (Message(role="user", content=value),)
     out: list[Item] = []
@@ -297,18 +299,21 @@ def check_input(ctx: Context, items: Sequence[Item]) -> None:
     Pure: raises before the context is touched, so a bad request leaves cached state intact.
     """
     calls: set[str] = set()
+    answered: set[str] = set()
     ids: set[str] = set()
     for i, item in enumerate(items):
         if isinstance(item, FunctionCall):
             calls.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):
-            if item.call_id not in calls and item.call_id not in ctx.open_calls:
+            known = item.call_id in calls or item.call_id in ctx.open_calls
+            if item.call_id in answered or not known:
                 raise errors.invalid(
                     f"No tool call found for function call output with call_id {item.call_id}.",
                     param=f"input[{i}].call_id",
                     code="invalid_value",
                 )
             calls.discard(item.call_id)
+            answered.add(item.call_id)
         elif isinstance(item, ItemReference):
             if item.id not in ids and item.id not in ctx.by_id:
                 raise errors.invalid(
@@ -318,6 +323,13 @@ def check_input(ctx: Context, items: Sequence[Item]) -> None:
                 )
         if not isinstance(item, ItemReference) and item.id is not None:
             ids.add(item.id)
+    unanswered = (ctx.open_calls | calls) - answered
+    if unanswered:
+        raise errors.invalid(
+            f"No tool output found for function call {min(unanswered)}.",
+            param="input",
+            code="invalid_value",
+        )
 
 
 def resolve_references(ctx: Context, items: Sequence[Item]) -> list[Item]:

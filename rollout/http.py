@@ -17,6 +17,7 @@ import trio
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
+from protocol.stream import replay
 from protocol.validate import validate_create
 from rollout.append import AppendHost, Live
 from rollout.config import ServerConfig
@@ -66,17 +67,28 @@ class HttpConnection:
     # -- I/O ------------------------------------------------------------------------------------
 
     async def _next(self, timeout: float) -> Any:
+        """The next h11 event. Waiting for a request head, `timeout` is the idle limit until its
+        first byte, then the head must be complete within the header timeout."""
         with trio.move_on_after(timeout) as scope:
             while True:
                 event = self.conn.next_event()
                 if event is not h11.NEED_DATA:
                     return event
+                if self.conn.their_state is h11.IDLE and self._head:
+                    scope.deadline = min(
+                        scope.deadline, trio.current_time() + self.config.header_timeout_s
+                    )
                 try:
                     data = await self.stream.receive_some(RECEIVE)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     raise _Closed() from None
                 if self.conn.their_state is h11.IDLE:
                     self._head += data  # kept for a WebSocket handshake on this request
+                    if (
+                        len(self._head) > self.config.max_header_bytes
+                        and b"\r\n\r\n" not in (self._head[: self.config.max_header_bytes + 4])
+                    ):
+                        raise h11.RemoteProtocolError("head too large", error_status_hint=431)
                 self.conn.receive_data(bytes(data))
         if scope.cancelled_caught:
             raise _Closed()
@@ -108,13 +120,14 @@ class HttpConnection:
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        setup = self.engine.costs.connection_setup_s
+        if setup > 0:
+            with self.engine.stats.totals.stage("connect"):
+                await trio.sleep(setup)
         try:
             while True:
-                timeout = self.config.idle_timeout_s
-                if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
-                    timeout = self.config.header_timeout_s
                 try:
-                    event = await self._next(timeout)
+                    event = await self._next(self.config.idle_timeout_s)
                 except h11.RemoteProtocolError as exc:
                     await self._protocol_error(exc)
                     return
@@ -197,6 +210,10 @@ class HttpConnection:
         if length is not None and length.isdigit() and int(length) > limit:
             await self.error(errors.body_too_large(limit), {"connection": "close"})
             return False
+        if self.conn.client_is_waiting_for_100_continue:
+            await self._send(
+                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
+            )
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -243,7 +260,7 @@ class HttpConnection:
         if len(rest) == 1:
             _allowed(m, request.path, "GET", "DELETE")
             if m == "GET":
-                return await self.retrieve(rest[0])
+                return await self.retrieve(rest[0], request)
             return await self.delete(rest[0])
         if len(rest) == 2 and rest[1] == "input_items":
             _allowed(m, request.path, "GET")
@@ -314,6 +331,8 @@ class HttpConnection:
             append = codec.decode_append(request.body)
         live = self.host.find(response_id, self.owner)
         self.host.check(live, append.input)
+        if live.sink is not None:  # another client is attached to it right now
+            raise errors.response_not_found(response_id)
         await self._start_sse()
         live.attach(self._sse_event, self)
         boundary = await self.host.apply(live, append.input, work)
@@ -330,11 +349,26 @@ class HttpConnection:
             raise Disconnected() from None
         self.engine.stats.events_sent += 1
 
-    async def retrieve(self, response_id: str) -> None:
+    async def retrieve(self, response_id: str, request: Request) -> None:
         record = self.engine.store.get(response_id)
         if record is None:
             raise errors.response_not_found(response_id)
-        await self.reply(200, codec.encode(record.response))
+        if _query(request, "stream", "false").lower() != "true":
+            await self.reply(200, codec.encode(record.response))
+            return
+        after = _query(request, "starting_after", "")
+        if after and not after.lstrip("-").isdigit():
+            raise errors.invalid(
+                f"Invalid 'starting_after': expected an integer, got {after[:40]!r}.",
+                param="starting_after",
+                code="invalid_value",
+            )
+        start = int(after) if after else -1
+        await self._start_sse()
+        for event in replay(record.response):
+            if event.sequence_number is not None and event.sequence_number > start:
+                await self._sse_event(event)
+        await self._send(h11.EndOfMessage())
 
     async def delete(self, response_id: str) -> None:
         if not self.engine.store.delete(response_id):

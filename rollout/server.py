@@ -21,18 +21,20 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     config: ServerConfig | None = None,
+    rollouts: AppendHost | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Responses API on `host:port` until cancelled; reports the bound port.
 
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
+    `rollouts` holds the live append rollouts (made here unless given, e.g. to inspect them).
     """
     engine = engine or Engine()
     config = config or ServerConfig()
     tokens.encode("warm up")  # load the encoding now, not inside the first request
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-    rollouts = AppendHost(engine, config)
+    rollouts = rollouts or AppendHost(engine, config)
 
     async def handle(stream: trio.SocketStream) -> None:
         try:

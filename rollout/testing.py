@@ -8,6 +8,7 @@ from types import TracebackType
 
 import trio
 
+from rollout.append import AppendHost
 from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.server import serve
@@ -25,7 +26,8 @@ class ServerThread:
     ) -> None:
         self.engine = engine or Engine()
         self.host = host
-        self.config = config
+        self.config = config or ServerConfig()
+        self.rollouts = AppendHost(self.engine, self.config)
         self.port = 0
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -56,6 +58,7 @@ class ServerThread:
                         host=self.host,
                         port=0,
                         config=self.config,
+                        rollouts=self.rollouts,
                         task_status=task_status,
                     )
                 )

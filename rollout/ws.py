@@ -199,7 +199,9 @@ class WsSession:
             if kind == "response.append":
                 await self._append(append, work)
             elif kind == "response.cancel":
-                self.host.find(cancel.response_id, self.owner).cancel.cancel("cancelled")
+                live = self.host.find(cancel.response_id, self.owner)
+                live.attach_parked(self._emitter(live.lane), self, live.id)
+                live.cancel.cancel("cancelled")
             else:
                 await self._enqueue(Job(request=request, work=work))
         except ProtocolError as exc:
@@ -233,8 +235,7 @@ class WsSession:
         except ProtocolError as exc:
             await self._error(exc, live.lane)
             return
-        if live.sink_owner is not self:
-            live.attach(self._emitter(live.lane), self)
+        live.attach_parked(self._emitter(live.lane), self, live.id)
         await self.host.apply(live, append.input, work)
 
     async def _enqueue(self, job: Job) -> None:

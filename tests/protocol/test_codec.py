@@ -31,6 +31,7 @@ from protocol import items as it
 from protocol.errors import ProtocolError
 from protocol.request import AppendRequest, CreateRequest
 from protocol.response import Response, Usage
+from protocol.validate import validate_create
 
 
 def roundtrip_json(obj: Any) -> Any:
@@ -472,13 +473,13 @@ BAD_CREATE_BODIES: list[Any] = [
 
 
 @pytest.mark.parametrize(("data", "code", "param", "mention"), BAD_CREATE_BODIES)
-def test_decode_create_refuses_bad_bodies(
+def test_bad_create_bodies_are_refused(
     data: Any, code: str, param: str | None, mention: str | None
 ) -> None:
     encodings = (data, orjson.dumps(data)) if isinstance(data, dict) else (data,)
     for encoded in encodings:
         with pytest.raises(ProtocolError) as info:
-            codec.decode_create(encoded)
+            validate_create(codec.decode_create(encoded), websocket=False)
         error = info.value
         assert (error.code, error.param, error.status) == (code, param, 400)
         assert error.type == "invalid_request_error"

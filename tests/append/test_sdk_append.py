@@ -1,0 +1,129 @@
+# The official SDK drives the append shape: `client.responses.connect()` (sync, against a
+# ServerThread) sends the extension's frames as raw `conn.send({...})` dicts (`shape: "append"`,
+# `response.append`), and an agent loop dispatches on `event.type`. The SDK has no class for the
+# pause event, so `response.done` parses into some fallback class; its fields are read with
+# `model_dump()`.
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from _append_helpers import (
+    FINAL,
+    TERMINAL,
+    append_frame,
+    cmd,
+    create_frame,
+    output,
+    parallel,
+)
+from openai import OpenAI
+
+from rollout.engine import Engine
+from rollout.model import Policy, ScriptedPolicy, call, text
+from rollout.testing import ServerThread
+
+CALLS = 4
+
+
+def sdk(server: ServerThread) -> OpenAI:
+    return OpenAI(api_key="test", base_url=server.http_base_url, max_retries=0, timeout=10)
+
+
+@pytest.fixture
+def serve() -> Iterator[Any]:
+    servers: list[ServerThread] = []
+
+    def start(policy: Policy) -> tuple[ServerThread, OpenAI]:
+        server = ServerThread(Engine(policy=policy)).start()
+        servers.append(server)
+        return server, sdk(server)
+
+    try:
+        yield start
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def run_tool(name: str, arguments: str) -> str:
+    assert name == "exec"
+    return f"ran {orjson.loads(arguments)['cmd']}: exit 0"
+
+
+def test_sdk_drives_an_append_rollout_to_completion(serve: Any) -> None:
+    script = ScriptedPolicy([call("exec", {"cmd": cmd(i)}) for i in range(CALLS)] + [text(FINAL)])
+    server, client = serve(script)
+    seqs: list[int] = []
+    kinds: list[str] = []
+    ids: set[str] = set()
+    calls: dict[str, tuple[str, str]] = {}  # call_id -> (name, arguments)
+    ran: list[str] = []
+    text_parts: list[str] = []
+    final: Any = None
+    with client.responses.connect() as conn:
+        conn.send(create_frame())
+        for event in conn:
+            kinds.append(event.type)
+            seqs.append(event.sequence_number)
+            if event.type == "response.created":
+                ids.add(event.response.id)
+            elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                calls[event.item.call_id] = (event.item.name, event.item.arguments)
+            elif event.type == "response.output_text.delta":
+                text_parts.append(event.delta)
+            elif event.type == "response.done":
+                pause = event.model_dump()
+                ids.add(pause["response_id"])
+                assert pause["usage"]["output_tokens"] > 0
+                outputs = []
+                for pending in pause["pending_calls"]:
+                    assert set(pending) == {"call_id", "name", "item_id"}
+                    name, arguments = calls[pending["call_id"]]
+                    assert pending["name"] == name
+                    ran.append(arguments)
+                    outputs.append(output(pending["call_id"], run_tool(name, arguments)))
+                conn.send(append_frame(pause["response_id"], outputs))
+            elif event.type == "error":
+                raise AssertionError(event.model_dump())
+            elif event.type in TERMINAL:
+                final = event.response
+                break
+    assert final is not None and final.status == "completed"
+    assert len(ids) == 1 and final.id in ids
+    assert seqs == list(range(len(seqs)))
+    assert kinds.count("response.done") == CALLS
+    assert ran == [f'{{"cmd":"{cmd(i)}"}}' for i in range(CALLS)]
+    assert "".join(text_parts) == FINAL
+    assert final.output_text == FINAL
+    assert [item.type for item in final.output] == ["function_call"] * CALLS + ["message"]
+    assert server.engine.stats.totals.counts["routing"].calls == 1
+
+
+def test_sdk_parallel_calls_and_an_error_event_on_the_way(serve: Any) -> None:
+    _, client = serve(ScriptedPolicy([parallel("a", "b", "c"), text(FINAL)]))
+    errors: list[dict[str, Any]] = []
+    pauses = 0
+    with client.responses.connect() as conn:
+        conn.send(create_frame())
+        for event in conn:
+            if event.type == "response.done":
+                pauses += 1
+                pause = event.model_dump()
+                rid = pause["response_id"]
+                pending = [p["call_id"] for p in pause["pending_calls"]]
+                assert len(pending) == 3
+                conn.send(append_frame(rid, [output("call_wrong")]))  # refused: error event
+                for call_id in reversed(pending):  # one frame each, out of order
+                    conn.send(append_frame(rid, [output(call_id)]))
+            elif event.type == "error":
+                errors.append(event.model_dump())
+            elif event.type in TERMINAL:
+                assert event.type == "response.completed"
+                assert event.response.output_text == FINAL
+                break
+    assert pauses == 1
+    assert [e["error"]["code"] for e in errors] == ["unknown_call_id"]
+    assert errors[0]["error"]["param"] == "input[0].call_id"
