@@ -5,9 +5,13 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+import attrs
 import trio
 
+from rollout.client import MODES
+from rollout.compare import RunResult
 from rollout.engine import Engine
 from rollout.model import DefaultPolicy
 from rollout.profiles import (
@@ -18,6 +22,7 @@ from rollout.profiles import (
     inference_profile,
 )
 from rollout.server import serve
+from rollout.workloads import WORKLOADS, workload
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,6 +61,40 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--parallel", type=int, default=1, help="function calls per model step")
     s.add_argument("--seed", type=int, default=0, help="seed of the simulated model")
     s.add_argument("--log-level", default="INFO", help="logging level")
+
+    c = sub.add_parser(
+        "compare",
+        help="run the same agent rollout in every protocol mode and compare (the main job)",
+        description="Run one workload's rollout in each mode (http-full, http-chain, ws-full, "
+        "ws-chain, ws-append, http-append) against an in-process server over loopback, for "
+        "each inference profile and repeat, and report end-to-end time, time to first token, "
+        "the phase breakdown and the server's work counters. The default is a quick run "
+        "(about a minute); --full runs the whole sweep.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    c.add_argument("--workload", default="coding-agent", help=f"one of {', '.join(WORKLOADS)}")
+    c.add_argument(
+        "--profiles",
+        default=None,
+        help="comma-separated inference profiles (quick: 1000tps,4000tps; --full: "
+        "65tps,1000tps,4000tps)",
+    )
+    c.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    c.add_argument("--repeats", type=int, default=3, help="rollouts per mode and profile")
+    c.add_argument("--seed", type=int, default=0, help="workload seed")
+    c.add_argument(
+        "--calls",
+        type=int,
+        default=None,
+        help="tool calls per rollout (quick default: 6; otherwise the workload's range)",
+    )
+    c.add_argument(
+        "--costs",
+        default="cpu-only",
+        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
+    )
+    c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
+    c.add_argument("--out", default="results", help="directory for results, plots, traces")
     return parser
 
 
@@ -63,7 +102,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "compare":
+        return _compare(args)
     return 2
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from rollout.compare import Experiment, summarize, write_results
+    from rollout.report import print_header, print_tables, progress_bar
+
+    err = Console(stderr=True)
+    try:
+        w = workload(args.workload)
+        calls = args.calls if args.calls is not None else (None if args.full else 6)
+        if calls is not None:
+            if calls < 0:
+                raise ValueError("--calls must be >= 0")
+            w = attrs.evolve(w, tool_calls=(calls, calls))
+        names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
+        profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
+        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+        unknown = [m for m in modes if m not in MODES]
+        if unknown or not modes:
+            raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+        if args.repeats < 1:
+            raise ValueError("--repeats must be >= 1")
+        costs = cost_profile(args.costs)
+    except (ValueError, ProfileError) as exc:
+        err.print(f"rollout compare: {exc}")
+        return 2
+    experiment = Experiment(
+        scenario=w.build(args.seed),
+        profiles=profiles,
+        costs=costs,
+        modes=modes,
+        repeats=args.repeats,
+    )
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    print_header(console, experiment)
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=experiment.total)
+
+        def advance(result: RunResult) -> None:
+            bar.update(
+                task, advance=1, description=f"{result.profile} {result.mode} {result.seconds:.2f}s"
+            )
+
+        results = trio.run(experiment.run, advance)
+    summaries = summarize(results)
+    print_tables(console, summaries)
+    written = write_results(Path(args.out), experiment, results, summaries)
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    if not any(p.suffix == ".png" for p in written):
+        console.print("(no plots: install the plot extra, pip install 'rollout[plot]')")
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -1,0 +1,340 @@
+# `rollout compare`: the experiment. For each inference profile, each repeat and each mode (side by
+# side, interleaved), one rollout of a named workload runs against a fresh in-process server over
+# real loopback sockets with the client library's agent runner. Results: a table per profile and
+# mode, a JSON file, PNG plots (with the `plot` extra) and a Chrome trace per mode.
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from rollout.client import MODES, run_agent
+from rollout.engine import Engine
+from rollout.model import ScriptedPolicy
+from rollout.profiles import CostProfile, InferenceProfile
+from rollout.server import serve
+from rollout.work import CPU, DECLARED, Stats, Work
+from rollout.workloads import Scenario
+
+COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
+
+
+@attrs.define
+class RunResult:
+    """One rollout in one mode: client-side timings and the server's work."""
+
+    mode: str
+    profile: str
+    repeat: int
+    seconds: float
+    client_s: float
+    inference_s: float  # ideal inference time the profile dictates for this rollout
+    cpu_s: float  # server CPU stages
+    declared_s: float  # declared service latencies (some overlapped, e.g. background billing)
+    turns: int
+    ttft_s: list[float]  # per turn: request sent to first token (text or call) received
+    turn_s: list[float]  # per turn: request sent to pause or terminal event
+    step_prompt: list[int]  # per sampling step: prompt tokens (history length)
+    step_ideal_s: list[float]  # per sampling step: ideal inference seconds
+    counts: dict[str, dict[str, float]]
+    billed: int
+    bytes_sent: int
+    bytes_received: int
+    text: str
+    calls: list[tuple[str, str]]
+    trace: list[dict[str, Any]] = attrs.field(factory=list, repr=False)
+
+    @property
+    def ideal_s(self) -> float:
+        return self.inference_s + self.client_s
+
+    @property
+    def overhead_s(self) -> float:
+        return self.seconds - self.ideal_s
+
+    def to_json(self) -> dict[str, Any]:
+        data = attrs.asdict(self)
+        data.pop("trace")
+        data["overhead_s"] = self.overhead_s
+        data["ideal_s"] = self.ideal_s
+        return data
+
+
+async def run_one(
+    mode: str,
+    scenario: Scenario,
+    profile: InferenceProfile,
+    costs: CostProfile,
+    repeat: int = 0,
+) -> RunResult:
+    """One rollout against a fresh server (fresh caches), measured from the client."""
+    stats = Stats(totals=Work(keep_spans=True))
+    engine = Engine(
+        policy=ScriptedPolicy(list(scenario.script)), inference=profile, costs=costs, stats=stats
+    )
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(functools.partial(serve, engine, port=0))
+        result = await run_agent(
+            mode, f"http://127.0.0.1:{port}/v1", scenario.request, scenario.tools
+        )
+        expected = 1 if mode.endswith("append") else len(result.turns)
+        with trio.move_on_after(10):  # background billing completes (it is never lost)
+            while stats.responses < expected:
+                await trio.sleep(0.002)
+        nursery.cancel_scope.cancel()
+    totals = stats.totals
+    counts = {k: attrs.asdict(v) for k, v in totals.counts.items()}
+    return RunResult(
+        mode=mode,
+        profile=profile.name,
+        repeat=repeat,
+        seconds=result.seconds,
+        client_s=result.client_seconds,
+        inference_s=totals.ideal_inference_s,
+        cpu_s=sum(totals.counts[s].seconds for s in CPU),
+        declared_s=sum(totals.counts[s].seconds for s in DECLARED),
+        turns=len(result.turns),
+        ttft_s=[t.first_token_s for t in result.turns if t.first_token_s is not None],
+        turn_s=[t.seconds for t in result.turns],
+        step_prompt=[p for p, _ in totals.steps],
+        step_ideal_s=[s for _, s in totals.steps],
+        counts=counts,
+        billed=stats.billed,
+        bytes_sent=result.bytes_sent,
+        bytes_received=result.bytes_received,
+        text=result.text,
+        calls=result.calls,
+        trace=_trace(mode, totals, result.spans),
+    )
+
+
+def _trace(
+    mode: str, work: Work, client: Sequence[tuple[str, float, float]]
+) -> list[dict[str, Any]]:
+    """Chrome trace events (Perfetto): the client on one track, server stages on others."""
+    spans = [("client", name, a, b) for name, a, b in client]
+    for span in work.spans:
+        track = (
+            "inference"
+            if span.stage == "inference"
+            else ("services (declared)" if span.stage in DECLARED else "server CPU")
+        )
+        spans.append((track, span.stage, span.start, span.end))
+    if not spans:
+        return []
+    t0 = min(a for _, _, a, _ in spans)
+    tracks = {name: i + 1 for i, name in enumerate(dict.fromkeys(s[0] for s in spans))}
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": f"rollout {mode}"}}
+    ]
+    events += [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": name}}
+        for name, tid in tracks.items()
+    ]
+    for track, name, a, b in spans:
+        events.append(
+            {
+                "ph": "X",
+                "name": name,
+                "pid": 1,
+                "tid": tracks[track],
+                "ts": round((a - t0) * 1e6, 1),
+                "dur": round((b - a) * 1e6, 1),
+            }
+        )
+    return events
+
+
+# -- aggregation --------------------------------------------------------------------------------
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+@attrs.frozen
+class Summary:
+    profile: str
+    mode: str
+    runs: int
+    seconds: float
+    seconds_min: float
+    seconds_max: float
+    ttft_s: float
+    overhead_share: float
+    inference_s: float
+    client_s: float
+    cpu_s: float
+    declared_s: float
+    scanned_per_turn: float
+    tokenized_per_turn: float
+    routing: float
+    billing: float
+    bytes_per_turn: float
+    vs_http_full: float
+    vs_ideal: float
+    same_output: bool
+
+
+def summarize(results: Sequence[RunResult]) -> list[Summary]:
+    """Medians per (profile, mode); ratios against http-full and the ideal rollout."""
+    groups: dict[tuple[str, str], list[RunResult]] = {}
+    for r in results:
+        groups.setdefault((r.profile, r.mode), []).append(r)
+    reference: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    for r in results:
+        reference.setdefault(r.profile, (r.text, r.calls))
+    out = []
+    for (profile, mode), runs in groups.items():
+        secs = [r.seconds for r in runs]
+        base = groups.get((profile, "http-full"))
+        turns = median([r.turns for r in runs]) or 1
+        ref_text, ref_calls = reference[profile]
+        out.append(
+            Summary(
+                profile=profile,
+                mode=mode,
+                runs=len(runs),
+                seconds=median(secs),
+                seconds_min=min(secs),
+                seconds_max=max(secs),
+                ttft_s=median([t for r in runs for t in r.ttft_s]),
+                overhead_share=median([max(0.0, r.overhead_s) / r.seconds for r in runs]),
+                inference_s=median([r.inference_s for r in runs]),
+                client_s=median([r.client_s for r in runs]),
+                cpu_s=median([r.cpu_s for r in runs]),
+                declared_s=median([r.declared_s for r in runs]),
+                scanned_per_turn=median([r.counts["scan"]["tokens"] for r in runs]) / turns,
+                tokenized_per_turn=median([r.counts["tokenize"]["tokens"] for r in runs]) / turns,
+                routing=median([r.counts["routing"]["calls"] for r in runs]),
+                billing=median([r.billed for r in runs]),
+                bytes_per_turn=median([r.bytes_sent + r.bytes_received for r in runs]) / turns,
+                vs_http_full=median(secs) / median([r.seconds for r in base]) if base else 1.0,
+                vs_ideal=median([r.seconds / r.ideal_s for r in runs]),
+                same_output=all(r.text == ref_text and r.calls == ref_calls for r in runs),
+            )
+        )
+    order = {m: i for i, m in enumerate(MODES)}
+    return sorted(out, key=lambda s: (s.profile, order.get(s.mode, 99)))
+
+
+# -- the experiment -----------------------------------------------------------------------------
+
+
+@attrs.define
+class Experiment:
+    scenario: Scenario
+    profiles: Sequence[InferenceProfile]
+    costs: CostProfile
+    modes: Sequence[str] = MODES
+    repeats: int = 3
+
+    @property
+    def total(self) -> int:
+        return len(self.profiles) * self.repeats * len(self.modes)
+
+    async def run(self, progress: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+        results: list[RunResult] = []
+        for profile in self.profiles:
+            for repeat in range(self.repeats):
+                # Modes side by side, rotated per repeat so none always runs first.
+                k = repeat % len(self.modes)
+                for mode in [*self.modes[k:], *self.modes[:k]]:
+                    result = await run_one(mode, self.scenario, profile, self.costs, repeat)
+                    results.append(result)
+                    if progress is not None:
+                        progress(result)
+        return results
+
+
+def write_results(
+    out: Path, experiment: Experiment, results: Sequence[RunResult], summaries: Sequence[Summary]
+) -> list[Path]:
+    """results.json, one trace per mode (first run of the fastest profile) and, if matplotlib is
+    installed, the plots. Returns the files written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    w = experiment.scenario.workload
+    data = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "workload": attrs.asdict(w) | {"calls": experiment.scenario.calls},
+        "seed": experiment.scenario.seed,
+        "inference_profiles": [attrs.asdict(p) for p in experiment.profiles],
+        "cost_profile": attrs.asdict(experiment.costs),
+        "repeats": experiment.repeats,
+        "summary": [attrs.asdict(s) for s in summaries],
+        "runs": [r.to_json() for r in results],
+    }
+    path = out / "results.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    written.append(path)
+    fastest = experiment.profiles[-1].name
+    for mode in experiment.modes:
+        run = next((r for r in results if r.mode == mode and r.profile == fastest), None)
+        if run is None:
+            continue
+        path = out / f"trace-{mode}.json"
+        path.write_bytes(orjson.dumps({"traceEvents": run.trace, "displayTimeUnit": "ms"}))
+        written.append(path)
+    written += _plots(out, experiment, results, summaries)
+    return written
+
+
+def _plots(
+    out: Path, experiment: Experiment, results: Sequence[RunResult], summaries: Sequence[Summary]
+) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    modes = list(experiment.modes)
+    profiles = [p.name for p in experiment.profiles]
+    written = []
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / len(modes)
+    for i, mode in enumerate(modes):
+        values = []
+        for p in profiles:
+            s = next((x for x in summaries if x.mode == mode and x.profile == p), None)
+            values.append(s.seconds if s else 0.0)
+        ax.bar([j + i * width for j in range(len(profiles))], values, width, label=mode)
+    ax.set_xticks([j + width * (len(modes) - 1) / 2 for j in range(len(profiles))], profiles)
+    ax.set_ylabel("end-to-end seconds (median)")
+    ax.set_title(f"{experiment.scenario.workload.name}: end-to-end by mode and inference speed")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    path = out / "end-to-end.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    fastest = profiles[-1]
+    for mode in modes:
+        run = next((r for r in results if r.mode == mode and r.profile == fastest), None)
+        if run is None:
+            continue
+        n = min(len(run.turn_s), len(run.step_prompt))
+        xs = run.step_prompt[:n]
+        ys = [(run.turn_s[i] - run.step_ideal_s[i]) * 1000 for i in range(n)]
+        ax.plot(xs, ys, marker=".", label=mode)
+    ax.set_xlabel("history length (prompt tokens)")
+    ax.set_ylabel("per-turn overhead, ms (turn time - ideal inference)")
+    ax.set_title(f"per-turn overhead against history length ({fastest})")
+    ax.legend(fontsize=8, ncol=3)
+    fig.tight_layout()
+    path = out / "overhead-per-turn.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    written.append(path)
+    return written

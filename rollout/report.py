@@ -1,0 +1,107 @@
+# Terminal output of `rollout compare`: a rich progress bar while it runs and one table per
+# inference profile afterwards, with the profiles that were simulated printed alongside.
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from rollout.compare import Experiment, Summary
+
+
+def progress_bar(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]compare"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+    )
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f}"
+
+
+def print_header(console: Console, experiment: Experiment) -> None:
+    s = experiment.scenario
+    w = s.workload
+    console.print(
+        f"[bold]workload[/] {w.name} ({s.calls} tool calls, seed {s.seed}): {w.description}; "
+        f"client tool latency {w.client_latency.describe()}"
+    )
+    for p in experiment.profiles:
+        console.print(
+            f"[bold]inference[/] {p.name}: ttft {p.ttft_s * 1000:g} ms, prefill "
+            f"{p.prefill_tps:g} tok/s, decode {p.decode_tps:g} tok/s"
+        )
+    c = attrs.asdict(experiment.costs)
+    name = c.pop("name")
+    costs = ", ".join(f"{k} {v * 1000:g} ms" for k, v in c.items())
+    console.print(f"[bold]costs[/] {name}: {costs}")
+
+
+def _table(title: str, columns: Sequence[str]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in columns:
+        table.add_column(col, justify="left" if col == "mode" else "right")
+    return table
+
+
+def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
+    for profile in dict.fromkeys(s.profile for s in summaries):
+        rows = [s for s in summaries if s.profile == profile]
+        timing = _table(
+            f"{profile}: time (ms, medians)",
+            (
+                "mode",
+                "e2e",
+                "min-max",
+                "ttft",
+                "overhead",
+                "inference",
+                "client",
+                "cpu",
+                "declared",
+                "vs http-full",
+                "vs ideal",
+            ),
+        )
+        work = _table(
+            f"{profile}: server work (medians)",
+            ("mode", "scanned tok/turn", "tokenized tok/turn", "routing", "billing", "bytes/turn"),
+        )
+        for s in rows:
+            mode = s.mode + ("" if s.same_output else " (!)")
+            timing.add_row(
+                mode,
+                _ms(s.seconds),
+                f"{_ms(s.seconds_min)}-{_ms(s.seconds_max)}",
+                _ms(s.ttft_s),
+                f"{s.overhead_share:.1%}",
+                _ms(s.inference_s),
+                _ms(s.client_s),
+                _ms(s.cpu_s),
+                _ms(s.declared_s),
+                f"{s.vs_http_full:.3f}",
+                f"{s.vs_ideal:.3f}",
+            )
+            work.add_row(
+                mode,
+                f"{s.scanned_per_turn:,.0f}",
+                f"{s.tokenized_per_turn:,.0f}",
+                f"{s.routing:g}",
+                f"{s.billing:g}",
+                f"{s.bytes_per_turn:,.0f}",
+            )
+        console.print(timing)
+        console.print(work)
+    console.print(
+        "overhead: share of end-to-end time beyond inference + client time; cpu: server CPU "
+        "stages; declared: simulated service latencies (billing may overlap); vs ideal: "
+        "end-to-end / (inference + client time). (!) marks a mode whose rollout differed."
+    )

@@ -1,0 +1,301 @@
+# Named, parameterized workloads for experiments: the first request (instructions, tool
+# definitions, first message, optional prior history), the model's script (tool calls with
+# commentary, then an answer) and the client's tools (output sizes, latency). Everything is derived
+# from the workload and a seed, so every mode replays exactly the same rollout.
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import attrs
+import orjson
+import trio
+
+from rollout.model import CallStep, FunctionCallSpec, Step, TextStep, sentence
+from rollout.schema_args import generate_arguments
+
+
+@attrs.frozen(kw_only=True)
+class Latency:
+    """Client tool latency: fixed, uniform(low, high) or lognormal(median, sigma), seconds."""
+
+    kind: Literal["fixed", "uniform", "lognormal"] = "fixed"
+    a: float = 0.0
+    b: float = 0.0
+
+    def sample(self, rng: random.Random) -> float:
+        if self.kind == "fixed":
+            return self.a
+        if self.kind == "uniform":
+            return rng.uniform(self.a, self.b)
+        return rng.lognormvariate(_ln(self.a), self.b)
+
+    def describe(self) -> str:
+        if self.kind == "fixed":
+            return f"{self.a * 1000:g} ms"
+        if self.kind == "uniform":
+            return f"uniform {self.a * 1000:g}-{self.b * 1000:g} ms"
+        return f"lognormal median {self.a * 1000:g} ms, sigma {self.b:g}"
+
+
+def _ln(x: float) -> float:
+    return math.log(x) if x > 0 else -50.0
+
+
+@attrs.frozen(kw_only=True)
+class Workload:
+    name: str
+    description: str
+    tool_calls: tuple[int, int]  # inclusive range, drawn per rollout
+    instructions_bytes: int
+    tool_defs_bytes: int
+    first_message: str
+    tool_output_bytes: tuple[int, int]
+    output_tokens: tuple[int, int]  # per model step (commentary before calls, or the answer)
+    client_latency: Latency = Latency()
+    parallel: int = 1
+    history_tokens: int = 0  # prior conversation sent with the first request
+
+    def build(self, seed: int = 0, model: str = "sim-1") -> Scenario:
+        return _build(self, seed, model)
+
+
+Tool = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+@attrs.frozen(kw_only=True)
+class Scenario:
+    workload: Workload
+    seed: int
+    request: dict[str, Any]  # the first create body
+    script: tuple[Step, ...]
+    tools: dict[str, Tool]
+    calls: int
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            name="coding-agent",
+            description="a coding agent: ~18 KB instructions, ~19 KB tool definitions, 20-30 "
+            "tool calls, outputs 0.2-4 KB, 50-300 output tokens per step",
+            tool_calls=(20, 30),
+            instructions_bytes=18_000,
+            tool_defs_bytes=19_000,
+            first_message="The test suite fails in tests/test_parser.py; find the bug and fix it.",
+            tool_output_bytes=(200, 4000),
+            output_tokens=(50, 300),
+            client_latency=Latency(kind="uniform", a=0.005, b=0.050),
+        ),
+        Workload(
+            name="chat",
+            description="a chat assistant: short instructions, 2 tool calls, short answers",
+            tool_calls=(2, 2),
+            instructions_bytes=1_000,
+            tool_defs_bytes=1_500,
+            first_message="What is the weather in Paris and in Rome right now?",
+            tool_output_bytes=(100, 400),
+            output_tokens=(20, 80),
+            client_latency=Latency(kind="fixed", a=0.010),
+        ),
+        Workload(
+            name="long",
+            description="a long session: 100k tokens of prior history, 5 tool calls",
+            tool_calls=(5, 5),
+            instructions_bytes=18_000,
+            tool_defs_bytes=19_000,
+            first_message="Given everything above, finish the migration.",
+            tool_output_bytes=(500, 2000),
+            output_tokens=(50, 200),
+            client_latency=Latency(kind="uniform", a=0.005, b=0.050),
+            history_tokens=100_000,
+        ),
+    )
+}
+
+_TOOL_NAMES: tuple[tuple[str, dict[str, Any], list[str]], ...] = (
+    (
+        "shell",
+        {
+            "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "workdir": {"type": "string"},
+            "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 600000},
+        },
+        ["command"],
+    ),
+    ("apply_patch", {"input": {"type": "string", "minLength": 10}}, ["input"]),
+    (
+        "read_file",
+        {
+            "path": {"type": "string"},
+            "offset": {"type": "integer", "minimum": 0},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 2000},
+        },
+        ["path"],
+    ),
+    (
+        "list_dir",
+        {"path": {"type": "string"}, "depth": {"type": "integer", "minimum": 1, "maximum": 5}},
+        ["path"],
+    ),
+    (
+        "grep",
+        {
+            "pattern": {"type": "string", "minLength": 1},
+            "path": {"type": "string"},
+            "ignore_case": {"type": "boolean"},
+        },
+        ["pattern"],
+    ),
+    (
+        "update_plan",
+        {
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "step": {"type": "string"},
+                        "status": {
+                            "type": "string",
+                            "enum": ["pending", "in_progress", "completed"],
+                        },
+                    },
+                    "required": ["step", "status"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        ["steps"],
+    ),
+    ("run_tests", {"path": {"type": "string"}, "keyword": {"type": "string"}}, []),
+    ("git_diff", {"path": {"type": "string"}, "staged": {"type": "boolean"}}, []),
+    ("web_fetch", {"url": {"type": "string", "format": "uri"}}, ["url"]),
+    (
+        "write_file",
+        {"path": {"type": "string"}, "content": {"type": "string"}},
+        ["path", "content"],
+    ),
+    (
+        "search_code",
+        {
+            "query": {"type": "string"},
+            "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
+        },
+        ["query"],
+    ),
+    ("view_image", {"path": {"type": "string"}}, ["path"]),
+)
+
+
+def _text_of_bytes(rng: random.Random, size: int) -> str:
+    out: list[str] = []
+    total = 0
+    while total < size:
+        s = sentence(rng, rng.randint(8, 24))
+        out.append(s)
+        total += len(s) + 1
+    return " ".join(out)[:size]
+
+
+def _tool_defs(rng: random.Random, size: int) -> list[dict[str, Any]]:
+    """Function tools whose JSON totals about `size` bytes (long descriptions, real schemas)."""
+    tools = []
+    count = min(len(_TOOL_NAMES), max(2, size // 1500))
+    for name, props_, required in _TOOL_NAMES[:count]:
+        # `call` numbers the calls of a session, so each call's output and latency are its own.
+        props = {**props_, "call": {"type": "integer", "minimum": 0}}
+        tools.append(
+            {
+                "type": "function",
+                "name": name,
+                "description": "",
+                "parameters": {
+                    "type": "object",
+                    "properties": props,
+                    "required": required,
+                    "additionalProperties": False,
+                },
+            }
+        )
+    base = len(orjson.dumps(tools))
+    per_tool = max(40, (size - base) // len(tools))
+    for tool in tools:
+        tool["description"] = _text_of_bytes(rng, per_tool)
+    return tools
+
+
+def _history(rng: random.Random, tokens: int) -> list[dict[str, Any]]:
+    """Prior turns of about `tokens` tokens (one word is about one token)."""
+    items: list[dict[str, Any]] = []
+    words = 0
+    while words < tokens:
+        n = rng.randint(200, 800)
+        role = "user" if len(items) % 2 == 0 else "assistant"
+        items.append({"role": role, "content": sentence(rng, n)})
+        words += n + 6
+    return items
+
+
+def _output(name: str, arguments: str, seed: int, w: Workload) -> tuple[str, float]:
+    """A call's output text and latency: a function of the call alone (same in every mode)."""
+    rng = random.Random(hashlib.sha256(f"{seed}:{name}:{arguments}".encode()).digest())
+    return _text_of_bytes(rng, rng.randint(*w.tool_output_bytes)), w.client_latency.sample(rng)
+
+
+def _build(w: Workload, seed: int, model: str) -> Scenario:
+    rng = random.Random(f"{w.name}:{seed}")
+    tools = _tool_defs(rng, w.tool_defs_bytes)
+    calls = rng.randint(*w.tool_calls)
+    script: list[Step] = []
+    n = 0
+    while n < calls:
+        k = min(w.parallel, calls - n)
+        specs = []
+        for _ in range(k):
+            tool = tools[rng.randrange(len(tools))]
+            args = generate_arguments(tool["parameters"], rng)
+            args["call"] = n
+            specs.append(FunctionCallSpec(name=tool["name"], arguments=orjson.dumps(args).decode()))
+            n += 1
+        text = sentence(rng, rng.randint(*w.output_tokens))
+        script.append(CallStep(calls=tuple(specs), text=text))
+    script.append(TextStep(text=sentence(rng, rng.randint(*w.output_tokens))))
+    first: list[dict[str, Any]] = [*_history(rng, w.history_tokens)] if w.history_tokens else []
+    first.append({"role": "user", "content": w.first_message})
+    request = {
+        "model": model,
+        "instructions": _text_of_bytes(rng, w.instructions_bytes),
+        "tools": tools,
+        "input": first,
+    }
+
+    def make_tool(name: str) -> Tool:
+        async def tool(args: dict[str, Any]) -> str:
+            key = orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+            text, latency = _output(name, key, seed, w)
+            if latency > 0:
+                await trio.sleep(latency)  # the client's tool at work: declared by the workload
+            return text
+
+        return tool
+
+    return Scenario(
+        workload=w,
+        seed=seed,
+        request=request,
+        script=tuple(script),
+        tools={t["name"]: make_tool(t["name"]) for t in tools},
+        calls=calls,
+    )
+
+
+def workload(name: str) -> Workload:
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise ValueError(f"unknown workload {name!r} (known: {', '.join(WORKLOADS)})") from None
