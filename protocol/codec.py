@@ -450,7 +450,27 @@ def encode(obj: Any) -> bytes:
 
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
     """One event as JSON bytes, with `stream_id` added when the create named a lane."""
-    data = converter.unstructure(event)
+    data: dict[str, Any]
+    if type(event) is TextDeltaEvent:  # most of a stream: skip the converter
+        data = {
+            "type": event.type,
+            "sequence_number": event.sequence_number,
+            "item_id": event.item_id,
+            "output_index": event.output_index,
+            "content_index": event.content_index,
+            "delta": event.delta,
+            "logprobs": event.logprobs,
+        }
+    elif type(event) is ArgumentsDeltaEvent:
+        data = {
+            "type": event.type,
+            "sequence_number": event.sequence_number,
+            "item_id": event.item_id,
+            "output_index": event.output_index,
+            "delta": event.delta,
+        }
+    else:
+        data = converter.unstructure(event)
     if stream_id is not None:
         data["stream_id"] = stream_id
     return orjson.dumps(data)

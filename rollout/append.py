@@ -105,6 +105,7 @@ class AppendTools:
         live.pending = {c.call_id: c for c in calls}
         live.outputs = []
         await live.emit(r.stream.pause(calls, r.usage))
+        work.mark("paused")
         live.state = "suspended"
         live.boundary.set()
         with work.stage("client_tool", items=len(calls)):
@@ -234,6 +235,7 @@ class AppendHost:
         call has its output. Returns the event that is set at the next pause or the end."""
         stored = normalize_input(items)
         r = live.prepared.rollout
+        r.work.mark("received", work.created)
         before = r.ctx.scan.tokens_scanned
         for item in stored:  # each item is processed as it arrives
             r.ctx.extend([item], work)

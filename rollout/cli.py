@@ -95,6 +95,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
     c.add_argument("--out", default="results", help="directory for results, plots, traces")
+
+    b = sub.add_parser(
+        "bench",
+        help="measure the engine's limits against their targets",
+        description="Measure each engine limit in one run, against a baseline measured side by "
+        "side where there is one. Prints one line per figure: name value unit target verdict.",
+    )
+    b.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="benches to run (default: all): overhead, events, memory, first-token, ideal",
+    )
     return parser
 
 
@@ -104,7 +117,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "compare":
         return _compare(args)
+    if args.command == "bench":
+        return _bench(args)
     return 2
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from rollout.bench import BENCHES, Figure, run
+
+    names = args.names or list(BENCHES)
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        print(
+            f"rollout bench: unknown {unknown}; choose from {', '.join(BENCHES)}", file=sys.stderr
+        )
+        return 2
+    failed = []
+
+    def report(figure: Figure) -> None:
+        print(figure.line(), flush=True)
+        if figure.passed is False:
+            failed.append(figure.name)
+
+    trio.run(run, names, report)
+    return 1 if failed else 0
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -17,7 +17,6 @@ import trio
 
 from rollout.client import MODES, run_agent
 from rollout.engine import Engine
-from rollout.model import ScriptedPolicy
 from rollout.profiles import CostProfile, InferenceProfile
 from rollout.server import serve
 from rollout.work import CPU, DECLARED, Stats, Work
@@ -50,6 +49,7 @@ class RunResult:
     text: str
     calls: list[tuple[str, str]]
     trace: list[dict[str, Any]] = attrs.field(factory=list, repr=False)
+    marks: list[tuple[str, float]] = attrs.field(factory=list, repr=False)
 
     @property
     def ideal_s(self) -> float:
@@ -62,6 +62,7 @@ class RunResult:
     def to_json(self) -> dict[str, Any]:
         data = attrs.asdict(self)
         data.pop("trace")
+        data.pop("marks")
         data["overhead_s"] = self.overhead_s
         data["ideal_s"] = self.ideal_s
         return data
@@ -76,9 +77,7 @@ async def run_one(
 ) -> RunResult:
     """One rollout against a fresh server (fresh caches), measured from the client."""
     stats = Stats(totals=Work(keep_spans=True))
-    engine = Engine(
-        policy=ScriptedPolicy(list(scenario.script)), inference=profile, costs=costs, stats=stats
-    )
+    engine = Engine(policy=scenario.policy(), inference=profile, costs=costs, stats=stats)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(functools.partial(serve, engine, port=0))
         result = await run_agent(
@@ -112,6 +111,7 @@ async def run_one(
         text=result.text,
         calls=result.calls,
         trace=_trace(mode, totals, result.spans),
+        marks=sorted(totals.marks, key=lambda m: m[1]),
     )
 
 
@@ -153,6 +153,26 @@ def _trace(
 
 
 # -- aggregation --------------------------------------------------------------------------------
+
+
+def turn_overheads(marks: Sequence[tuple[str, float]]) -> list[float]:
+    """Server overhead per turn from a rollout's marks: request (or append) received to first
+    token sampled, plus a step's last token to the pause or terminal event sent."""
+    out: list[float] = []
+    received = sampled = None
+    before_first = None
+    for name, at in marks:
+        if name == "received":
+            received = at
+        elif name == "first_token" and received is not None:
+            before_first = at - received
+            received = None
+        elif name == "sampled":
+            sampled = at
+        elif name in ("paused", "terminal") and sampled is not None and before_first is not None:
+            out.append(before_first + (at - sampled))
+            sampled = before_first = None
+    return out
 
 
 def median(values: Sequence[float]) -> float:

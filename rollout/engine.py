@@ -119,6 +119,7 @@ class Engine:
     ) -> Prepared:
         """Pre-inference work. `base` is a cached context to extend (it is not modified unless
         the request is valid); without it the context comes from the store or starts empty."""
+        work.mark("received", work.created)
         if base is None:
             base = (
                 self.restore(req.previous_response_id, work)
@@ -194,7 +195,7 @@ class Engine:
         """
         r = prepared.rollout
         self.cache.insert(r.route.engine, r.ctx.block_hashes, 0)
-        r.usage = Usage.of(r.ctx.token_count, 0, 0)
+        r.input_tokens = r.ctx.token_count
         await r.send(r.stream.created_only())
         outcome = Outcome("completed")
         await self.finish(prepared, outcome, billing)
@@ -217,6 +218,7 @@ class Engine:
             )
         with contextlib.suppress(Disconnected):
             await r.send(events)
+        r.work.mark("terminal")
         if prepared.request.store:
             with r.work.stage("store", items=1):
                 self.store.put(

@@ -58,6 +58,10 @@ class Cancel:
             self.scope.cancel()
 
 
+async def _nothing() -> None:
+    """The default flush: transports that write each event at once have nothing to do."""
+
+
 @attrs.frozen
 class Outcome:
     """How the loop ended: `completed`, `incomplete` (with a reason) or `failed`."""
@@ -84,8 +88,12 @@ class Rollout:
     route: Route
     work: Work
     emit: Emit
-    usage: Usage = attrs.field(factory=Usage)
+    input_tokens: int = 0  # summed over sampling steps
+    cached_tokens: int = 0
+    output_tokens: int = 0
     max_output_tokens: int | None = None
+    first_token_pending: bool = False
+    flush: Callable[[], Awaitable[None]] = attrs.field(default=_nothing)
 
     async def send(self, events: Sequence[Event] | Event) -> None:
         if isinstance(events, Sequence):
@@ -98,7 +106,11 @@ class Rollout:
     def budget_left(self) -> int | None:
         if self.max_output_tokens is None:
             return None
-        return self.max_output_tokens - self.usage.output_tokens
+        return self.max_output_tokens - self.output_tokens
+
+    @property
+    def usage(self) -> Usage:
+        return Usage.of(self.input_tokens, self.cached_tokens, self.output_tokens)
 
 
 async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
@@ -107,9 +119,11 @@ async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
         with r.work.stage("inference") as stage:
             pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile)
             stage.tokens = pf.prompt_tokens
-            before = r.usage.output_tokens
-            r.usage = r.usage + Usage.of(pf.prompt_tokens, pf.cached_tokens, 0)
+            before = r.output_tokens
+            r.input_tokens += pf.prompt_tokens
+            r.cached_tokens += pf.cached_tokens
             pacer = Pacer(env.profile)
+            r.first_token_pending = True
             try:
                 if isinstance(step, ErrorStep):
                     return Outcome("failed", reason=step.code, message=step.message)
@@ -122,7 +136,8 @@ async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
                 if not (step.text and await _sample_text(r, step.text, (), pacer)):
                     calls = await _sample_calls(r, step, pacer)
             finally:
-                decoded = r.usage.output_tokens - before
+                r.work.mark("sampled")
+                decoded = r.output_tokens - before
                 ideal = pf.seconds + env.profile.decode_seconds(decoded)
                 r.work.ideal_inference_s += ideal
                 if r.work.keep_spans:
@@ -164,8 +179,12 @@ async def _stream_tokens(
         if left is not None and left < tokens:
             return "".join(written), True
         await pacer.token(tokens)
-        r.usage = r.usage + Usage.of(0, 0, tokens)
+        r.output_tokens += tokens
         await r.emit(make(piece))
+        if r.first_token_pending:
+            r.first_token_pending = False
+            r.work.mark("first_token")
+            await r.flush()
         written.append(piece)
         chars += len(piece)
         if after is not None:
@@ -186,7 +205,7 @@ async def _sample_text(r: Rollout, text: str, citations_: Sequence[Citation], pa
             )
             await r.emit(r.stream.annotate(annotation))
 
-    _, cut = await _stream_tokens(r, text, pacer, r.stream.text_delta, cite)
+    _, cut = await _stream_tokens(r, text, pacer, r.stream.text_delta, cite if citations else None)
     await r.send(r.stream.end_text("incomplete" if cut else "completed"))
     r.ctx.extend([r.stream.response.output[-1]], r.work, scan=False)
     return cut

@@ -155,18 +155,20 @@ def text(body: str) -> TextStep:
 class ScriptedPolicy:
     """Plays `steps` in order: step k is the model's k-th turn of a conversation.
 
-    The position comes from the context (how many model turns it holds), so the same script gives
-    the same rollout whether the client chains, resends the full history, or appends. Past the end
-    of the script the model answers `final`.
+    The position comes from the context (how many model turns it holds, less `first_turn` for a
+    conversation that starts with prior history), so the same script gives the same rollout
+    whether the client chains, resends the full history, or appends. Past the end of the script
+    the model answers `final`.
     """
 
     steps: Sequence[Step] | Callable[[Context], Step]
     final: str = "Done."
+    first_turn: int = 0  # model turns already in the first request's history (not scripted)
 
     def next_step(self, ctx: Context) -> Step:
         if callable(self.steps):
             return self.steps(ctx)
-        k = ctx.model_turns
+        k = ctx.model_turns - self.first_turn
         if k < len(self.steps):
             return self.steps[k]
         return TextStep(text=self.final)

@@ -2,6 +2,7 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
+import gc
 import logging
 
 import trio
@@ -32,6 +33,7 @@ async def serve(
     engine = engine or Engine()
     config = config or ServerConfig()
     tokens.encode("warm up")  # load the encoding now, not inside the first request
+    gc.freeze()  # what is loaded by now lives for good: keep it out of every collection
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     rollouts = rollouts or AppendHost(engine, config)

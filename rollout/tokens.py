@@ -3,7 +3,7 @@
 # touches the network; a missing or altered rank file is an error, never a download.
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import hashlib
@@ -35,7 +35,7 @@ def _read_ranks(name: str, expected_hash: str) -> dict[bytes, int]:
     for line in raw.splitlines():
         if line:
             token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+            ranks[binascii.a2b_base64(token)] = int(rank)
     return ranks
 
 

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import attrs
 
@@ -62,20 +60,19 @@ class Work:
     keep_spans: bool = True
     ideal_inference_s: float = 0.0  # what the inference profile alone says sampling takes
     steps: list[tuple[int, float]] = attrs.field(factory=list)  # (prompt tokens, ideal s)
+    created: float = attrs.field(factory=time.perf_counter)  # when the request arrived
+    # Points on a response's timeline (kept with spans): "received" (a request or an append
+    # arrived), "first_token", "sampled" (a step's last token), "paused", "terminal".
+    marks: list[tuple[str, float]] = attrs.field(factory=list)
 
-    @contextmanager
-    def stage(self, name: str, *, items: int = 0, tokens: int = 0) -> Iterator[StageCount]:
-        """Time a stage; the yielded count can be updated inside (e.g. tokens found)."""
-        c = StageCount(calls=1, items=items, tokens=tokens)
-        start = time.perf_counter()
-        try:
-            yield c
-        finally:
-            end = time.perf_counter()
-            c.seconds = end - start
-            self.counts[name].add(c)
-            if self.keep_spans:
-                self.spans.append(Span(name, start, end))
+    def mark(self, name: str, at: float | None = None) -> None:
+        if self.keep_spans:
+            self.marks.append((name, time.perf_counter() if at is None else at))
+
+    def stage(self, name: str, *, items: int = 0, tokens: int = 0) -> _Stage:
+        """Time a stage (`with work.stage("scan") as c:`); the yielded count can be updated
+        inside (e.g. tokens found)."""
+        return _Stage(self, name, StageCount(calls=1, items=items, tokens=tokens))
 
     def merge(self, other: Work) -> None:
         for name, c in other.counts.items():
@@ -84,9 +81,34 @@ class Work:
         if self.keep_spans:
             self.spans.extend(other.spans)
             self.steps.extend(other.steps)
+            self.marks.extend(other.marks)
 
     def summary(self) -> dict[str, dict[str, float]]:
         return {k: attrs.asdict(v) for k, v in self.counts.items() if v.calls}
+
+
+class _Stage:
+    """The context manager behind Work.stage (a class: cheaper than a generator per stage)."""
+
+    __slots__ = ("count", "name", "start", "work")
+
+    def __init__(self, work: Work, name: str, count: StageCount) -> None:
+        self.work = work
+        self.name = name
+        self.count = count
+        self.start = 0.0
+
+    def __enter__(self) -> StageCount:
+        self.start = time.perf_counter()
+        return self.count
+
+    def __exit__(self, *exc: object) -> None:
+        end = time.perf_counter()
+        self.count.seconds = end - self.start
+        work = self.work
+        work.counts[self.name].add(self.count)
+        if work.keep_spans:
+            work.spans.append(Span(self.name, self.start, end))
 
 
 @attrs.define

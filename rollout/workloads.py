@@ -14,7 +14,7 @@ import attrs
 import orjson
 import trio
 
-from rollout.model import CallStep, FunctionCallSpec, Step, TextStep, sentence
+from rollout.model import CallStep, FunctionCallSpec, ScriptedPolicy, Step, TextStep, sentence
 from rollout.schema_args import generate_arguments
 
 
@@ -74,6 +74,11 @@ class Scenario:
     script: tuple[Step, ...]
     tools: dict[str, Tool]
     calls: int
+    history_turns: int = 0  # assistant turns in the prior history (the script starts after them)
+
+    def policy(self) -> ScriptedPolicy:
+        """The model of this scenario: its script, positioned after the prior history."""
+        return ScriptedPolicy(list(self.script), first_turn=self.history_turns)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -291,6 +296,7 @@ def _build(w: Workload, seed: int, model: str) -> Scenario:
         script=tuple(script),
         tools={t["name"]: make_tool(t["name"]) for t in tools},
         calls=calls,
+        history_turns=sum(1 for item in first if item["role"] == "assistant"),
     )
 
 

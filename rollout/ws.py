@@ -12,7 +12,6 @@ from typing import Any
 
 import attrs
 import trio
-from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_server_stream
 
 from protocol import codec
 from protocol.errors import ProtocolError
@@ -26,9 +25,9 @@ from rollout.engine import Engine
 from rollout.loop import Disconnected, Emit
 from rollout.tools import EndResponse
 from rollout.work import Work
+from rollout.wsconn import TooLarge, WsClosed, WsConnection
 
 log = logging.getLogger("rollout.ws")
-RECEIVE_BUFFER = 256 * 1024  # trio-websocket reads 4 KiB at a time by default: slow for snapshots
 Lane = str | None  # None is the default lane
 
 
@@ -47,30 +46,6 @@ class Job:
     work: Work
 
 
-class ReplayStream(trio.abc.Stream):
-    """A stream that first yields bytes already read (the HTTP request head), then the socket."""
-
-    def __init__(self, stream: trio.abc.Stream, head: bytes) -> None:
-        self._stream = stream
-        self._head = head
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        if self._head:
-            n = len(self._head) if max_bytes is None else max_bytes
-            data, self._head = self._head[:n], self._head[n:]
-            return data
-        return await self._stream.receive_some(max_bytes)
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self._stream.send_all(data)
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self._stream.wait_send_all_might_not_block()
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-
 def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
     event = ErrorEvent(
         error=ErrorPayload(type=exc.type, code=exc.code, message=exc.message, param=exc.param),
@@ -84,13 +59,8 @@ async def serve_websocket(
 ) -> None:
     """Complete the handshake (already vetted by the HTTP layer) and run the session."""
     async with trio.open_nursery() as nursery:
-        request = await wrap_server_stream(
-            nursery,
-            ReplayStream(stream, head),
-            max_message_size=host.config.max_frame_bytes,
-            receive_buffer_size=RECEIVE_BUFFER,
-        )
-        ws = await request.accept()
+        ws = WsConnection(stream, host.config.max_frame_bytes)
+        await ws.accept(head, nursery)
         try:
             await WsSession(ws, host, owner).run()
         finally:
@@ -102,7 +72,7 @@ async def serve_websocket(
 
 @attrs.define(eq=False)
 class WsSession:
-    ws: WebSocketConnection
+    ws: WsConnection
     host: AppendHost
     owner: str | None  # the API key the handshake authenticated, if keys are configured
     engine: Engine = attrs.field(init=False)
@@ -154,7 +124,17 @@ class WsSession:
         while True:
             try:
                 message = await self.ws.get_message()
-            except ConnectionClosed:
+            except WsClosed:
+                return
+            if isinstance(message, TooLarge):
+                await self._error(
+                    ProtocolError(
+                        message=f"The frame is larger than the limit of "
+                        f"{self.config.max_frame_bytes} bytes.",
+                        code="frame_too_large",
+                    )
+                )
+                await self.ws.aclose(1009, "message too big")
                 return
             await self._handle(message)
 
@@ -282,6 +262,7 @@ class WsSession:
             prepared = await self.engine.prepare(
                 req, job.work, self._emitter(lane), base=base, route=route
             )
+            prepared.rollout.flush = self.ws.flush
         except ProtocolError as exc:
             if parent is not None:
                 self._unpin(parent)
@@ -361,7 +342,7 @@ class WsSession:
             data = codec.encode_event(event, lane)
             try:
                 await ws.send_message(data.decode())
-            except ConnectionClosed:
+            except WsClosed:
                 raise Disconnected() from None
             stats.events_sent += 1
 
@@ -369,7 +350,7 @@ class WsSession:
 
     async def _error(self, exc: ProtocolError, lane: Lane = None) -> None:
         self.engine.stats.error(exc.code)
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(WsClosed):
             await self.ws.send_message(error_frame(exc, lane).decode())
 
     async def _age_limit(self) -> None:

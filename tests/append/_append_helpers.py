@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import gc
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -22,6 +21,7 @@ from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.model import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, call, text
 from rollout.profiles import InferenceProfile
+from rollout.testing import ServerThread
 
 MODEL = "gpt-test"
 FINAL = "All done: the suite is green."
@@ -103,6 +103,7 @@ def decode_tools(tools: Sequence[dict[str, Any]]) -> list[Tool]:
 class Server:
     engine: Engine
     port: int
+    rollouts: AppendHost
 
     @property
     def base_url(self) -> str:
@@ -124,9 +125,12 @@ async def running(
     engine = Engine(policy=policy)
     if inference is not None:
         engine.inference = inference
+    host = AppendHost(engine, config or ServerConfig())
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine, config=config))
-        yield Server(engine, port)
+        port = await nursery.start(
+            functools.partial(rollout.serve, engine, config=config, rollouts=host)
+        )
+        yield Server(engine, port, host)
         nursery.cancel_scope.cancel()
 
 
@@ -213,13 +217,6 @@ def assert_contiguous(frames: Sequence[dict[str, Any]], start: int = 0) -> None:
     assert seqs == list(range(start, start + len(seqs))), seqs
 
 
-def append_host(engine: Engine) -> AppendHost:
-    """The server's AppendHost for `engine`.
-
-    `rollout.serve` creates its AppendHost as a local and exposes no handle to it (nor does
-    `ServerThread`), so it is found through the garbage collector's referrer graph: the one
-    AppendHost object that refers to this engine.
-    """
-    hosts = [o for o in gc.get_referrers(engine) if isinstance(o, AppendHost)]
-    assert len(hosts) == 1, hosts
-    return hosts[0]
+def append_host(server: Server | ServerThread) -> AppendHost:
+    """The server's AppendHost (its live append rollouts)."""
+    return server.rollouts

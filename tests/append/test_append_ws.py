@@ -362,7 +362,7 @@ async def test_cancel_while_running() -> None:
         assert_contiguous(ws.received)
         await ws.nothing(0.1)
     await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server.engine).live == {}
+    assert append_host(server).live == {}
 
 
 async def test_cancel_while_suspended() -> None:
@@ -400,7 +400,7 @@ async def test_append_timeout_ends_the_rollout() -> None:
         await ws.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
         assert (await ws.error())["code"] == "response_not_suspended"
     await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server.engine).live == {}
+    assert append_host(server).live == {}
 
 
 # -- disconnect, resume, grace ------------------------------------------------------------------
@@ -411,7 +411,7 @@ async def test_resume_from_a_new_connection() -> None:
         async with raw_ws(server.ws_url) as first:
             rid, frames = await start(first)
         # The first connection is closed; the rollout is parked, not finished.
-        host = append_host(server.engine)
+        host = append_host(server)
         await wait_for(lambda: host.live[rid].sink is None)
         assert host.live[rid].state == "suspended"
         async with raw_ws(server.ws_url) as second:
@@ -431,7 +431,7 @@ async def test_parked_rollout_is_finished_after_the_grace_period() -> None:
     async with running(tool_script(2), config=config) as server:
         async with raw_ws(server.ws_url) as ws:
             rid, frames = await start(ws)
-        host = append_host(server.engine)
+        host = append_host(server)
         await wait_for(lambda: host.live == {}, timeout=3)
         await wait_for(lambda: server.engine.stats.billed == 1)
         assert server.engine.stats.responses == 1
@@ -492,7 +492,7 @@ async def test_disconnect_while_running_ends_the_rollout() -> None:
         async with raw_ws(server.ws_url) as ws:
             await ws.send(create_frame())
             await ws.until(lambda f: f["type"] == "response.output_text.delta")
-        host = append_host(server.engine)
+        host = append_host(server)
         await wait_for(lambda: host.live == {})
         await wait_for(lambda: server.engine.stats.billed == 1)
 
@@ -513,7 +513,7 @@ async def test_cancel_a_parked_rollout_from_a_new_connection() -> None:
     async with running(tool_script(2)) as server:
         async with raw_ws(server.ws_url) as first:
             rid, _ = await start(first)
-        host = append_host(server.engine)
+        host = append_host(server)
         await wait_for(lambda: host.live[rid].sink is None)
         async with raw_ws(server.ws_url) as second:
             await second.send({"type": "response.cancel", "response_id": rid})

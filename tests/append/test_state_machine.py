@@ -73,7 +73,7 @@ def shared_server() -> ServerThread:
 
 @functools.cache
 def shared_host(server: ServerThread) -> AppendHost:
-    return append_host(server.engine)
+    return append_host(server)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -1,0 +1,348 @@
+# `rollout bench`: the engine's limits, each a figure measured in one run against its target,
+# most as a ratio to a baseline measured side by side. One line per figure:
+# `name value unit target pass|fail|info`.
+from __future__ import annotations
+
+import functools
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import attrs
+import orjson
+import trio
+from trio_websocket import open_websocket_url, serve_websocket
+
+from rollout.client import HttpClient
+from rollout.compare import run_one, turn_overheads
+from rollout.engine import Engine
+from rollout.model import ScriptedPolicy, TextStep
+from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES
+from rollout.server import serve
+from rollout.workloads import WORKLOADS, Latency, Workload
+
+CHAIN_MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
+
+
+@attrs.frozen
+class Figure:
+    name: str
+    value: float
+    unit: str
+    target: str = "-"
+    passed: bool | None = None  # None: informational
+
+    def line(self) -> str:
+        verdict = "info" if self.passed is None else ("pass" if self.passed else "fail")
+        return f"{self.name} {self.value:.4g} {self.unit} {self.target} {verdict}"
+
+
+Report = Callable[[Figure], None]
+
+
+# -- 1. per-turn server overhead against history length -----------------------------------------
+
+
+async def overhead_vs_history(
+    report: Report, sizes: tuple[int, ...] = (1_000, 10_000, 100_000)
+) -> None:
+    base = Workload(
+        name="bench-history",
+        description="history of a given size, then 6 one-token steps",
+        tool_calls=(6, 6),
+        instructions_bytes=500,
+        tool_defs_bytes=1_500,
+        first_message="go on",
+        tool_output_bytes=(100, 100),
+        output_tokens=(1, 1),
+        client_latency=Latency(kind="fixed", a=0.0),
+    )
+    results: dict[tuple[str, int], float] = {}
+    for size in sizes:
+        scenario = attrs.evolve(base, history_tokens=size).build(0)
+        for mode in CHAIN_MODES:
+            runs = []
+            for repeat in range(3):
+                r = await run_one(
+                    mode, scenario, INFERENCE_PROFILES["instant"], COST_PROFILES["cpu-only"], repeat
+                )
+                runs += turn_overheads(r.marks)[1:]  # the first turn carries the history in
+            value = statistics.median(runs) if runs else float("nan")
+            results[(mode, size)] = value
+            report(Figure(f"turn_overhead.{mode}.{size // 1000}k", value * 1000, "ms"))
+    for mode in CHAIN_MODES:
+        ratio = results[(mode, sizes[-1])] / results[(mode, sizes[0])]
+        gated = mode in ("ws-chain", "ws-append")
+        report(
+            Figure(
+                f"turn_overhead_ratio.{mode}.{sizes[-1] // 1000}k_vs_{sizes[0] // 1000}k",
+                ratio,
+                "x",
+                "<=1.2" if gated else "-",
+                ratio <= 1.2 if gated else None,
+            )
+        )
+
+
+# -- 2. events per second on one connection ------------------------------------------------------
+
+
+async def _receive(
+    url: str, first: str | None, until: Callable[[str | bytes], bool]
+) -> tuple[int, float, list[int]]:
+    async with open_websocket_url(url, receive_buffer_size=256 * 1024) as ws:
+        start = time.perf_counter()
+        if first is not None:
+            await ws.send_message(first)
+        n = 0
+        sizes: list[int] = []
+        while True:
+            message = await ws.get_message()
+            n += 1
+            sizes.append(len(message))
+            if until(message):
+                return n, time.perf_counter() - start, sizes
+
+
+async def events_per_second(report: Report, tokens: int = 20_000) -> None:
+    text = " ".join(["word"] * tokens)
+    engine = Engine(policy=ScriptedPolicy([TextStep(text=text)]))
+    create = orjson.dumps({"type": "response.create", "model": "m", "input": "go"}).decode()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(functools.partial(serve, engine))
+        url = f"ws://127.0.0.1:{port}/v1/responses"
+        await _receive(url, create, lambda m: '"response.completed"' in str(m)[:40])  # warm
+        n, ours, sizes = await _receive(
+            url, create, lambda m: '"response.completed"' in str(m)[:40]
+        )
+        payloads = ["x" * size for size in sizes]
+
+        async def raw_handler(request: object) -> None:
+            ws = await request.accept()  # type: ignore[attr-defined]
+            await ws.get_message()
+            for p in payloads:
+                await ws.send_message(p)
+
+        raw_port = (
+            await nursery.start(
+                functools.partial(serve_websocket, raw_handler, "127.0.0.1", 0, None)
+            )
+        ).port
+        raw_url = f"ws://127.0.0.1:{raw_port}/"
+        count = len(payloads)
+        seen = 0
+
+        def last(_: str | bytes) -> bool:
+            nonlocal seen
+            seen += 1
+            return seen >= count
+
+        _, raw, _ = await _receive(raw_url, "go", last)
+        nursery.cancel_scope.cancel()
+    report(Figure("events_per_second.ours", n / ours, "ev/s"))
+    report(Figure("events_per_second.raw_trio_websocket", count / raw, "ev/s"))
+    ratio = (n / ours) / (count / raw)
+    report(Figure("events_per_second.ratio", ratio, "x", ">=0.8", ratio >= 0.8))
+
+
+# -- 3. memory of suspended append rollouts ------------------------------------------------------
+
+_MEMORY_SERVER = """
+import sys, trio, rollout
+from rollout.config import ServerConfig
+# The model always calls the tool: every rollout stays suspended after its first step.
+engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.call("exec", {})))
+async def main():
+    async with trio.open_nursery() as n:
+        port = await n.start(lambda task_status: rollout.serve(
+            engine, port=0, config=ServerConfig(append_timeout_s=3600), task_status=task_status))
+        print(port, flush=True)
+trio.run(main)
+"""
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 8000) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _MEMORY_SERVER],
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        base_url = f"http://127.0.0.1:{port}/v1"
+        baseline = _rss_mb(proc.pid)
+        history = WORKLOADS["long"].build(0).request["input"]
+        words = 0
+        items = []
+        for item in history:
+            items.append(item)
+            words += len(item["content"].split())
+            if words >= context_tokens:
+                break
+        body = {
+            "model": "m",
+            "shape": "append",
+            "stream": True,
+            "input": items,
+            "tools": [{"type": "function", "name": "exec", "parameters": {"type": "object"}}],
+        }
+        paused = 0
+
+        async def worker(k: int) -> None:
+            nonlocal paused
+            async with HttpClient(base_url) as http:
+                for _ in range(k):
+                    async for event in http.events("/responses", body):
+                        if event.type == "response.done":
+                            paused += 1
+
+        per = rollouts // 10
+        async with trio.open_nursery() as nursery:
+            for _ in range(10):
+                nursery.start_soon(worker, per)
+        rss = _rss_mb(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    report(Figure("memory.baseline_rss", baseline, "MB"))
+    report(
+        Figure("memory.suspended_rollouts", paused, "rollouts", f"={rollouts}", paused == rollouts)
+    )
+    report(Figure("memory.rss_with_suspended_rollouts", rss, "MB", "<=300", rss <= 300))
+
+
+# -- 4. time to first token on a warm connection against a raw round trip -------------------------
+
+_TEXT_SERVER = """
+import trio, rollout
+engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
+async def main():
+    async with trio.open_nursery() as n:
+        port = await n.start(lambda task_status: rollout.serve(
+            engine, port=0, task_status=task_status))
+        print(port, flush=True)
+trio.run(main)
+"""
+
+_ECHO_SERVER = """
+import trio
+from trio_websocket import serve_websocket
+async def echo(request):
+    ws = await request.accept()
+    while True:
+        await ws.send_message(await ws.get_message())
+async def main():
+    async with trio.open_nursery() as n:
+        server = await n.start(serve_websocket, echo, "127.0.0.1", 0, None)
+        print(server.port, flush=True)
+trio.run(main)
+"""
+
+
+class _Subprocess:
+    """A server in its own process (as in a deployment: the client does not share its CPU)."""
+
+    def __init__(self, code: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+
+    def __enter__(self) -> _Subprocess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+async def first_token(report: Report, samples: int = 200) -> None:
+    create = orjson.dumps(
+        {"type": "response.create", "model": "m", "input": "hi", "store": False}
+    ).decode()
+    ours: list[float] = []
+    raw: list[float] = []
+    with _Subprocess(_TEXT_SERVER) as server, _Subprocess(_ECHO_SERVER) as echo:
+        async with (
+            open_websocket_url(
+                f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
+            ) as ws,
+            open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
+        ):
+            payload = "x" * len(create)
+            for i in range(samples + 20):  # interleaved; the first 20 warm both up
+                start = time.perf_counter()
+                await ws.send_message(create)
+                first = None
+                while True:
+                    message = str(await ws.get_message())
+                    if first is None and '"response.output_text.delta"' in message[:60]:
+                        first = time.perf_counter() - start
+                    if '"response.completed"' in message[:60]:
+                        break
+                start = time.perf_counter()
+                await ews.send_message(payload)
+                await ews.get_message()
+                echo_s = time.perf_counter() - start
+                if i >= 20 and first is not None:
+                    ours.append(first)
+                    raw.append(echo_s)
+    o, r = statistics.median(ours), statistics.median(raw)
+    report(Figure("first_token.warm_connection", o * 1000, "ms"))
+    report(Figure("first_token.raw_round_trip", r * 1000, "ms"))
+    report(Figure("first_token.ratio", o / r, "x", "<=2", o / r <= 2))
+
+
+# -- 5. the ideal-rollout ratio -------------------------------------------------------------------
+
+
+async def ideal_ratio(report: Report, repeats: int = 3) -> None:
+    scenario = attrs.evolve(WORKLOADS["coding-agent"], tool_calls=(20, 20)).build(0)
+    profile = INFERENCE_PROFILES["1000tps"]
+    ratios: dict[str, list[float]] = {"ws-append": [], "ws-chain": []}
+    for repeat in range(repeats):
+        for mode in ratios:
+            r = await run_one(mode, scenario, profile, COST_PROFILES["cpu-only"], repeat)
+            ratios[mode].append(r.seconds / r.ideal_s)
+    append = statistics.median(ratios["ws-append"])
+    chain = statistics.median(ratios["ws-chain"])
+    report(Figure("ideal_ratio.ws-append.1000tps", append, "x", "<=1.03", append <= 1.03))
+    report(Figure("ideal_ratio.ws-chain.1000tps", chain, "x", "-"))
+    report(
+        Figure(
+            "ideal_ratio.ws-chain_vs_ws-append",
+            chain / append,
+            "x",
+            "<=1.05",
+            chain / append <= 1.05,
+        )
+    )
+
+
+BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
+    "overhead": overhead_vs_history,
+    "events": events_per_second,
+    "memory": memory,
+    "first-token": first_token,
+    "ideal": ideal_ratio,
+}
+
+
+async def run(names: list[str], report: Report) -> None:
+    for name in names:
+        await BENCHES[name](report)

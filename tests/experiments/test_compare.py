@@ -1,0 +1,150 @@
+"""`rollout compare`: aggregation, overhead marks, and one small end-to-end run of every mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import orjson
+import pytest
+
+from rollout.cli import main
+from rollout.client import MODES
+from rollout.compare import Experiment, RunResult, summarize, turn_overheads, write_results
+from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES
+from rollout.workloads import WORKLOADS
+
+
+def result(mode: str, seconds: float, profile: str = "p", **kw: object) -> RunResult:
+    base = dict(
+        mode=mode,
+        profile=profile,
+        repeat=0,
+        seconds=seconds,
+        client_s=0.1,
+        inference_s=0.4,
+        cpu_s=0.01,
+        declared_s=0.0,
+        turns=2,
+        ttft_s=[0.2, 0.3],
+        turn_s=[0.3, 0.3],
+        step_prompt=[100, 200],
+        step_ideal_s=[0.2, 0.2],
+        counts={
+            s: {"calls": 1, "items": 1, "tokens": 10, "seconds": 0.0}
+            for s in ("scan", "tokenize", "routing", "billing", "store")
+        },
+        billed=2,
+        bytes_sent=100,
+        bytes_received=300,
+        text="done",
+        calls=[("exec", "{}")],
+    )
+    base.update(kw)
+    return RunResult(**base)  # type: ignore[arg-type]
+
+
+def test_summary_takes_medians_and_ratios() -> None:
+    runs = [result("http-full", s) for s in (1.0, 2.0, 3.0)] + [
+        result("ws-append", s) for s in (0.5, 0.6, 0.7)
+    ]
+    by_mode = {s.mode: s for s in summarize(runs)}
+    assert by_mode["http-full"].seconds == 2.0
+    assert (by_mode["http-full"].seconds_min, by_mode["http-full"].seconds_max) == (1.0, 3.0)
+    assert by_mode["ws-append"].vs_http_full == pytest.approx(0.3)
+    assert by_mode["ws-append"].vs_ideal == pytest.approx(0.6 / 0.5)
+    assert by_mode["ws-append"].ttft_s == pytest.approx(0.25)
+    assert by_mode["ws-append"].bytes_per_turn == 200
+    assert all(s.same_output for s in by_mode.values())
+
+
+def test_summary_flags_a_mode_whose_rollout_differs() -> None:
+    runs = [result("http-full", 1.0), result("ws-chain", 1.0, text="other")]
+    flags = {s.mode: s.same_output for s in summarize(runs)}
+    assert flags == {"http-full": True, "ws-chain": False}
+
+
+def test_turn_overheads_from_marks() -> None:
+    marks = [
+        ("received", 0.0),
+        ("first_token", 0.010),
+        ("sampled", 0.500),
+        ("terminal", 0.502),
+        ("received", 1.0),
+        ("received", 1.1),  # a second partial append: overhead counts from the last
+        ("first_token", 1.103),
+        ("sampled", 1.4),
+        ("paused", 1.401),
+    ]
+    assert turn_overheads(marks) == pytest.approx([0.012, 0.004])
+
+
+async def test_every_mode_replays_the_same_rollout(tmp_path: Path) -> None:
+    scenario = attrs.evolve(WORKLOADS["coding-agent"], tool_calls=(3, 3)).build(0)
+    experiment = Experiment(
+        scenario=scenario,
+        profiles=[INFERENCE_PROFILES["instant"]],
+        costs=COST_PROFILES["cpu-only"],
+        repeats=1,
+    )
+    seen: list[str] = []
+    results = await experiment.run(lambda r: seen.append(r.mode))
+    assert sorted(seen) == sorted(MODES)
+    assert len({(r.text, tuple(r.calls)) for r in results}) == 1
+    assert len(results[0].calls) == 3
+    by_mode = {r.mode: r for r in results}
+    for mode, r in by_mode.items():
+        assert r.turns == 4
+        assert r.counts["routing"]["calls"] == (4 if mode in ("http-full", "http-chain") else 1)
+        assert r.billed == (1 if mode.endswith("append") else 4)
+        assert r.bytes_sent > 0 and r.bytes_received > 0
+        assert len(turn_overheads(r.marks)) == 4
+    # Without the cache, the history is scanned again every turn.
+    full, append = by_mode["http-full"], by_mode["ws-append"]
+    assert full.counts["scan"]["tokens"] > 2 * append.counts["scan"]["tokens"]
+    assert by_mode["ws-chain"].counts["scan"]["tokens"] == append.counts["scan"]["tokens"]
+    summaries = summarize(results)
+    written = write_results(tmp_path, experiment, results, summaries)
+    data = orjson.loads((tmp_path / "results.json").read_bytes())
+    assert {s["mode"] for s in data["summary"]} == set(MODES)
+    assert data["cost_profile"]["name"] == "cpu-only"
+    trace = orjson.loads((tmp_path / "trace-ws-append.json").read_bytes())
+    assert {e["name"] for e in trace["traceEvents"] if e["ph"] == "X"} >= {"turn", "inference"}
+    assert tmp_path / "results.json" in written
+
+
+def test_cli_compare_quick_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "compare",
+            "--profiles",
+            "instant",
+            "--calls",
+            "1",
+            "--repeats",
+            "1",
+            "--modes",
+            "http-full,ws-append",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "ws-append" in out and "costs cpu-only" in out
+    assert (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--modes", "ws-telepathy"],
+        ["--profiles", "9000tps"],
+        ["--repeats", "0"],
+        ["--costs", "nope"],
+        ["--workload", "nope"],
+    ],
+)
+def test_cli_compare_refuses_bad_flags(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compare", *args]) == 2
+    assert "rollout compare:" in capsys.readouterr().err

@@ -1,0 +1,84 @@
+"""Workloads: deterministic, shaped as declared, with arguments valid for their tools."""
+
+from __future__ import annotations
+
+import attrs
+import jsonschema
+import orjson
+import pytest
+import trio
+
+from rollout.model import CallStep, TextStep
+from rollout.tokens import count
+from rollout.workloads import WORKLOADS, Latency, workload
+
+
+def test_same_seed_same_scenario_and_other_seed_differs() -> None:
+    a = WORKLOADS["coding-agent"].build(3)
+    b = WORKLOADS["coding-agent"].build(3)
+    c = WORKLOADS["coding-agent"].build(4)
+    assert a.request == b.request and a.script == b.script
+    assert a.script != c.script
+
+
+def test_coding_agent_is_shaped_like_a_coding_agent() -> None:
+    s = WORKLOADS["coding-agent"].build(0)
+    assert 17_000 <= len(s.request["instructions"]) <= 19_000
+    assert 17_000 <= len(orjson.dumps(s.request["tools"])) <= 21_000
+    assert 20 <= s.calls <= 30
+    steps = [step for step in s.script if isinstance(step, CallStep)]
+    assert sum(len(step.calls) for step in steps) == s.calls
+    assert isinstance(s.script[-1], TextStep)
+    for step in steps:
+        assert 40 <= count(step.text) <= 400  # 50-300 words, about as many tokens
+
+
+def test_arguments_validate_against_each_tool_schema() -> None:
+    s = WORKLOADS["coding-agent"].build(1)
+    schemas = {t["name"]: t["parameters"] for t in s.request["tools"]}
+    for step in s.script:
+        if isinstance(step, CallStep):
+            for spec in step.calls:
+                jsonschema.validate(orjson.loads(spec.arguments), schemas[spec.name])
+
+
+def test_long_workload_carries_about_100k_tokens_of_history() -> None:
+    s = WORKLOADS["long"].build(0)
+    history = sum(count(item["content"]) for item in s.request["input"])
+    assert 90_000 <= history <= 130_000
+
+
+async def test_tool_outputs_are_a_function_of_the_call() -> None:
+    w = attrs.evolve(WORKLOADS["chat"], client_latency=Latency(kind="fixed", a=0.0))
+    s = w.build(0)
+    tool = next(iter(s.tools.values()))
+    one = await tool({"x": 1, "call": 0})
+    assert one == await tool({"x": 1, "call": 0})
+    assert one != await tool({"x": 1, "call": 1})
+    low, high = w.tool_output_bytes
+    assert low <= len(one) <= high
+
+
+async def test_client_latency_is_declared_and_observed(autojump_clock: trio.abc.Clock) -> None:
+    w = attrs.evolve(WORKLOADS["chat"], client_latency=Latency(kind="fixed", a=0.25))
+    tool = next(iter(w.build(0).tools.values()))
+    start = trio.current_time()
+    await tool({"call": 0})
+    assert trio.current_time() - start == pytest.approx(0.25)
+
+
+def test_latency_kinds() -> None:
+    import random
+
+    rng = random.Random(0)
+    assert Latency(kind="fixed", a=0.1).sample(rng) == 0.1
+    u = [Latency(kind="uniform", a=0.1, b=0.2).sample(rng) for _ in range(100)]
+    assert all(0.1 <= x <= 0.2 for x in u)
+    ln = sorted(Latency(kind="lognormal", a=0.05, b=0.5).sample(rng) for _ in range(1001))
+    assert 0.03 < ln[500] < 0.08  # the median is the declared median
+    assert "uniform" in Latency(kind="uniform", a=0.1, b=0.2).describe()
+
+
+def test_unknown_workload_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="coding-agent"):
+        workload("nope")
