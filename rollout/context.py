@@ -61,7 +61,8 @@ def render(item: Item) -> str:
     if isinstance(item, FunctionCall):
         return f"<|im_start|>assistant to={item.name}\n{item.arguments}<|im_end|>\n"
     if isinstance(item, FunctionCallOutput):
-        return f"<|im_start|>tool {item.call_id}\n{text_of(item.output)}<|im_end|>\n"
+        # No ids in the prompt: they are random, and the prompt must be the same in every mode.
+        return f"<|im_start|>tool\n{text_of(item.output)}<|im_end|>\n"
     if isinstance(item, WebSearchCall):
         action = item.action
         body = ""
@@ -152,12 +153,16 @@ class Context:
         items = list(items)
         if not items:
             return 0
-        text = "".join(render(item) for item in items)
+        texts = [render(item) for item in items]
         with work.stage("tokenize", items=len(items)) as c:
-            new = tok.encode(text)
+            # Each item on its own: the tokens of a conversation must not depend on how its
+            # items were batched into requests (one append or several, chained or replayed).
+            new: list[int] = []
+            for text in texts:
+                new += tok.encode(text)
             c.tokens = len(new)
         if scan:
-            self._scan(text, len(new), work, items=len(items))
+            self._scan("".join(texts), len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
             self._note(item)

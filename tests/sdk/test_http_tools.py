@@ -154,16 +154,9 @@ def test_chained_and_full_history_give_the_same_rollout(serve) -> None:
     assert chained.calls == full.calls == EXPECTED_CALLS
     assert chained.final == full.final == FINAL
 
-    # Same conversation, same prompt per turn, except for the random call ids that the tool
-    # outputs quote: take their tokens out (a token or two may merge at their edges).
-    def without_ids(r: Rollout) -> list[int]:
-        ids = [function_calls(x)[0].call_id for x in r.responses[:-1]]
-        return [
-            n - sum(tokens.count(i) for i in ids[:turn]) for turn, n in enumerate(r.input_tokens)
-        ]
-
-    for turn, (a, b) in enumerate(zip(without_ids(chained), without_ids(full), strict=True)):
-        assert abs(a - b) <= 2 * turn, (without_ids(chained), without_ids(full))
+    # Same conversation, same prompt every turn: ids (random) never reach the prompt, and each
+    # item is tokenized on its own, however the items were delivered.
+    assert chained.input_tokens == full.input_tokens
 
 
 def test_function_call_usage_counts_argument_tokens(serve) -> None:
