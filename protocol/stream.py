@@ -25,7 +25,6 @@ from protocol.events import (
 )
 from protocol.items import (
     FunctionCall,
-    Item,
     Message,
     OutputText,
     UrlCitation,
@@ -303,10 +302,6 @@ class ResponseStream:
             ),
             usage=usage,
         )
-
-    def add_input(self, items: Sequence[Item]) -> None:
-        """Nothing to emit: appended input joins the context, not the response's output."""
-        del items
 
 
 def replay(final: Response) -> list[Event]:

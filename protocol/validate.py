@@ -2,7 +2,7 @@
 # transport-specific fields). Pure functions raising ProtocolError with the offending `param`.
 import re
 
-from protocol.errors import ProtocolError, invalid
+from protocol.errors import invalid
 from protocol.items import FunctionTool
 from protocol.request import CreateRequest
 
@@ -136,4 +136,4 @@ def _check_tools(req: CreateRequest) -> None:
         )
 
 
-__all__ = ["INVALID_STREAM_ID", "ProtocolError", "check_stream_id", "validate_create"]
+__all__ = ["INVALID_STREAM_ID", "STREAM_ID", "check_stream_id", "validate_create"]

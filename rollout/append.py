@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import trio
@@ -144,6 +145,7 @@ class AppendHost:
     config: ServerConfig
     nursery: trio.Nursery | None = None
     live: dict[str, Live] = attrs.field(factory=dict)
+    sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
     # Recently finished rollouts (id -> owner), so a late append hears "not suspended".
     finished: dict[str, str | None] = attrs.field(factory=dict)
     finished_limit: int = 10_000

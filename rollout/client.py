@@ -140,7 +140,9 @@ class HttpClient:
         status, head, chunks = await self.request("POST", path, body)
         if status >= 400 or not head.get("content-type", "").startswith("text/event-stream"):
             data = b"".join([c async for c in chunks])
-            raise ClientError(status, orjson.loads(data).get("error", {}) if data else {})
+            value = orjson.loads(data) if data else {}
+            error = value.get("error") if isinstance(value, dict) else None
+            raise ClientError(status, error or {"message": "expected an SSE stream"})
         buffer = b""
         async for chunk in chunks:
             buffer += chunk

@@ -22,4 +22,5 @@ class ServerConfig:
     append_timeout_s: float = 600.0  # a suspended rollout waits this long for its outputs
     append_grace_s: float = 60.0  # a suspended rollout outlives its connection this long
     # Both
+    shutdown_grace_s: float = 10.0  # on SIGINT/SIGTERM, running responses get this long to end
     api_keys: frozenset[str] = frozenset()  # empty: no authentication

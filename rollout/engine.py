@@ -25,11 +25,10 @@ from protocol.items import (
     Message,
     OutputText,
     Reasoning,
-    WebSearchCall,
     text_of,
 )
 from protocol.request import CreateRequest
-from protocol.response import Response, Usage
+from protocol.response import Response
 from protocol.stream import ResponseStream
 from rollout.context import Context, Route
 from rollout.ids import new_id
@@ -46,7 +45,7 @@ from rollout.loop import (
 )
 from rollout.model import DefaultPolicy, Policy
 from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
-from rollout.store import ChainBroken, MemoryStore, StoredResponse
+from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
 from rollout.tools import ClientTools, WebSearch
 from rollout.work import Stats, Work
 
@@ -68,9 +67,10 @@ class Engine:
     policy: Policy = attrs.field(factory=DefaultPolicy)
     inference: InferenceProfile = INFERENCE_PROFILES["instant"]
     costs: CostProfile = COST_PROFILES["cpu-only"]
-    store: MemoryStore = attrs.field(factory=MemoryStore)
+    store: Store = attrs.field(factory=MemoryStore)
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache)
+    running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
 
     @property
     def loop_env(self) -> LoopEnv:
@@ -97,11 +97,11 @@ class Engine:
             with work.stage("safety_service"):
                 await trio.sleep(seconds)
 
-    def restore(self, previous_response_id: str, work: Work) -> Context:
+    async def restore(self, previous_response_id: str, work: Work) -> Context:
         """Rebuild a context from the store: the whole history, re-scanned and re-rendered."""
         with work.stage("store", items=1):
             try:
-                items = self.store.conversation(previous_response_id)
+                items = await self.store.conversation(previous_response_id)
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
         ctx = Context()
@@ -121,11 +121,10 @@ class Engine:
         the request is valid); without it the context comes from the store or starts empty."""
         work.mark("received", work.created)
         if base is None:
-            base = (
-                self.restore(req.previous_response_id, work)
-                if req.previous_response_id
-                else (Context())
-            )
+            if req.previous_response_id:
+                base = await self.restore(req.previous_response_id, work)
+            else:
+                base = Context()
         raw = normalize_input(req.input)
         check_input(base, raw)
         items = resolve_references(base, raw)
@@ -165,6 +164,7 @@ class Engine:
         if prepared.request.generate is False:
             return await self.warm_up(prepared, billing)
         cancel = cancel or Cancel()
+        self.running.add(cancel)
         outcome = Outcome("incomplete", reason="cancelled")
         try:
             with cancel.scope:
@@ -184,6 +184,8 @@ class Engine:
             outcome = Outcome(
                 "failed", reason="server_error", message="The model failed to generate a response."
             )
+        finally:
+            self.running.discard(cancel)
         await self.finish(prepared, outcome, billing)
         return outcome
 
@@ -204,7 +206,7 @@ class Engine:
     async def finish(
         self, prepared: Prepared, outcome: Outcome, billing: trio.Nursery | None = None
     ) -> None:
-        """Post-inference: usage, billing, the terminal event, the store."""
+        """Post-inference: usage, billing, the store, the terminal event."""
         r = prepared.rollout
         if billing is None:
             await self.bill(r.work)
@@ -216,18 +218,20 @@ class Engine:
             events = r.stream.fail(
                 outcome.reason or "server_error", outcome.message or "", usage=r.usage
             )
-        with contextlib.suppress(Disconnected):
-            await r.send(events)
-        r.work.mark("terminal")
+        # Stored before the terminal event is sent: a client that saw it can retrieve and chain
+        # the response at once, and (with a durable store) after a crash of the server.
         if prepared.request.store:
             with r.work.stage("store", items=1):
-                self.store.put(
+                await self.store.put(
                     StoredResponse(
                         response=r.stream.response.snapshot(),
                         input_items=prepared.input_items,
                         previous_response_id=prepared.request.previous_response_id,
                     )
                 )
+        with contextlib.suppress(Disconnected):
+            await r.send(events)
+        r.work.mark("terminal")
         if billing is None:
             self.stats.record(r.work)
         else:
@@ -374,4 +378,4 @@ def new_response(req: CreateRequest) -> Response:
     )
 
 
-__all__ = ["Engine", "Prepared", "Usage", "WebSearchCall"]
+__all__ = ["Engine", "Prepared"]

@@ -350,7 +350,7 @@ class HttpConnection:
         self.engine.stats.events_sent += 1
 
     async def retrieve(self, response_id: str, request: Request) -> None:
-        record = self.engine.store.get(response_id)
+        record = await self.engine.store.get(response_id)
         if record is None:
             raise errors.response_not_found(response_id)
         if _query(request, "stream", "false").lower() != "true":
@@ -371,12 +371,12 @@ class HttpConnection:
         await self._send(h11.EndOfMessage())
 
     async def delete(self, response_id: str) -> None:
-        if not self.engine.store.delete(response_id):
+        if not await self.engine.store.delete(response_id):
             raise errors.response_not_found(response_id)
         await self.reply(200, {"id": response_id, "object": "response", "deleted": True})
 
     async def input_items(self, response_id: str, request: Request) -> None:
-        record = self.engine.store.get(response_id)
+        record = await self.engine.store.get(response_id)
         if record is None:
             raise errors.response_not_found(response_id)
         limit = _int_query(request, "limit", 20, 1, 100)
@@ -418,7 +418,7 @@ class HttpConnection:
             await live.done.wait()
             await self.reply(200, codec.encode(live.prepared.rollout.stream.response))
             return
-        if self.engine.store.get(response_id) is None:
+        if await self.engine.store.get(response_id) is None:
             raise errors.response_not_found(response_id)
         raise errors.invalid(
             "Only responses created with background=true can be cancelled, and this server does "

@@ -23,12 +23,14 @@ async def serve(
     port: int = 0,
     config: ServerConfig | None = None,
     rollouts: AppendHost | None = None,
+    stop: trio.Event | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve the Responses API on `host:port` until cancelled; reports the bound port.
+    """Serve the Responses API on `host:port`; reports the bound port.
 
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
     `rollouts` holds the live append rollouts (made here unless given, e.g. to inspect them).
+    Cancelling stops at once; setting `stop` shuts down gracefully (see `drain`) and returns.
     """
     engine = engine or Engine()
     config = config or ServerConfig()
@@ -44,8 +46,50 @@ async def serve(
         except Exception:
             log.exception("connection handler failed")
 
+    async def accept(listener: trio.SocketListener, connections: trio.Nursery) -> None:
+        async with listener:
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:  # e.g. out of file descriptors: wait, do not die
+                    log.warning("accept failed: %s", exc)
+                    await trio.sleep(0.1)
+                    continue
+                connections.start_soon(handle, stream)
+
     async with trio.open_nursery() as nursery:
         await nursery.start(rollouts.run)
-        log.info("serving on http://%s:%d/v1", host, bound)
-        task_status.started(bound)
-        await trio.serve_listeners(handle, listeners)
+        async with trio.open_nursery() as connections:
+            async with trio.open_nursery() as accepting:
+                for listener in listeners:
+                    accepting.start_soon(accept, listener, connections)
+                log.info("serving on http://%s:%d/v1", host, bound)
+                task_status.started(bound)
+                await (stop.wait() if stop is not None else trio.sleep_forever())
+                accepting.cancel_scope.cancel()
+            log.info("shutting down: %d responses in progress", len(engine.running))
+            await drain(engine, rollouts, config.shutdown_grace_s)
+            connections.cancel_scope.cancel()
+        nursery.cancel_scope.cancel()
+    close = getattr(engine.store, "aclose", None)
+    if close is not None:
+        await close()
+    log.info("stopped")
+
+
+async def drain(engine: Engine, rollouts: AppendHost, grace: float) -> None:
+    """Graceful shutdown after the listeners stopped: let running responses finish for up to
+    `grace` seconds, end the rest (and every suspended append rollout) with
+    `response.incomplete` (reason `shutdown`), then close WebSockets with 1001."""
+    with trio.move_on_after(grace):
+        while engine.running:
+            await trio.sleep(0.01)
+    for cancel in list(engine.running):
+        cancel.cancel("shutdown")
+    for live in list(rollouts.live.values()):
+        live.cancel.cancel("shutdown")
+    with trio.move_on_after(2):
+        while engine.running or rollouts.live:
+            await trio.sleep(0.01)
+    for session in list(rollouts.sessions):
+        await session.ws.aclose(1001, "server shutting down")

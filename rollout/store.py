@@ -4,6 +4,8 @@
 # real cost of chaining without a connection cache.
 from __future__ import annotations
 
+from typing import Protocol
+
 import attrs
 
 from protocol.items import Item
@@ -21,23 +23,35 @@ class ChainBroken(LookupError):
     """A response in the chain is gone (deleted); carries the missing id."""
 
 
+class Store(Protocol):
+    """Where `store: true` responses live. Async, so a durable store can do blocking I/O in a
+    worker thread (`trio.to_thread`) without stalling the event loop."""
+
+    async def put(self, record: StoredResponse) -> None: ...
+    async def get(self, response_id: str) -> StoredResponse | None: ...
+    async def delete(self, response_id: str) -> bool: ...
+    async def conversation(self, response_id: str) -> list[Item]:
+        """Every item of the chain ending at `response_id`; ChainBroken if one is missing."""
+        ...
+
+
 @attrs.define
 class MemoryStore:
     _records: dict[str, StoredResponse] = attrs.field(factory=dict)
 
-    def put(self, record: StoredResponse) -> None:
+    async def put(self, record: StoredResponse) -> None:
         self._records[record.response.id] = record
 
-    def get(self, response_id: str) -> StoredResponse | None:
+    async def get(self, response_id: str) -> StoredResponse | None:
         return self._records.get(response_id)
 
-    def delete(self, response_id: str) -> bool:
+    async def delete(self, response_id: str) -> bool:
         return self._records.pop(response_id, None) is not None
 
     def __len__(self) -> int:
         return len(self._records)
 
-    def conversation(self, response_id: str) -> list[Item]:
+    async def conversation(self, response_id: str) -> list[Item]:
         """Every item of the chain ending at `response_id`: inputs and outputs, oldest first."""
         chain: list[StoredResponse] = []
         next_id: str | None = response_id

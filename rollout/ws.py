@@ -98,6 +98,7 @@ class WsSession:
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
         async with trio.open_nursery() as billing:
             self._billing = billing
+            self.host.sessions.add(self)
             try:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
@@ -105,6 +106,7 @@ class WsSession:
                     await self._read()
                     self._close()
             finally:
+                self.host.sessions.discard(self)
                 self.host.detach(self)
 
     def _close(self) -> None:
@@ -257,7 +259,7 @@ class WsSession:
         req = job.request
         parent = req.previous_response_id
         try:
-            base = self._base(lane, req, job.work)
+            base = await self._base(lane, req, job.work)
             route = self.routes.get(req.model)
             prepared = await self.engine.prepare(
                 req, job.work, self._emitter(lane), base=base, route=route
@@ -292,7 +294,7 @@ class WsSession:
         if response.status != "failed":
             self._remember(lane, response.id, prepared.rollout.ctx)
 
-    def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
+    async def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
         """The context a create continues: a cache hit (taken in place when nothing else refers
         to it on another lane, copied otherwise), a store restore, or a fresh one."""
         parent = req.previous_response_id
@@ -301,7 +303,7 @@ class WsSession:
         entry = self.cache.get(parent)
         if entry is None:
             # A miss: the store may have it (store: true); otherwise previous_response_not_found.
-            return self.engine.restore(parent, work)
+            return await self.engine.restore(parent, work)
         if entry.lane == lane and self.pins[parent] <= 1:
             # Same-lane continuation: extend the parent's state in place. The parent leaves the
             # cache now; should this request fail, it stays evicted (spec §1.5).

@@ -329,7 +329,7 @@ async def test_chain_via_store_plays_the_next_step() -> None:
     first = await drive(engine, {"model": "m", "input": "Weather in Paris?"})
     (fc,) = first.response.output
     assert isinstance(fc, FunctionCall)
-    assert engine.store.get(first.response.id) is not None
+    assert await engine.store.get(first.response.id) is not None
 
     output = {"type": "function_call_output", "call_id": fc.call_id, "output": "sunny"}
     body = {"model": "m", "previous_response_id": first.response.id, "input": [output]}

@@ -28,11 +28,11 @@ def record(rid: str, previous: str | None, question: str, answer: str) -> Stored
     )
 
 
-def chain_store() -> MemoryStore:
+async def chain_store() -> MemoryStore:
     store = MemoryStore()
-    store.put(record("resp_1", None, "q1", "a1"))
-    store.put(record("resp_2", "resp_1", "q2", "a2"))
-    store.put(record("resp_3", "resp_2", "q3", "a3"))
+    await store.put(record("resp_1", None, "q1", "a1"))
+    await store.put(record("resp_2", "resp_1", "q2", "a2"))
+    await store.put(record("resp_3", "resp_2", "q3", "a3"))
     return store
 
 
@@ -40,28 +40,28 @@ def bodies(items: list[Item]) -> list[str]:
     return [i.content for i in items]  # type: ignore[union-attr]
 
 
-def test_conversation_walks_the_chain_oldest_first() -> None:
-    store = chain_store()
+async def test_conversation_walks_the_chain_oldest_first() -> None:
+    store = await chain_store()
     assert len(store) == 3
-    assert bodies(store.conversation("resp_3")) == ["q1", "a1", "q2", "a2", "q3", "a3"]
-    assert bodies(store.conversation("resp_2")) == ["q1", "a1", "q2", "a2"]
-    assert bodies(store.conversation("resp_1")) == ["q1", "a1"]
+    assert bodies(await store.conversation("resp_3")) == ["q1", "a1", "q2", "a2", "q3", "a3"]
+    assert bodies(await store.conversation("resp_2")) == ["q1", "a1", "q2", "a2"]
+    assert bodies(await store.conversation("resp_1")) == ["q1", "a1"]
 
 
-def test_deleted_ancestor_breaks_the_chain() -> None:
-    store = chain_store()
-    assert store.delete("resp_2") is True
-    assert store.delete("resp_2") is False
-    assert store.get("resp_2") is None
+async def test_deleted_ancestor_breaks_the_chain() -> None:
+    store = await chain_store()
+    assert await store.delete("resp_2") is True
+    assert await store.delete("resp_2") is False
+    assert await store.get("resp_2") is None
     with pytest.raises(ChainBroken) as info:
-        store.conversation("resp_3")
+        await store.conversation("resp_3")
     assert info.value.args == ("resp_2",)
-    assert bodies(store.conversation("resp_1")) == ["q1", "a1"]  # the rest is intact
+    assert bodies(await store.conversation("resp_1")) == ["q1", "a1"]  # the rest is intact
 
 
-def test_missing_leaf_breaks_the_chain() -> None:
+async def test_missing_leaf_breaks_the_chain() -> None:
     with pytest.raises(ChainBroken):
-        MemoryStore().conversation("resp_nope")
+        await MemoryStore().conversation("resp_nope")
 
 
 # -- through the engine -------------------------------------------------------------------------
@@ -80,18 +80,20 @@ async def test_engine_stores_and_chains() -> None:
     engine = Engine(policy=ScriptedPolicy([text("a1"), text("a2")]))
     first = await drive(engine, {"model": "m", "input": "q1"})
     second = await drive(engine, {"model": "m", "input": "q2", "previous_response_id": first.id})
-    stored = engine.store.get(second.id)
+    stored = await engine.store.get(second.id)
     assert stored is not None
     assert stored.previous_response_id == first.id
     assert stored.response.status == "completed"
-    texts = [codec.to_json(i)["content"][0]["text"] for i in engine.store.conversation(second.id)]
+    texts = [
+        codec.to_json(i)["content"][0]["text"] for i in await engine.store.conversation(second.id)
+    ]
     assert texts == ["q1", "a1", "q2", "a2"]
 
 
 async def test_store_false_is_not_stored() -> None:
     engine = Engine(policy=ScriptedPolicy([text("a1")]))
     response = await drive(engine, {"model": "m", "input": "q1", "store": False})
-    assert engine.store.get(response.id) is None
+    assert await engine.store.get(response.id) is None
     with pytest.raises(ProtocolError) as info:
         await drive(engine, {"model": "m", "input": "q2", "previous_response_id": response.id})
     assert info.value.code == "previous_response_not_found"
@@ -110,7 +112,7 @@ async def test_restore_of_a_missing_or_broken_chain_is_previous_response_not_fou
     )
     assert "resp_missing" in info.value.message
 
-    engine.store.delete(r1.id)  # an ancestor, not the id the request names
+    await engine.store.delete(r1.id)  # an ancestor, not the id the request names
     with pytest.raises(ProtocolError) as info:
         await drive(engine, {"model": "m", "input": "q3", "previous_response_id": r2.id})
     assert info.value.code == "previous_response_not_found"
