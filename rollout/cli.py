@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,9 @@ import trio
 
 from rollout.client import MODES
 from rollout.compare import RunResult
+from rollout.config import ServerConfig
 from rollout.engine import Engine
+from rollout.faults import Faults, parse_errors
 from rollout.model import DefaultPolicy
 from rollout.profiles import (
     COST_PROFILES,
@@ -22,6 +25,7 @@ from rollout.profiles import (
     inference_profile,
 )
 from rollout.server import serve
+from rollout.sqlite_store import SqliteStore, open_store
 from rollout.workloads import WORKLOADS, workload
 
 
@@ -60,6 +64,37 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--parallel", type=int, default=1, help="function calls per model step")
     s.add_argument("--seed", type=int, default=0, help="seed of the simulated model")
+    s.add_argument(
+        "--store",
+        default="memory",
+        metavar="SPEC",
+        help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
+        "restarts)",
+    )
+    s.add_argument(
+        "--fault-error",
+        action="append",
+        default=[],
+        metavar="CODE=RATE",
+        help="inject an error into this share of responses (repeatable), e.g. server_error=0.05",
+    )
+    s.add_argument(
+        "--fault-disconnect-after",
+        type=int,
+        metavar="N",
+        help="drop the connection after N events of each response",
+    )
+    s.add_argument(
+        "--fault-latency", type=float, default=0.0, metavar="SECONDS", help="added latency"
+    )
+    s.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    s.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, how long running responses may take to finish",
+    )
     s.add_argument("--log-level", default="INFO", help="logging level")
 
     c = sub.add_parser(
@@ -214,19 +249,59 @@ def _serve(args: argparse.Namespace) -> int:
     except ProfileError as exc:
         print(f"rollout: {exc}", file=sys.stderr)
         return 2
+    try:
+        if args.fault_error or args.fault_disconnect_after is not None or args.fault_latency:
+            engine.faults = Faults(
+                errors=parse_errors(args.fault_error),
+                disconnect_after=args.fault_disconnect_after,
+                latency_s=args.fault_latency,
+                seed=args.fault_seed,
+            )
+    except ValueError as exc:
+        print(f"rollout: {exc}", file=sys.stderr)
+        return 2
+    try:
+        engine.store = open_store(args.store)
+    except ValueError as exc:
+        print(f"rollout: --store: {exc}", file=sys.stderr)
+        return 2
     print(
         f"rollout: serving http://{args.host}:{args.port}/v1 "
-        f"(profile {engine.inference.name}, costs {engine.costs.name})",
+        f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})",
         file=sys.stderr,
     )
     try:
-        trio.run(lambda: serve(engine, host=args.host, port=args.port))
+        config = ServerConfig(shutdown_grace_s=args.shutdown_grace)
+        trio.run(_serve_until_signalled, engine, args.host, args.port, config)
     except KeyboardInterrupt:
         pass
     except OSError as exc:
         print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if isinstance(engine.store, SqliteStore):
+            engine.store.close()
     return 0
+
+
+async def _serve_until_signalled(
+    engine: Engine, host: str, port: int, config: ServerConfig
+) -> None:
+    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once."""
+    stop = trio.Event()
+
+    async def signals() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                print(f"rollout: {signal.Signals(signum).name}: shutting down", file=sys.stderr)
+                stop.set()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(signals)
+        await serve(engine, host=host, port=port, config=config, stop=stop)
+        nursery.cancel_scope.cancel()
 
 
 if __name__ == "__main__":

@@ -97,6 +97,11 @@ class HttpClient:
             data = await self._stream.receive_some(65536)
             self.bytes_received += len(data)
             self._conn.receive_data(bytes(data))
+            if not data and self._conn.their_state is not h11.DONE:
+                try:
+                    self._conn.next_event()
+                except h11.RemoteProtocolError:
+                    raise ConnectionError("the server closed the connection mid-response") from None
 
     async def request(
         self, method: str, path: str, body: Any = None

@@ -16,6 +16,7 @@ import trio
 
 from protocol import errors
 from protocol.errors import ProtocolError
+from protocol.events import Event
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -31,6 +32,7 @@ from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.stream import ResponseStream
 from rollout.context import Context, Route
+from rollout.faults import MESSAGES, NO_FAULTS, Faults
 from rollout.ids import new_id
 from rollout.inference import PrefixCache
 from rollout.loop import (
@@ -71,6 +73,7 @@ class Engine:
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
+    faults: Faults | None = None
 
     @property
     def loop_env(self) -> LoopEnv:
@@ -165,10 +168,20 @@ class Engine:
             return await self.warm_up(prepared, billing)
         cancel = cancel or Cancel()
         self.running.add(cancel)
+        plan = self.faults.next_plan() if self.faults is not None else NO_FAULTS
+        if plan.disconnect_after is not None:
+            r.emit = _disconnecting(r, plan.disconnect_after)
         outcome = Outcome("incomplete", reason="cancelled")
         try:
             with cancel.scope:
                 await r.send(r.stream.start())
+                if plan.latency_s > 0:
+                    with r.work.stage("fault"):
+                        await trio.sleep(plan.latency_s)
+                if plan.error is not None:
+                    raise ProtocolError(
+                        message=MESSAGES[plan.error], code=plan.error, type="server_error"
+                    )
                 outcome = await run_loop(r, self.loop_env, client)
             if cancel.scope.cancelled_caught:
                 outcome = Outcome("incomplete", reason=cancel.reason)
@@ -253,6 +266,22 @@ class Engine:
 
 async def _drop(event: object) -> None:
     del event
+
+
+def _disconnecting(r: Rollout, after: int) -> Emit:
+    """An injected fault: the connection drops once `after` events of the response were sent."""
+    emit = r.emit
+    sent = 0
+
+    async def faulty(event: Event) -> None:
+        nonlocal sent
+        if sent >= after:
+            await r.disconnect()
+            raise Disconnected()
+        await emit(event)
+        sent += 1
+
+    return faulty
 
 
 # -- request helpers ----------------------------------------------------------------------------

@@ -140,7 +140,12 @@ class HttpConnection:
                 if _is_upgrade(request):
                     await self._upgrade(request)
                     return
-                if not await self._serve(request):
+                self.engine.stats.http_in_flight += 1
+                try:
+                    served = await self._serve(request)
+                finally:
+                    self.engine.stats.http_in_flight -= 1
+                if not served:
                     return
                 if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
                     return
@@ -297,6 +302,7 @@ class HttpConnection:
             )
         emit = self._sse_event if streaming else _ignore
         prepared = await self.engine.prepare(req, work, emit)
+        prepared.rollout.disconnect = self.stream.aclose
         if streaming:
             await self._start_sse()
         if req.shape == "append":

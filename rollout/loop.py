@@ -94,6 +94,7 @@ class Rollout:
     max_output_tokens: int | None = None
     first_token_pending: bool = False
     flush: Callable[[], Awaitable[None]] = attrs.field(default=_nothing)
+    disconnect: Callable[[], Awaitable[None]] = attrs.field(default=_nothing)  # drop the client
 
     async def send(self, events: Sequence[Event] | Event) -> None:
         if isinstance(events, Sequence):

@@ -71,9 +71,8 @@ async def serve(
             await drain(engine, rollouts, config.shutdown_grace_s)
             connections.cancel_scope.cancel()
         nursery.cancel_scope.cancel()
-    close = getattr(engine.store, "aclose", None)
-    if close is not None:
-        await close()
+    # Nothing of the store to flush: every stored response was committed before its terminal
+    # event was sent. The store belongs to whoever made the engine, who closes it.
     log.info("stopped")
 
 
@@ -82,14 +81,14 @@ async def drain(engine: Engine, rollouts: AppendHost, grace: float) -> None:
     `grace` seconds, end the rest (and every suspended append rollout) with
     `response.incomplete` (reason `shutdown`), then close WebSockets with 1001."""
     with trio.move_on_after(grace):
-        while engine.running:
+        while engine.running or engine.stats.http_in_flight:
             await trio.sleep(0.01)
     for cancel in list(engine.running):
         cancel.cancel("shutdown")
     for live in list(rollouts.live.values()):
         live.cancel.cancel("shutdown")
     with trio.move_on_after(2):
-        while engine.running or rollouts.live:
+        while engine.running or rollouts.live or engine.stats.http_in_flight:
             await trio.sleep(0.01)
     for session in list(rollouts.sessions):
         await session.ws.aclose(1001, "server shutting down")

@@ -19,9 +19,10 @@ STAGES = (
     "billing",  # usage/billing write (declared latency)
     "store",  # writing to / restoring from the response store
     "connect",  # connection setup (declared latency), per connection
+    "fault",  # latency added by fault injection
 )
 #: Stages whose time is a declared latency (a named cost profile), not CPU work.
-DECLARED = ("routing", "safety_service", "hosted_tool", "billing", "connect")
+DECLARED = ("routing", "safety_service", "hosted_tool", "billing", "connect", "fault")
 #: Stages whose time is real server CPU work.
 CPU = ("decode", "scan", "tokenize", "store")
 
@@ -120,6 +121,7 @@ class Stats:
     billed: int = 0
     ws_connections: int = 0
     live_rollouts: int = 0  # append rollouts whose loop exists (running or suspended)
+    http_in_flight: int = 0  # HTTP requests being answered
     events_sent: int = 0
     errors: dict[str, int] = attrs.field(factory=dict)
 

@@ -265,6 +265,7 @@ class WsSession:
                 req, job.work, self._emitter(lane), base=base, route=route
             )
             prepared.rollout.flush = self.ws.flush
+            prepared.rollout.disconnect = self.ws.abort
         except ProtocolError as exc:
             if parent is not None:
                 self._unpin(parent)

@@ -172,6 +172,14 @@ class WsConnection:
         finally:
             self._writer_done.set()
 
+    async def abort(self) -> None:
+        """Drop the connection without a close frame (as a crashed peer would: 1006), after what
+        is already queued has been sent."""
+        with trio.move_on_after(1):
+            await self.flush()
+        self._closed = self._closed or WsClosed(1006, "aborted")
+        await self._stream.aclose()
+
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
         """Send a close frame (unless closed already), flush what is queued, close the stream."""
         if self._closed is None:

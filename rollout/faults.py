@@ -1,0 +1,84 @@
+# Fault injection for experiments and test rigs: an error rate per error code, a disconnect after
+# N events of a response, and added latency before sampling; each response's faults are drawn
+# from a seeded generator in the order responses start, so a run is reproducible.
+from __future__ import annotations
+
+import random
+
+import attrs
+
+#: Codes a fault can inject, with the message a real server would give.
+MESSAGES = {
+    "server_error": "The server had an error while processing your request.",
+    "rate_limit_exceeded": "Rate limit reached for requests. Please try again later.",
+    "insufficient_quota": "You exceeded your current quota, please check your plan and billing "
+    "details.",
+    "model_error": "The model failed to generate a response.",
+}
+
+
+@attrs.frozen(kw_only=True)
+class Plan:
+    """The faults of one response."""
+
+    error: str | None = None
+    disconnect_after: int | None = None  # events of the response sent before the connection drops
+    latency_s: float = 0.0
+
+
+NO_FAULTS = Plan()
+
+
+@attrs.define(kw_only=True)
+class Faults:
+    errors: dict[str, float] = attrs.field(factory=dict)  # code -> probability per response
+    disconnect_after: int | None = None
+    disconnect_rate: float = 1.0  # share of responses that get the disconnect
+    latency_s: float = 0.0
+    seed: int = 0
+    _drawn: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        for code, rate in self.errors.items():
+            if code not in MESSAGES:
+                raise ValueError(f"unknown fault code {code!r} (known: {', '.join(MESSAGES)})")
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"fault rate for {code} must be between 0 and 1")
+        if sum(self.errors.values()) > 1.0:
+            raise ValueError("fault error rates add up to more than 1")
+        if self.disconnect_after is not None and self.disconnect_after < 0:
+            raise ValueError("disconnect_after must be >= 0")
+        if self.latency_s < 0:
+            raise ValueError("fault latency must be >= 0")
+
+    def next_plan(self) -> Plan:
+        """The faults of the next response (deterministic: the n-th draw of the seed)."""
+        rng = random.Random(f"{self.seed}:{self._drawn}")
+        self._drawn += 1
+        roll = rng.random()
+        error = None
+        for code, rate in sorted(self.errors.items()):
+            if roll < rate:
+                error = code
+                break
+            roll -= rate
+        disconnect = None
+        if self.disconnect_after is not None and rng.random() < self.disconnect_rate:
+            disconnect = self.disconnect_after
+        return Plan(error=error, disconnect_after=disconnect, latency_s=self.latency_s)
+
+
+def parse_errors(specs: list[str]) -> dict[str, float]:
+    """`CODE=RATE` strings (command line) into a mapping."""
+    out: dict[str, float] = {}
+    for spec in specs:
+        code, sep, rate = spec.partition("=")
+        try:
+            out[code] = float(rate)
+        except ValueError:
+            raise ValueError(
+                f"fault {spec!r}: expected CODE=RATE, e.g. server_error=0.05"
+            ) from None
+        if not sep:
+            raise ValueError(f"fault {spec!r}: expected CODE=RATE, e.g. server_error=0.05")
+    return out

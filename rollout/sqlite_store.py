@@ -1,0 +1,208 @@
+# The durable response store (`rollout serve --store sqlite:PATH`): one SQLite file in WAL mode,
+# one table of responses (orjson of the wire form), one connection used only from worker threads
+# (`trio.to_thread`, one call at a time), one transaction per write. It owns that connection and
+# the file's schema; encoding and decoding stay on the trio thread. Also `open_store(spec)`, which
+# turns a `--store` spec into a store.
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import orjson
+import trio
+
+from protocol import codec
+from protocol.items import Item
+from protocol.response import Response
+from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
+
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    previous_response_id TEXT,
+    owner TEXT,
+    created_at INTEGER,
+    response BLOB,
+    input_items BLOB
+)
+"""
+
+# The chain ending at ?, newest first (depth 0), one row per link found. If the deepest row still
+# names a previous response, that one is missing: the chain is broken there.
+CHAIN = """
+WITH RECURSIVE chain(depth, id, previous_response_id, response, input_items) AS (
+    SELECT 0, id, previous_response_id, response, input_items FROM responses WHERE id = ?
+    UNION ALL
+    SELECT chain.depth + 1, r.id, r.previous_response_id, r.response, r.input_items
+    FROM responses AS r JOIN chain ON r.id = chain.previous_response_id
+)
+SELECT previous_response_id, response, input_items FROM chain ORDER BY depth DESC
+"""
+
+
+class SqliteStore:
+    """The `Store` protocol on one SQLite file. Opened (and the schema made) on construction;
+    `aclose()` (or `close()` outside trio) when done."""
+
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
+        self.path = Path(path)
+        self._limiter = trio.CapacityLimiter(1)  # one call at a time on the one connection
+        conn = sqlite3.connect(self.path, check_same_thread=False)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            # NORMAL in WAL mode: a commit appends the transaction to the WAL file with write()
+            # and returns; fsync happens at checkpoints. The committed frames are then in the
+            # OS page cache, which outlives the process, so a commit survives a crash or
+            # `kill -9` of the server; only an OS crash or power loss can lose the latest
+            # commits (the file stays consistent). FULL also fsyncs the WAL on every commit.
+            conn.execute(f"PRAGMA synchronous={_pragma(synchronous)}")
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute(SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn: sqlite3.Connection | None = conn
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    # -- the worker -----------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn(conn)` in a worker thread, serialized. Not abandoned on cancel: a write that has
+        started runs to its commit (or rollback) before the caller sees the cancellation."""
+
+        def work() -> T:
+            conn = self._conn
+            if conn is None:
+                raise RuntimeError(f"{self!r} is closed")
+            return fn(conn)
+
+        return await trio.to_thread.run_sync(work, limiter=self._limiter)
+
+    # -- the Store protocol ---------------------------------------------------------------------
+
+    async def put(self, record: StoredResponse) -> None:
+        response = record.response
+        row = (
+            response.id,
+            record.previous_response_id,
+            getattr(record, "owner", None),
+            response.created_at,
+            orjson.dumps(codec.to_json(response)),
+            orjson.dumps(codec.to_json(record.input_items)),
+        )
+
+        def write(conn: sqlite3.Connection) -> None:
+            with conn:  # one transaction: committed on exit, rolled back on an error
+                conn.execute(
+                    "INSERT OR REPLACE INTO responses (id, previous_response_id, owner, "
+                    "created_at, response, input_items) VALUES (?, ?, ?, ?, ?, ?)",
+                    row,
+                )
+
+        await self._run(write)
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            cursor = conn.execute(
+                "SELECT previous_response_id, response, input_items FROM responses WHERE id = ?",
+                (response_id,),
+            )
+            row: tuple[Any, ...] | None = cursor.fetchone()
+            return row
+
+        row = await self._run(read)
+        if row is None:
+            return None
+        previous, response, input_items = row
+        return StoredResponse(
+            response=codec.structure(orjson.loads(response), Response),
+            input_items=_items(orjson.loads(input_items)),
+            previous_response_id=previous,
+        )
+
+    async def delete(self, response_id: str) -> bool:
+        def remove(conn: sqlite3.Connection) -> bool:
+            with conn:
+                cursor = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+            return cursor.rowcount > 0
+
+        return await self._run(remove)
+
+    async def conversation(self, response_id: str) -> list[Item]:
+        """Every item of the chain ending at `response_id`: inputs and outputs, oldest first.
+        One query (a recursive CTE) for the whole chain."""
+
+        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(CHAIN, (response_id,)).fetchall()
+
+        rows = await self._run(read)
+        if not rows:
+            raise ChainBroken(response_id)
+        oldest_previous = rows[0][0]
+        if oldest_previous is not None:
+            raise ChainBroken(oldest_previous)
+        items: list[Item] = []
+        for _, response, input_items in rows:
+            items.extend(_items(orjson.loads(input_items)))
+            items.extend(_items(orjson.loads(response)["output"]))
+        return items
+
+    # -- lifetime -------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the connection (after any call in flight). Idempotent."""
+        async with self._limiter:
+            self.close()
+
+    def close(self) -> None:
+        """Close from outside trio (or when no call can be in flight). Idempotent."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __len__(self) -> int:
+        """Rows in the table (a blocking query: for tests and tools, not the server)."""
+        if self._conn is None:
+            raise RuntimeError(f"{self!r} is closed")
+        count: int = self._conn.execute("SELECT count(*) FROM responses").fetchone()[0]
+        return count
+
+
+def _items(values: list[Any]) -> list[Item]:
+    return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
+
+
+def _pragma(synchronous: str) -> str:
+    value = synchronous.upper()
+    if value not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+    return value
+
+
+def open_store(spec: str) -> Store:
+    """The store a `--store` spec names: `memory` (the default) or `sqlite:PATH` (parent
+    directories are made). Anything else, or a file that cannot be opened as a database, is a
+    ValueError with a message for the user."""
+    if spec == "memory":
+        return MemoryStore()
+    kind, sep, rest = spec.partition(":")
+    if kind == "sqlite" and sep:
+        if not rest:
+            raise ValueError("--store sqlite:PATH needs a file path, e.g. sqlite:./rollout.db")
+        path = Path(rest).expanduser()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return SqliteStore(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
+    raise ValueError(f"unknown store {spec!r}: use 'memory' or 'sqlite:PATH'")
+
+
+__all__ = ["SqliteStore", "open_store"]

@@ -1,0 +1,126 @@
+"""Fault injection: deterministic under a seed; errors, disconnects and latency as declared."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import orjson
+import pytest
+import trio
+from trio_websocket import ConnectionClosed, open_websocket_url
+
+import rollout
+from rollout.client import ClientError, HttpClient
+from rollout.faults import Faults, Plan, parse_errors
+
+
+def test_plans_are_deterministic_under_a_seed() -> None:
+    def draws(seed: int) -> list[Plan]:
+        f = Faults(errors={"server_error": 0.3, "rate_limit_exceeded": 0.2}, seed=seed)
+        return [f.next_plan() for _ in range(200)]
+
+    assert draws(1) == draws(1)
+    assert draws(1) != draws(2)
+    errors = [p.error for p in draws(1)]
+    assert 40 <= errors.count("server_error") <= 80  # about 30% of 200
+    assert 20 <= errors.count("rate_limit_exceeded") <= 60
+    assert errors.count(None) >= 70
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"errors": {"nope": 0.1}},
+        {"errors": {"server_error": 1.5}},
+        {"errors": {"server_error": 0.6, "model_error": 0.6}},
+        {"disconnect_after": -1},
+        {"latency_s": -0.1},
+    ],
+)
+def test_bad_fault_settings_are_refused(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError):
+        Faults(**kwargs)
+
+
+def test_parse_errors() -> None:
+    assert parse_errors(["server_error=0.1", "model_error=0"]) == {
+        "server_error": 0.1,
+        "model_error": 0.0,
+    }
+    with pytest.raises(ValueError, match="CODE=RATE"):
+        parse_errors(["server_error"])
+
+
+def engine(faults: Faults) -> rollout.Engine:
+    e = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("one two three four five")]))
+    e.faults = faults
+    return e
+
+
+async def sse(port: int) -> list[Any]:
+    async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+        body = {"model": "m", "input": "hi", "stream": True}
+        seen: list[Any] = []
+        try:
+            async for event in http.events("/responses", body):
+                seen.append(event.type)
+        except (ClientError, trio.BrokenResourceError, ConnectionError) as exc:
+            seen.append(repr(exc))
+        return seen
+
+
+async def test_injected_error_fails_the_response() -> None:
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            functools.partial(rollout.serve, engine(Faults(errors={"server_error": 1.0})))
+        )
+        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+            body = {"model": "m", "input": "hi"}
+            response = await http.json("POST", "/responses", body)
+        nursery.cancel_scope.cancel()
+    assert response["status"] == "failed"
+    assert response["error"]["code"] == "server_error"
+
+
+async def test_disconnect_after_n_events_over_sse_and_websocket() -> None:
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            functools.partial(rollout.serve, engine(Faults(disconnect_after=3)))
+        )
+        types = await sse(port)
+        assert types[:3] == [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+        ]
+        assert "response.completed" not in types
+        frames: list[str] = []
+        closed: list[int | None] = []
+        async with open_websocket_url(f"ws://127.0.0.1:{port}/v1/responses") as ws:
+            create = {"type": "response.create", "model": "m", "input": "hi"}
+            await ws.send_message(orjson.dumps(create).decode())
+            try:
+                while True:
+                    frames.append(orjson.loads(await ws.get_message())["type"])
+            except ConnectionClosed as exc:
+                closed.append(exc.reason.code)
+        nursery.cancel_scope.cancel()
+    assert len(frames) == 3
+    assert closed == [1006]
+
+
+async def test_added_latency_is_counted(autojump_clock: trio.abc.Clock) -> None:
+    e = engine(Faults(latency_s=2.0))
+    from protocol import codec
+    from rollout.tools import EndResponse
+    from rollout.work import Work
+
+    async def emit(event: object) -> None:
+        del event
+
+    prepared = await e.prepare(codec.decode_create({"model": "m", "input": "hi"}), Work(), emit)
+    start = trio.current_time()
+    await e.run(prepared, EndResponse())
+    assert trio.current_time() - start >= 2.0
+    assert e.stats.totals.counts["fault"].calls == 1

@@ -1,0 +1,393 @@
+# The durable store (rollout.sqlite_store) against the in-memory one: the same retrieve, delete
+# and conversation semantics (every test here runs on both), real responses of every item kind
+# coming back field for field, a restart (a new SqliteStore on the same file) that keeps every
+# response retrievable and chainable, and `open_store` specs.
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from protocol import codec
+from protocol.events import Event
+from protocol.items import Item, Message
+from protocol.response import Response
+from rollout.engine import Engine, Prepared
+from rollout.model import (
+    CallStep,
+    Citation,
+    ErrorStep,
+    FunctionCallSpec,
+    ScriptedPolicy,
+    Step,
+    TextStep,
+    call,
+    search,
+    text,
+)
+from rollout.sqlite_store import SqliteStore, open_store
+from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
+from rollout.tools import EndResponse
+from rollout.work import Work
+
+# -- stores ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        yield MemoryStore()
+        return
+    sqlite = SqliteStore(tmp_path / "store.sqlite")
+    try:
+        yield sqlite
+    finally:
+        await sqlite.aclose()
+
+
+def msg(role: str, body: str) -> Message:
+    return Message(id=f"msg_{role}_{body}", role=role, content=body)  # type: ignore[arg-type]
+
+
+def record(rid: str, previous: str | None, question: str, answer: str) -> StoredResponse:
+    response = Response(id=rid, created_at=0, model="m", output=[msg("assistant", answer)])
+    return StoredResponse(
+        response=response, input_items=[msg("user", question)], previous_response_id=previous
+    )
+
+
+async def fill(store: Store) -> Store:
+    await store.put(record("resp_1", None, "q1", "a1"))
+    await store.put(record("resp_2", "resp_1", "q2", "a2"))
+    await store.put(record("resp_3", "resp_2", "q3", "a3"))
+    return store
+
+
+def bodies(items: list[Item]) -> list[str]:
+    return [i.content for i in items]  # type: ignore[union-attr]
+
+
+# -- the same semantics on both stores ----------------------------------------------------------
+
+
+async def test_get_returns_what_was_put(store: Store) -> None:
+    await fill(store)
+    got = await store.get("resp_2")
+    assert got == record("resp_2", "resp_1", "q2", "a2")
+    assert await store.get("resp_nope") is None
+
+
+async def test_put_of_the_same_id_replaces(store: Store) -> None:
+    await fill(store)
+    await store.put(record("resp_2", "resp_1", "q2", "a2 again"))
+    got = await store.get("resp_2")
+    assert got is not None
+    assert bodies(got.response.output) == ["a2 again"]
+    assert bodies(await store.conversation("resp_3")) == ["q1", "a1", "q2", "a2 again", "q3", "a3"]
+
+
+async def test_conversation_walks_the_chain_oldest_first(store: Store) -> None:
+    await fill(store)
+    assert bodies(await store.conversation("resp_3")) == ["q1", "a1", "q2", "a2", "q3", "a3"]
+    assert bodies(await store.conversation("resp_2")) == ["q1", "a1", "q2", "a2"]
+    assert bodies(await store.conversation("resp_1")) == ["q1", "a1"]
+
+
+async def test_deleted_ancestor_breaks_the_chain(store: Store) -> None:
+    await fill(store)
+    assert await store.delete("resp_2") is True
+    assert await store.delete("resp_2") is False
+    assert await store.get("resp_2") is None
+    with pytest.raises(ChainBroken) as info:
+        await store.conversation("resp_3")
+    assert info.value.args == ("resp_2",)
+    assert bodies(await store.conversation("resp_1")) == ["q1", "a1"]  # the rest is intact
+    assert await store.get("resp_3") is not None
+
+
+async def test_deleted_root_breaks_the_chain_at_the_root(store: Store) -> None:
+    await fill(store)
+    assert await store.delete("resp_1") is True
+    with pytest.raises(ChainBroken) as info:
+        await store.conversation("resp_3")
+    assert info.value.args == ("resp_1",)
+
+
+async def test_missing_leaf_breaks_the_chain(store: Store) -> None:
+    await fill(store)
+    with pytest.raises(ChainBroken) as info:
+        await store.conversation("resp_nope")
+    assert info.value.args == ("resp_nope",)
+    assert await store.delete("resp_nope") is False
+
+
+# -- real responses through the engine ----------------------------------------------------------
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "strict": False,
+    },
+    {"type": "web_search", "search_context_size": "low"},
+]
+
+# The first request's input: every input item kind and content part the server stores.
+FIRST_INPUT: list[dict[str, Any]] = [
+    {"role": "developer", "content": "Be brief."},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "Weather in Paris? See the picture and the file."},
+            {"type": "input_image", "image_url": "https://example.com/a.png", "detail": "low"},
+            {"type": "input_file", "file_id": "file_1", "filename": "notes.txt"},
+        ],
+    },
+    {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "refusal", "refusal": "Not that."}],
+    },
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Thinking."}],
+        "encrypted_content": "opaque",
+        "content": [{"type": "reasoning_text", "text": "Hmm."}],
+    },
+    {"role": "user", "content": "Go on."},
+]
+
+STEPS: list[Step] = [
+    search("weather paris"),  # turn 1: a hosted web search ...
+    CallStep(  # ... then commentary and two parallel function calls, which end the response
+        calls=(
+            FunctionCallSpec(name="get_weather", arguments='{"city": "Paris"}'),
+            FunctionCallSpec(name="get_weather", arguments='{"city": "Lyon"}'),
+        ),
+        text="Checking both.",
+    ),
+    TextStep(  # turn 2: a cited answer
+        text="Sunny. See Source 1.",
+        citations=(
+            Citation(url="https://example.com/w", title="Source 1", start_index=11, end_index=19),
+        ),
+    ),
+    call("get_weather", {"city": "Nice"}),  # turn 3
+    ErrorStep(code="server_error", message="boom"),  # turn 4: a failed response, stored too
+]
+# The reasoning item of FIRST_INPUT counts as a model turn already taken: ScriptedPolicy(STEPS,
+# first_turn=1) plays STEPS from its start.
+
+
+async def drive(engine: Engine, body: dict[str, Any]) -> Prepared:
+    async def emit(event: Event) -> None:
+        del event
+
+    prepared = await engine.prepare(codec.decode_create(body), Work(), emit)
+    await engine.run(prepared, EndResponse())
+    return prepared
+
+
+def call_ids(prepared: Prepared) -> list[str]:
+    return [i.call_id for i in prepared.rollout.stream.response.output if i.type == "function_call"]
+
+
+def outputs(prepared: Prepared, *bodies: Any) -> list[dict[str, Any]]:
+    ids = call_ids(prepared)
+    assert len(ids) == len(bodies)
+    return [
+        {"type": "function_call_output", "call_id": c, "output": b}
+        for c, b in zip(ids, bodies, strict=True)
+    ]
+
+
+async def rollout(engine: Engine) -> list[Prepared]:
+    """Four chained turns covering every item kind; the last one fails."""
+    common: dict[str, Any] = {
+        "model": "m",
+        "tools": TOOLS,
+        "instructions": "You are terse.",
+        "metadata": {"run": "1"},
+        "user": "u1",
+        "temperature": 0.5,
+        "reasoning": {"effort": "low", "summary": None},
+    }
+    first = await drive(engine, {**common, "input": FIRST_INPUT})
+    second = await drive(
+        engine,
+        {
+            **common,
+            "previous_response_id": first.rollout.stream.response.id,
+            "input": outputs(
+                first, "18C", [{"type": "input_text", "text": "20C"}]
+            ),  # text and parts
+        },
+    )
+    third = await drive(
+        engine,
+        {
+            **common,
+            "previous_response_id": second.rollout.stream.response.id,
+            "input": "And Nice?",
+        },
+    )
+    fourth = await drive(
+        engine,
+        {
+            **common,
+            "previous_response_id": third.rollout.stream.response.id,
+            "input": outputs(third, "22C"),
+        },
+    )
+    return [first, second, third, fourth]
+
+
+def expected_conversation(turns: list[Prepared]) -> list[Item]:
+    items: list[Item] = []
+    for p in turns:
+        items.extend(p.input_items)
+        items.extend(p.rollout.stream.response.output)
+    return items
+
+
+async def test_real_responses_round_trip_with_every_item_kind(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db.sqlite")
+    try:
+        engine = Engine(policy=ScriptedPolicy(STEPS, first_turn=1), store=store)
+        turns = await rollout(engine)
+        statuses = [p.rollout.stream.response.status for p in turns]
+        assert statuses == ["completed", "completed", "completed", "failed"]
+        kinds = {i.type for p in turns for i in [*p.input_items, *p.rollout.stream.response.output]}
+        assert kinds == {"message", "function_call", "function_call_output", "web_search_call"} | {
+            "reasoning"
+        }
+        for p in turns:
+            live = p.rollout.stream.response
+            got = await store.get(live.id)
+            assert got is not None
+            assert got.response == live
+            assert codec.to_json(got.response) == codec.to_json(live)
+            assert got.input_items == p.input_items
+            assert got.previous_response_id == p.request.previous_response_id
+        last = turns[-1].rollout.stream.response.id
+        assert await store.conversation(last) == expected_conversation(turns)
+        assert len(store) == 4
+    finally:
+        await store.aclose()
+
+
+async def test_engine_runs_identically_on_both_stores(tmp_path: Path) -> None:
+    sqlite = SqliteStore(tmp_path / "db.sqlite")
+    try:
+        results = []
+        for store in (MemoryStore(), sqlite):
+            engine = Engine(policy=ScriptedPolicy(STEPS, first_turn=1), store=store)
+            turns = await rollout(engine)
+            last = turns[-1].rollout.stream.response.id
+            conversation = [codec.to_json(i) for i in await store.conversation(last)]
+            for item in conversation:  # ids are fresh per run
+                item.pop("id", None)
+                item.pop("call_id", None)
+            results.append(conversation)
+        assert results[0] == results[1]
+    finally:
+        await sqlite.aclose()
+
+
+# -- restart --------------------------------------------------------------------------------------
+
+
+async def test_responses_survive_a_restart_and_chain(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    steps = [call("get_weather", {"city": "Paris"}), text("Sunny."), text("Still sunny.")]
+    before = SqliteStore(path)
+    engine = Engine(policy=ScriptedPolicy(steps), store=before)
+    first = await drive(engine, {"model": "m", "tools": TOOLS[:1], "input": "Weather?"})
+    second = await drive(
+        engine,
+        {
+            "model": "m",
+            "tools": TOOLS[:1],
+            "previous_response_id": first.rollout.stream.response.id,
+            "input": outputs(first, "18C"),
+        },
+    )
+    await before.aclose()
+    await before.aclose()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        await before.get(first.rollout.stream.response.id)
+
+    after = SqliteStore(path)
+    try:
+        for p in (first, second):
+            got = await after.get(p.rollout.stream.response.id)
+            assert got is not None
+            assert got.response == p.rollout.stream.response
+            assert got.input_items == p.input_items
+        engine = Engine(policy=ScriptedPolicy(steps), store=after)  # a new process, in effect
+        third = await drive(
+            engine,
+            {
+                "model": "m",
+                "tools": TOOLS[:1],
+                "previous_response_id": second.rollout.stream.response.id,
+                "input": "And tomorrow?",
+            },
+        )
+        response = third.rollout.stream.response
+        assert response.status == "completed"
+        assert [i.content[0].text for i in response.output] == ["Still sunny."]  # type: ignore[union-attr]
+        conversation = await after.conversation(response.id)
+        assert conversation == expected_conversation([first, second, third])
+    finally:
+        await after.aclose()
+
+
+async def test_the_file_is_in_wal_mode_with_one_table(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    store = SqliteStore(path)
+    await store.put(record("resp_1", None, "q1", "a1"))
+    await store.aclose()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(responses)")]
+        assert columns == [
+            "id",
+            "previous_response_id",
+            "owner",
+            "created_at",
+            "response",
+            "input_items",
+        ]
+        assert conn.execute("SELECT id, previous_response_id FROM responses").fetchall() == [
+            ("resp_1", None)
+        ]
+    finally:
+        conn.close()
+
+
+# -- open_store -----------------------------------------------------------------------------------
+
+
+async def test_open_store_specs(tmp_path: Path) -> None:
+    assert isinstance(open_store("memory"), MemoryStore)
+    nested = tmp_path / "a" / "b" / "db.sqlite"
+    store = open_store(f"sqlite:{nested}")
+    assert isinstance(store, SqliteStore)
+    assert nested.exists()
+    await store.aclose()
+    for bad in ("", "sqlite", "sqlite:", "postgres://x", "Memory", "redis:x"):
+        with pytest.raises(ValueError, match=r"memory' or 'sqlite:PATH|needs a file path"):
+            open_store(bad)
+    not_a_db = tmp_path / "not.sqlite"
+    not_a_db.write_bytes(b"this is not a database, just some bytes " * 50)
+    with pytest.raises(ValueError, match="cannot open store"):
+        open_store(f"sqlite:{not_a_db}")
