@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -70,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
         "restarts)",
+    )
+    s.add_argument(
+        "--api-keys",
+        metavar="FILE",
+        help="require one of these API keys (one per line; '#' starts a comment); without it, "
+        "keys are read from $ROLLOUT_API_KEYS (comma-separated) if set, else none are required",
     )
     s.add_argument(
         "--fault-error",
@@ -143,6 +150,39 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="benches to run (default: all): overhead, events, memory, first-token, ideal",
     )
+
+    ld = sub.add_parser(
+        "load",
+        help="many concurrent WebSocket append rollouts against one server process",
+        description="Open --connections concurrent WebSocket connections (in batches of 50) "
+        "against one server process, each running one append-shape rollout of --calls client "
+        "tool calls, all bounded by --timeout. Checks every event stream (sequence numbers "
+        "contiguous from 0, one terminal event, response.completed, one pause per call) and "
+        "prints a summary, then one line per figure: name value unit target verdict (errors, "
+        "lost and duplicated events, p50/p99 per-turn overhead measured by the client). Exit "
+        "code 0 only with no errors and no lost or duplicated events. By default the server is "
+        "started in its own process (instant profile, max connections raised to fit).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ld.add_argument(
+        "--connections", type=int, default=1000, metavar="N", help="concurrent connections"
+    )
+    ld.add_argument(
+        "--calls", type=int, default=10, metavar="N", help="client tool calls per rollout"
+    )
+    ld.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="bound on the whole run; unfinished rollouts count as errors",
+    )
+    ld.add_argument(
+        "--url",
+        default=None,
+        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses (start it "
+        "with `rollout serve --tool-calls N` matching --calls; its max connections is 1000)",
+    )
     return parser
 
 
@@ -154,7 +194,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _compare(args)
     if args.command == "bench":
         return _bench(args)
+    if args.command == "load":
+        return _load(args)
     return 2
+
+
+def _load(args: argparse.Namespace) -> int:
+    from rollout.load import main as load_main
+
+    return load_main(args.connections, args.calls, args.timeout, args.url)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -261,6 +309,11 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"rollout: {exc}", file=sys.stderr)
         return 2
     try:
+        keys = api_keys(args.api_keys, os.environ.get("ROLLOUT_API_KEYS"))
+    except (OSError, ValueError) as exc:
+        print(f"rollout: --api-keys: {exc}", file=sys.stderr)
+        return 2
+    try:
         engine.store = open_store(args.store)
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
@@ -271,7 +324,7 @@ def _serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     try:
-        config = ServerConfig(shutdown_grace_s=args.shutdown_grace)
+        config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
         trio.run(_serve_until_signalled, engine, args.host, args.port, config)
     except KeyboardInterrupt:
         pass
@@ -282,6 +335,23 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(engine.store, SqliteStore):
             engine.store.close()
     return 0
+
+
+def api_keys(path: str | None, env: str | None) -> frozenset[str]:
+    """Keys from a file (one per line, `#` comments) or a comma-separated environment value."""
+    if path is not None:
+        lines = Path(path).read_text().splitlines()
+        keys = [line.split("#", 1)[0].strip() for line in lines]
+    elif env:
+        keys = [k.strip() for k in env.split(",")]
+    else:
+        return frozenset()
+    keys = [k for k in keys if k]
+    if not keys:
+        raise ValueError("no keys found")
+    if any(any(c.isspace() for c in k) for k in keys):
+        raise ValueError("a key contains white space")
+    return frozenset(keys)
 
 
 async def _serve_until_signalled(

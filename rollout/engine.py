@@ -47,7 +47,7 @@ from rollout.loop import (
 )
 from rollout.model import DefaultPolicy, Policy
 from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
-from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
+from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse, visible
 from rollout.tools import ClientTools, WebSearch
 from rollout.work import Stats, Work
 
@@ -62,6 +62,7 @@ class Prepared:
     request: CreateRequest
     rollout: Rollout
     input_items: list[Item]
+    owner: str | None = None  # the API key of the request, when keys are configured
 
 
 @attrs.define(eq=False)
@@ -100,9 +101,14 @@ class Engine:
             with work.stage("safety_service"):
                 await trio.sleep(seconds)
 
-    async def restore(self, previous_response_id: str, work: Work) -> Context:
-        """Rebuild a context from the store: the whole history, re-scanned and re-rendered."""
+    async def restore(
+        self, previous_response_id: str, work: Work, owner: str | None = None
+    ) -> Context:
+        """Rebuild a context from the store: the whole history, re-scanned and re-rendered.
+        A response stored under another API key is not found."""
         with work.stage("store", items=1):
+            if visible(await self.store.get(previous_response_id), owner) is None:
+                raise errors.previous_response_not_found(previous_response_id)
             try:
                 items = await self.store.conversation(previous_response_id)
             except ChainBroken:
@@ -119,13 +125,14 @@ class Engine:
         *,
         base: Context | None = None,
         route: Route | None = None,
+        owner: str | None = None,
     ) -> Prepared:
         """Pre-inference work. `base` is a cached context to extend (it is not modified unless
         the request is valid); without it the context comes from the store or starts empty."""
         work.mark("received", work.created)
         if base is None:
             if req.previous_response_id:
-                base = await self.restore(req.previous_response_id, work)
+                base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
         raw = normalize_input(req.input)
@@ -148,7 +155,7 @@ class Engine:
             emit=emit,
             max_output_tokens=req.max_output_tokens,
         )
-        return Prepared(request=req, rollout=rollout, input_items=items)
+        return Prepared(request=req, rollout=rollout, input_items=items, owner=owner)
 
     # -- the loop and post-inference ------------------------------------------------------------
 
@@ -240,6 +247,7 @@ class Engine:
                         response=r.stream.response.snapshot(),
                         input_items=prepared.input_items,
                         previous_response_id=prepared.request.previous_response_id,
+                        owner=prepared.owner,
                     )
                 )
         with contextlib.suppress(Disconnected):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -19,11 +20,13 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.stream import replay
 from protocol.validate import validate_create
+from rollout import logs
 from rollout.append import AppendHost, Live
 from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.ids import new_id
 from rollout.loop import Disconnected
+from rollout.store import visible
 from rollout.tools import EndResponse
 from rollout.work import Work
 from rollout.ws import serve_websocket
@@ -55,6 +58,7 @@ class HttpConnection:
     owner: str | None = None  # the API key of the current request, when keys are configured
     conn: h11.Connection = attrs.field(init=False)
     request_id: str = ""
+    status: int = 0  # of the current request's response, for the access log
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
@@ -94,6 +98,8 @@ class HttpConnection:
             raise _Closed()
 
     async def _send(self, event: Any) -> None:
+        if isinstance(event, h11.Response):
+            self.status = event.status_code
         data = self.conn.send(event)
         if data:
             try:
@@ -141,10 +147,20 @@ class HttpConnection:
                     await self._upgrade(request)
                     return
                 self.engine.stats.http_in_flight += 1
+                self.status = 0
+                started = time.perf_counter()
                 try:
                     served = await self._serve(request)
                 finally:
                     self.engine.stats.http_in_flight -= 1
+                    logs.event(
+                        "http_request",
+                        request_id=self.request_id,
+                        method=request.method,
+                        path=request.path[:200],
+                        status=self.status,
+                        ms=round((time.perf_counter() - started) * 1000, 2),
+                    )
                 if not served:
                     return
                 if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
@@ -178,7 +194,9 @@ class HttpConnection:
             return
         self.engine.stats.ws_connections += 1
         try:
-            await serve_websocket(self.stream, bytes(self._head), self.host, self.owner)
+            await serve_websocket(
+                self.stream, bytes(self._head), self.host, self.owner, self.request_id
+            )
         finally:
             self.engine.stats.ws_connections -= 1
 
@@ -301,7 +319,7 @@ class HttpConnection:
                 code="invalid_value",
             )
         emit = self._sse_event if streaming else _ignore
-        prepared = await self.engine.prepare(req, work, emit)
+        prepared = await self.engine.prepare(req, work, emit, owner=self.owner)
         prepared.rollout.disconnect = self.stream.aclose
         if streaming:
             await self._start_sse()
@@ -356,7 +374,7 @@ class HttpConnection:
         self.engine.stats.events_sent += 1
 
     async def retrieve(self, response_id: str, request: Request) -> None:
-        record = await self.engine.store.get(response_id)
+        record = visible(await self.engine.store.get(response_id), self.owner)
         if record is None:
             raise errors.response_not_found(response_id)
         if _query(request, "stream", "false").lower() != "true":
@@ -377,12 +395,13 @@ class HttpConnection:
         await self._send(h11.EndOfMessage())
 
     async def delete(self, response_id: str) -> None:
-        if not await self.engine.store.delete(response_id):
+        record = visible(await self.engine.store.get(response_id), self.owner)
+        if record is None or not await self.engine.store.delete(response_id):
             raise errors.response_not_found(response_id)
         await self.reply(200, {"id": response_id, "object": "response", "deleted": True})
 
     async def input_items(self, response_id: str, request: Request) -> None:
-        record = await self.engine.store.get(response_id)
+        record = visible(await self.engine.store.get(response_id), self.owner)
         if record is None:
             raise errors.response_not_found(response_id)
         limit = _int_query(request, "limit", 20, 1, 100)
@@ -424,7 +443,7 @@ class HttpConnection:
             await live.done.wait()
             await self.reply(200, codec.encode(live.prepared.rollout.stream.response))
             return
-        if await self.engine.store.get(response_id) is None:
+        if visible(await self.engine.store.get(response_id), self.owner) is None:
             raise errors.response_not_found(response_id)
         raise errors.invalid(
             "Only responses created with background=true can be cancelled, and this server does "

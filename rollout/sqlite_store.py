@@ -92,7 +92,7 @@ class SqliteStore:
         row = (
             response.id,
             record.previous_response_id,
-            getattr(record, "owner", None),
+            record.owner,
             response.created_at,
             orjson.dumps(codec.to_json(response)),
             orjson.dumps(codec.to_json(record.input_items)),
@@ -111,7 +111,8 @@ class SqliteStore:
     async def get(self, response_id: str) -> StoredResponse | None:
         def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             cursor = conn.execute(
-                "SELECT previous_response_id, response, input_items FROM responses WHERE id = ?",
+                "SELECT previous_response_id, response, input_items, owner FROM responses "
+                "WHERE id = ?",
                 (response_id,),
             )
             row: tuple[Any, ...] | None = cursor.fetchone()
@@ -120,8 +121,9 @@ class SqliteStore:
         row = await self._run(read)
         if row is None:
             return None
-        previous, response, input_items = row
+        previous, response, input_items, owner = row
         return StoredResponse(
+            owner=owner,
             response=codec.structure(orjson.loads(response), Response),
             input_items=_items(orjson.loads(input_items)),
             previous_response_id=previous,

@@ -17,6 +17,12 @@ class StoredResponse:
     response: Response
     input_items: list[Item]
     previous_response_id: str | None = None
+    owner: str | None = None  # the API key that created it; other keys cannot see it
+
+
+def visible(record: StoredResponse | None, owner: str | None) -> StoredResponse | None:
+    """The record if `owner` may see it (isolation by API key), else None."""
+    return record if record is not None and record.owner == owner else None
 
 
 class ChainBroken(LookupError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections import Counter
 from typing import Any
 
@@ -18,6 +19,7 @@ from protocol.errors import ProtocolError
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from rollout import logs
 from rollout.append import AppendHost
 from rollout.config import ServerConfig
 from rollout.context import Context, Route
@@ -55,15 +57,30 @@ def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
 
 
 async def serve_websocket(
-    stream: trio.abc.Stream, head: bytes, host: AppendHost, owner: str | None
+    stream: trio.abc.Stream,
+    head: bytes,
+    host: AppendHost,
+    owner: str | None,
+    request_id: str = "",
 ) -> None:
     """Complete the handshake (already vetted by the HTTP layer) and run the session."""
+    started = time.perf_counter()
     async with trio.open_nursery() as nursery:
         ws = WsConnection(stream, host.config.max_frame_bytes)
-        await ws.accept(head, nursery)
+        await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())])
+        logs.event("ws_open", request_id=request_id)
+        session = WsSession(ws, host, owner)
         try:
-            await WsSession(ws, host, owner).run()
+            await session.run()
         finally:
+            closed = ws.closed
+            logs.event(
+                "ws_close",
+                request_id=request_id,
+                code=closed.code if closed else None,
+                responses=session.responses,
+                seconds=round(time.perf_counter() - started, 3),
+            )
             with trio.move_on_after(1) as scope:
                 scope.shield = True
                 await ws.aclose()
@@ -84,6 +101,7 @@ class WsSession:
     routes: dict[str, Route] = attrs.field(factory=dict)
     in_flight: trio.Semaphore = attrs.field(init=False)
     closed: bool = False
+    responses: int = 0  # response.create frames accepted
     _nursery: trio.Nursery | None = None
     _billing: trio.Nursery | None = None
     _age_scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
@@ -186,6 +204,7 @@ class WsSession:
                 live.cancel.cancel("cancelled")
             else:
                 await self._enqueue(Job(request=request, work=work))
+                self.responses += 1
         except ProtocolError as exc:
             if isinstance(value, dict) and value.get("type") == "response.create":
                 self._failed_continuation(value.get("previous_response_id"), stream_id)
@@ -262,7 +281,7 @@ class WsSession:
             base = await self._base(lane, req, job.work)
             route = self.routes.get(req.model)
             prepared = await self.engine.prepare(
-                req, job.work, self._emitter(lane), base=base, route=route
+                req, job.work, self._emitter(lane), base=base, route=route, owner=self.owner
             )
             prepared.rollout.flush = self.ws.flush
             prepared.rollout.disconnect = self.ws.abort
@@ -304,7 +323,7 @@ class WsSession:
         entry = self.cache.get(parent)
         if entry is None:
             # A miss: the store may have it (store: true); otherwise previous_response_not_found.
-            return await self.engine.restore(parent, work)
+            return await self.engine.restore(parent, work, self.owner)
         if entry.lane == lane and self.pins[parent] <= 1:
             # Same-lane continuation: extend the parent's state in place. The parent leaves the
             # cache now; should this request fail, it stays evicted (spec §1.5).

@@ -64,13 +64,19 @@ class WsConnection:
     def closed(self) -> WsClosed | None:
         return self._closed
 
-    async def accept(self, head: bytes, nursery: trio.Nursery) -> None:
+    async def accept(
+        self,
+        head: bytes,
+        nursery: trio.Nursery,
+        headers: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         """Complete the handshake whose request bytes (`head`) were already read."""
         self._ws.receive_data(head)
         for event in self._ws.events():
             if isinstance(event, Request):
                 # No extensions: permessage-deflate, if offered, is declined.
-                await self._stream.send_all(self._ws.send(AcceptConnection()))
+                accept = AcceptConnection(extra_headers=headers or [])
+                await self._stream.send_all(self._ws.send(accept))
                 break
         else:
             raise WsClosed(1002, "no WebSocket handshake")

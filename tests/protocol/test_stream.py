@@ -333,7 +333,6 @@ def test_append_pause_keeps_counting() -> None:
     assert "response" not in wire
     assert wire["pending_calls"][0] == {"call_id": "call_1", "name": "exec", "item_id": "fc_1"}
 
-    s.add_input([it.FunctionCallOutput(call_id="call_1", output="ok")])
     assert s.next_output_index == 2  # appended input is not output
     events += call_step(s, "fc_3", "call_3", "exec")
     events.append(s.pause([events[-1].item], USAGE + USAGE))
