@@ -64,6 +64,11 @@ class WsConnection:
     def closed(self) -> WsClosed | None:
         return self._closed
 
+    @property
+    def queued(self) -> int:
+        """Bytes waiting in the outbox (bounded by HIGH_WATER plus one message)."""
+        return len(self._out)
+
     async def accept(
         self,
         head: bytes,
