@@ -17,6 +17,7 @@ from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
+from rollout.capture import Captured
 from rollout.config import ServerConfig
 from rollout.engine import Engine, Prepared, normalize_input
 from rollout.loop import Cancel, Disconnected, Emit, EndRollout
@@ -146,6 +147,8 @@ class AppendHost:
     nursery: trio.Nursery | None = None
     live: dict[str, Live] = attrs.field(factory=dict)
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
+    captured: list[Captured] | None = None  # every request and frame, when a rig asks for it
+    connections: int = 0  # connections accepted so far (numbers them for capture)
     # Recently finished rollouts (id -> owner), so a late append hears "not suspended".
     finished: dict[str, str | None] = attrs.field(factory=dict)
     finished_limit: int = 10_000

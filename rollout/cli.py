@@ -25,6 +25,8 @@ from rollout.profiles import (
     cost_profile,
     inference_profile,
 )
+from rollout.script import ScriptError
+from rollout.script import load as load_script
 from rollout.server import serve
 from rollout.sqlite_store import SqliteStore, open_store
 from rollout.workloads import WORKLOADS, workload
@@ -71,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
         "restarts)",
+    )
+    s.add_argument(
+        "--script",
+        metavar="FILE",
+        help="play these model steps (JSON or TOML; see rollout/script.py) instead of the "
+        "default tool-using model",
     )
     s.add_argument(
         "--api-keys",
@@ -308,6 +316,12 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: {exc}", file=sys.stderr)
         return 2
+    if args.script is not None:
+        try:
+            engine.policy = load_script(args.script)
+        except ScriptError as exc:
+            print(f"rollout: --script: {exc}", file=sys.stderr)
+            return 2
     try:
         keys = api_keys(args.api_keys, os.environ.get("ROLLOUT_API_KEYS"))
     except (OSError, ValueError) as exc:

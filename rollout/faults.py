@@ -36,6 +36,7 @@ class Faults:
     disconnect_rate: float = 1.0  # share of responses that get the disconnect
     latency_s: float = 0.0
     seed: int = 0
+    queued: list[Plan] = attrs.field(factory=list)  # one-shot plans for the next responses
     _drawn: int = 0
 
     def __attrs_post_init__(self) -> None:
@@ -52,7 +53,10 @@ class Faults:
             raise ValueError("fault latency must be >= 0")
 
     def next_plan(self) -> Plan:
-        """The faults of the next response (deterministic: the n-th draw of the seed)."""
+        """The faults of the next response: a queued one-shot plan, else the n-th draw of the
+        seed (deterministic)."""
+        if self.queued:
+            return self.queued.pop(0)
         rng = random.Random(f"{self.seed}:{self._drawn}")
         self._drawn += 1
         roll = rng.random()

@@ -22,6 +22,7 @@ from protocol.stream import replay
 from protocol.validate import validate_create
 from rollout import logs
 from rollout.append import AppendHost, Live
+from rollout.capture import Captured, parse
 from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.ids import new_id
@@ -59,9 +60,12 @@ class HttpConnection:
     conn: h11.Connection = attrs.field(init=False)
     request_id: str = ""
     status: int = 0  # of the current request's response, for the access log
+    number: int = 0  # this connection's number (for capture)
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
+        self.host.connections += 1
+        self.number = self.host.connections
         self.engine = self.host.engine
         self.config = self.host.config
         self.conn = h11.Connection(
@@ -195,7 +199,7 @@ class HttpConnection:
         self.engine.stats.ws_connections += 1
         try:
             await serve_websocket(
-                self.stream, bytes(self._head), self.host, self.owner, self.request_id
+                self.stream, bytes(self._head), self.host, self.owner, self.request_id, self.number
             )
         finally:
             self.engine.stats.ws_connections -= 1
@@ -261,6 +265,9 @@ class HttpConnection:
         except h11.RemoteProtocolError as exc:
             await self._protocol_error(exc)
             return False
+        if self.host.captured is not None:
+            kind = f"{request.method} {request.path}"
+            self.host.captured.append(Captured("http", kind, parse(request.body), self.number))
         try:
             self._authorize(request)
             await self._route(request)

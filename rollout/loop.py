@@ -117,6 +117,9 @@ class Rollout:
 async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
     while True:
         step = env.policy.next_step(r.ctx)
+        if step.delay_s > 0:
+            with r.work.stage("fault"):
+                await trio.sleep(step.delay_s)
         with r.work.stage("inference") as stage:
             pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile)
             stage.tokens = pf.prompt_tokens

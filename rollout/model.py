@@ -27,6 +27,7 @@ class Citation:
 class TextStep:
     text: str
     citations: tuple[Citation, ...] = ()
+    delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
 
 
 @attrs.frozen(kw_only=True)
@@ -49,12 +50,14 @@ class CallStep:
 
     calls: tuple[CallSpec, ...]
     text: str = ""
+    delay_s: float = 0.0
 
 
 @attrs.frozen(kw_only=True)
 class ErrorStep:
     code: str = "server_error"
     message: str = "The model failed to generate a response."
+    delay_s: float = 0.0
 
 
 Step = TextStep | CallStep | ErrorStep

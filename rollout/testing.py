@@ -23,11 +23,12 @@ class ServerThread:
         *,
         host: str = "127.0.0.1",
         config: ServerConfig | None = None,
+        rollouts: AppendHost | None = None,
     ) -> None:
         self.engine = engine or Engine()
         self.host = host
         self.config = config or ServerConfig()
-        self.rollouts = AppendHost(self.engine, self.config)
+        self.rollouts = rollouts or AppendHost(self.engine, self.config)
         self.port = 0
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None

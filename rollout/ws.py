@@ -21,6 +21,7 @@ from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
 from rollout import logs
 from rollout.append import AppendHost
+from rollout.capture import Captured, parse
 from rollout.config import ServerConfig
 from rollout.context import Context, Route
 from rollout.engine import Engine
@@ -62,6 +63,7 @@ async def serve_websocket(
     host: AppendHost,
     owner: str | None,
     request_id: str = "",
+    number: int = 0,
 ) -> None:
     """Complete the handshake (already vetted by the HTTP layer) and run the session."""
     started = time.perf_counter()
@@ -69,7 +71,7 @@ async def serve_websocket(
         ws = WsConnection(stream, host.config.max_frame_bytes)
         await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())])
         logs.event("ws_open", request_id=request_id)
-        session = WsSession(ws, host, owner)
+        session = WsSession(ws, host, owner, number)
         try:
             await session.run()
         finally:
@@ -92,6 +94,7 @@ class WsSession:
     ws: WsConnection
     host: AppendHost
     owner: str | None  # the API key the handshake authenticated, if keys are configured
+    number: int = 0  # the connection's number (for capture)
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     cache: dict[str, CacheEntry] = attrs.field(factory=dict)
@@ -159,6 +162,12 @@ class WsSession:
             await self._handle(message)
 
     async def _handle(self, message: str | bytes) -> None:
+        if self.host.captured is not None:
+            body = parse(message) if isinstance(message, str) else None
+            label = "binary" if isinstance(message, bytes) else "text"
+            if isinstance(body, dict) and isinstance(body.get("type"), str):
+                label = body["type"]
+            self.host.captured.append(Captured("ws", label, body, self.number))
         if isinstance(message, bytes):
             await self._error(
                 ProtocolError(

@@ -1,0 +1,118 @@
+# The pytest plugin (registered through the `pytest11` entry point): a fresh Responses server per
+# test as the `rollout_server` fixture. In a pytest-trio test it runs in the test's own trio loop
+# (so trio's mock clocks drive it); anywhere else (sync or asyncio tests) it runs in a background
+# thread with its own trio loop. Tests script the model, inspect what was sent, inject faults.
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pytest
+import trio
+
+from rollout.append import AppendHost
+from rollout.capture import Captured
+from rollout.config import ServerConfig
+from rollout.context import Context
+from rollout.engine import Engine
+from rollout.faults import MESSAGES, Faults, Plan
+from rollout.model import ScriptedPolicy, Step
+from rollout.profiles import INFERENCE_PROFILES, InferenceProfile
+from rollout.script import steps as parse_steps
+from rollout.server import serve
+from rollout.testing import ServerThread
+
+
+class RolloutServer:
+    """A running server for one test: where it is, its model, what it received, its faults."""
+
+    def __init__(self, engine: Engine, rollouts: AppendHost, host: str, port: int) -> None:
+        self.engine = engine
+        self.rollouts = rollouts
+        self.host = host
+        self.port = port
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def http_base_url(self) -> str:
+        """Ready for `OpenAI(base_url=...)` (the SDK derives the WebSocket URL from it)."""
+        return f"{self.url}/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.host}:{self.port}/v1/responses"
+
+    @property
+    def requests(self) -> list[Captured]:
+        """Every HTTP request and WebSocket frame received, parsed, in order."""
+        assert self.rollouts.captured is not None
+        return self.rollouts.captured
+
+    def script(self, steps: Sequence[Step | Mapping[str, Any]], final: str = "Done.") -> None:
+        """The model's steps from now on: Step objects (`rollout.call`, `rollout.text`, ...) or
+        their data form (`{"call": "exec", "arguments": {...}}`, `{"text": "..."}`)."""
+        self.engine.policy = ScriptedPolicy(parse_steps(steps), final=final)
+
+    def policy(self, fn: Callable[[Context], Step]) -> None:
+        """A model that decides each step from the context (`ctx.items`, `ctx.last_user_text`)."""
+        self.engine.policy = ScriptedPolicy(fn)
+
+    def profile(self, profile: str | InferenceProfile) -> None:
+        """How fast the model is (`instant` by default; e.g. "1000tps")."""
+        self.engine.inference = INFERENCE_PROFILES[profile] if isinstance(profile, str) else profile
+
+    def fault(
+        self,
+        *,
+        error: str | None = None,
+        disconnect_after: int | None = None,
+        latency_s: float = 0.0,
+        next_only: bool = True,
+    ) -> None:
+        """Inject a fault into the next response (`next_only`), or into every response from now
+        on: an error code (see `rollout.faults.MESSAGES`), a disconnect after N events, added
+        latency."""
+        if error is not None and error not in MESSAGES:
+            raise ValueError(f"unknown fault code {error!r} (known: {', '.join(MESSAGES)})")
+        plan = Plan(error=error, disconnect_after=disconnect_after, latency_s=latency_s)
+        if next_only:
+            if self.engine.faults is None:
+                self.engine.faults = Faults()
+            self.engine.faults.queued.append(plan)
+        else:
+            self.engine.faults = Faults(
+                errors={error: 1.0} if error else {},
+                disconnect_after=disconnect_after,
+                latency_s=latency_s,
+            )
+
+
+def _server_parts() -> tuple[Engine, AppendHost]:
+    engine = Engine(policy=ScriptedPolicy([]))
+    rollouts = AppendHost(engine, ServerConfig())
+    rollouts.captured = []
+    return engine, rollouts
+
+
+@pytest.fixture
+def rollout_server(request: pytest.FixtureRequest) -> Iterator[RolloutServer]:
+    """A fresh Responses server for this test; see RolloutServer."""
+    if request.node.get_closest_marker("trio") is not None:
+        # pytest-trio resolves this in the test's trio loop.
+        yield request.getfixturevalue("_rollout_server_in_trio")
+        return
+    engine, rollouts = _server_parts()
+    thread = ServerThread(engine, config=rollouts.config, rollouts=rollouts)
+    with thread:
+        yield RolloutServer(engine, rollouts, thread.host, thread.port)
+
+
+@pytest.fixture
+async def _rollout_server_in_trio(nursery: trio.Nursery) -> AsyncIterator[RolloutServer]:
+    engine, rollouts = _server_parts()
+    port = await nursery.start(functools.partial(serve, engine, rollouts=rollouts))
+    yield RolloutServer(engine, rollouts, "127.0.0.1", port)

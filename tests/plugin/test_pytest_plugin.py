@@ -1,0 +1,87 @@
+"""The pytest plugin, used the way a test rig uses it: a fresh project whose tests only ask for
+the `rollout_server` fixture (the plugin comes from this package's `pytest11` entry point)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+RIG = """
+import threading
+
+import pytest
+import trio
+from openai import OpenAI
+
+import rollout
+from rollout.client import HttpClient
+
+TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]
+
+
+def sdk(server):
+    return OpenAI(api_key="test", base_url=server.http_base_url, max_retries=0)
+
+
+def test_sync_test_with_the_sdk(rollout_server):
+    rollout_server.script([rollout.call("exec", {"cmd": "ls"}), {"text": "done"}])
+    client = sdk(rollout_server)
+    first = client.responses.create(model="m", input="go", tools=TOOLS)
+    [call] = [o for o in first.output if o.type == "function_call"]
+    assert call.name == "exec" and call.arguments == '{"cmd":"ls"}'
+    second = client.responses.create(
+        model="m",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "a b"}],
+        tools=TOOLS,
+    )
+    assert second.output_text == "done"
+    kinds = [r.kind for r in rollout_server.requests]
+    assert kinds == ["POST /v1/responses", "POST /v1/responses"]
+    assert rollout_server.requests[1].body["input"][0]["output"] == "a b"
+    assert threading.current_thread() is threading.main_thread()
+
+
+def test_sdk_over_websocket_and_a_fault(rollout_server):
+    rollout_server.script([{"text": "hello"}])
+    rollout_server.fault(error="server_error")
+    client = sdk(rollout_server)
+    with client.responses.connect() as conn:
+        conn.response.create(model="m", input="hi")
+        types = []
+        for event in conn:
+            types.append(event.type)
+            if event.type in ("response.completed", "response.failed"):
+                break
+    assert types[-1] == "response.failed"  # the injected fault, for this response only
+    assert client.responses.create(model="m", input="again").output_text == "hello"
+    assert rollout_server.requests[0].kind == "response.create"
+
+
+async def test_trio_test_in_the_same_loop(rollout_server):
+    rollout_server.script([{"text": "from trio"}])
+    client = sdk(rollout_server)
+    response = await trio.to_thread.run_sync(
+        lambda: client.responses.create(model="m", input="hi")
+    )
+    assert response.output_text == "from trio"
+
+
+async def test_trio_mock_clock_drives_the_simulated_model(rollout_server, autojump_clock):
+    rollout_server.profile("65tps")  # 60 tokens at 65 tokens/s: about a second of virtual time
+    rollout_server.script([{"text": " ".join(["word"] * 60)}])
+    start = trio.current_time()
+    async with HttpClient(rollout_server.http_base_url) as http:
+        body = {"model": "m", "input": "hi"}
+        response = await http.json("POST", "/responses", body)
+    assert response["status"] == "completed"
+    assert trio.current_time() - start > 0.9  # the clock jumped; no real second went by
+"""
+
+
+def test_the_fixture_works_in_sync_and_trio_tests(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_rig=RIG)
+    pytester.makeini("[pytest]\ntrio_mode = true\n")
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4)
