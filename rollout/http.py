@@ -27,6 +27,7 @@ from rollout.config import ServerConfig
 from rollout.engine import Engine
 from rollout.ids import new_id
 from rollout.loop import Disconnected
+from rollout.metrics import render as render_metrics
 from rollout.store import visible
 from rollout.tools import EndResponse
 from rollout.work import Work
@@ -279,6 +280,9 @@ class HttpConnection:
         return True
 
     async def _route(self, request: Request) -> None:
+        if request.path == "/metrics":
+            _allowed(request.method, request.path, "GET")
+            return await self.metrics()
         parts = request.path.rstrip("/").split("/")
         if parts[:3] != ["", "v1", "responses"]:
             raise errors.not_found_path(request.method, request.path)
@@ -379,6 +383,20 @@ class HttpConnection:
         except _Closed:
             raise Disconnected() from None
         self.engine.stats.events_sent += 1
+
+    async def metrics(self) -> None:
+        live = list(self.host.live.values())
+        text = render_metrics(
+            self.engine.stats,
+            responses_in_flight=len(self.engine.running),
+            suspended=sum(1 for x in live if x.state == "suspended"),
+            live=len(live),
+        )
+        data = text.encode()
+        headers = [*self._headers("text/plain; version=0.0.4"), ("content-length", str(len(data)))]
+        await self._send(h11.Response(status_code=200, headers=headers))
+        await self._send(h11.Data(data=data))
+        await self._send(h11.EndOfMessage())
 
     async def retrieve(self, response_id: str, request: Request) -> None:
         record = visible(await self.engine.store.get(response_id), self.owner)

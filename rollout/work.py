@@ -7,6 +7,8 @@ import time
 
 import attrs
 
+from rollout.metrics import Histogram
+
 STAGES = (
     "decode",  # decode + validate a request or frame (real CPU)
     "scan",  # safety scan of input not seen before (real CPU)
@@ -124,10 +126,14 @@ class Stats:
     http_in_flight: int = 0  # HTTP requests being answered
     events_sent: int = 0
     errors: dict[str, int] = attrs.field(factory=dict)
+    latency: dict[str, Histogram] = attrs.field(factory=dict)  # per response, per stage
 
     def record(self, work: Work) -> None:
         self.responses += 1
         self.totals.merge(work)
+        for stage, count in work.counts.items():
+            if count.calls:
+                self.latency.setdefault(stage, Histogram()).observe(count.seconds)
 
     def error(self, code: str | None) -> None:
         key = code or "unknown"

@@ -1,0 +1,104 @@
+# `GET /metrics` in the Prometheus text format (0.0.4): connections, responses in flight,
+# suspended rollouts, events sent, per-stage work counters and latency histograms, errors by code.
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import attrs
+
+if TYPE_CHECKING:
+    from rollout.work import Stats
+
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@attrs.define
+class Histogram:
+    counts: list[int] = attrs.field(factory=lambda: [0] * len(BUCKETS))
+    total: int = 0
+    sum: float = 0.0
+
+    def observe(self, value: float) -> None:
+        self.total += 1
+        self.sum += value
+        for i, bound in enumerate(BUCKETS):
+            if value <= bound:
+                self.counts[i] += 1
+                break
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int) -> str:
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> None:
+        lines.append(f"# HELP {name} {help_}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lines.append(f"{name}{labels} {value:g}")
+
+    metric(
+        "rollout_websocket_connections",
+        "gauge",
+        "Open WebSocket connections.",
+        [("", stats.ws_connections)],
+    )
+    metric(
+        "rollout_http_requests_in_flight",
+        "gauge",
+        "HTTP requests being answered.",
+        [("", stats.http_in_flight)],
+    )
+    metric(
+        "rollout_responses_in_flight",
+        "gauge",
+        "Responses whose sampling loop is running.",
+        [("", responses_in_flight)],
+    )
+    metric(
+        "rollout_append_rollouts",
+        "gauge",
+        "Live append rollouts, by state.",
+        [('{state="suspended"}', suspended), ('{state="running"}', live - suspended)],
+    )
+    metric("rollout_responses_total", "counter", "Responses finished.", [("", stats.responses)])
+    metric("rollout_billed_total", "counter", "Billing calls made.", [("", stats.billed)])
+    metric("rollout_events_sent_total", "counter", "Events sent.", [("", stats.events_sent)])
+    from rollout.work import STAGES
+
+    counts = stats.totals.counts
+    for field, help_ in (
+        ("calls", "Calls of each pipeline stage."),
+        ("items", "Items processed by each pipeline stage."),
+        ("tokens", "Tokens processed by each pipeline stage."),
+        ("seconds", "Seconds spent in each pipeline stage."),
+    ):
+        metric(
+            f"rollout_stage_{field}_total",
+            "counter",
+            help_,
+            [(f'{{stage="{s}"}}', getattr(counts[s], field)) for s in STAGES],
+        )
+    name = "rollout_stage_latency_seconds"
+    lines.append(f"# HELP {name} Time per response in each pipeline stage.")
+    lines.append(f"# TYPE {name} histogram")
+    for stage in STAGES:
+        h = stats.latency.get(stage, Histogram())
+        cumulative = 0
+        for bound, count in zip(BUCKETS, h.counts, strict=True):
+            cumulative += count
+            lines.append(f'{name}_bucket{{stage="{stage}",le="{bound:g}"}} {cumulative}')
+        lines.append(f'{name}_bucket{{stage="{stage}",le="+Inf"}} {h.total}')
+        lines.append(f'{name}_sum{{stage="{stage}"}} {h.sum:g}')
+        lines.append(f'{name}_count{{stage="{stage}"}} {h.total}')
+    metric(
+        "rollout_errors_total",
+        "counter",
+        "Errors returned, by code.",
+        [(f'{{code="{_escape(code)}"}}', n) for code, n in sorted(stats.errors.items())],
+    )
+    return "\n".join(lines) + "\n"
