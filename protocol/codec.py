@@ -372,6 +372,26 @@ def structure(value: Any, cls: type[T], root: Path = ()) -> T:
         raise _error(exc, root) from None
 
 
+MAX_DEPTH = 64  # nesting of objects and arrays a request may have
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse JSON nested deeper than `limit` (it could not be encoded back, and no real
+    request needs it)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if depth > limit:
+            raise ProtocolError(
+                message=f"The JSON is nested more than {limit} levels deep.",
+                code="invalid_value",
+            )
+        if isinstance(v, dict):
+            stack.extend((x, depth + 1) for x in v.values() if isinstance(x, dict | list))
+        elif isinstance(v, list):
+            stack.extend((x, depth + 1) for x in v if isinstance(x, dict | list))
+
+
 def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
     """Parse a JSON object body (or an already-parsed mapping) into `cls`."""
     value = loads(data) if isinstance(data, bytes | str) else data
@@ -380,6 +400,7 @@ def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
             message=f"The request body must be a JSON object, but got {_kind(value)}.",
             code="invalid_type",
         )
+    check_depth(value)
     return structure(value, cls)
 
 

@@ -2,7 +2,7 @@
 # transport-specific fields). Pure functions raising ProtocolError with the offending `param`.
 import re
 
-from protocol.errors import invalid
+from protocol.errors import invalid, previous_response_not_found
 from protocol.items import FunctionTool
 from protocol.request import CreateRequest
 
@@ -36,6 +36,8 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             param="background",
             code="unsupported_parameter",
         )
+    if req.previous_response_id == "":
+        raise previous_response_not_found("")
     if req.conversation is not None:
         raise invalid(
             "Conversations are not supported by this server; use 'previous_response_id'.",

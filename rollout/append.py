@@ -211,6 +211,10 @@ class AppendHost:
         """Refuse the whole append unless every item is acceptable (nothing is applied)."""
         if live.state != "suspended":
             raise response_not_suspended(live.id, live.state)
+        if not items:
+            raise ProtocolError(
+                message="'input' must not be empty.", code="empty_input", param="input"
+            )
         seen: set[str] = set()
         answered = {o.call_id for o in live.outputs if isinstance(o, FunctionCallOutput)}
         for i, item in enumerate(items):

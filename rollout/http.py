@@ -183,6 +183,23 @@ class HttpConnection:
         try:
             if request.path.rstrip("/") != "/v1/responses":
                 raise errors.not_found_path(request.method, request.path)
+            version = request.headers.get("sec-websocket-version", "").strip()
+            if not version:
+                raise ProtocolError(
+                    message="The WebSocket handshake has no Sec-WebSocket-Version.",
+                    code="bad_websocket_handshake",
+                )
+            if version != "13":
+                raise ProtocolError(
+                    message="Unsupported WebSocket version; this server speaks version 13.",
+                    code="websocket_version_unsupported",
+                    status=426,
+                )
+            if not request.headers.get("sec-websocket-key", "").strip():
+                raise ProtocolError(
+                    message="The WebSocket handshake has no Sec-WebSocket-Key.",
+                    code="bad_websocket_handshake",
+                )
             self._authorize(request)
             if self.engine.stats.ws_connections >= self.config.max_connections:
                 raise ProtocolError(
@@ -195,6 +212,8 @@ class HttpConnection:
             extra = {"connection": "close"}
             if exc.status == 503:
                 extra["retry-after"] = "1"
+            if exc.status == 426:
+                extra["sec-websocket-version"] = "13"
             await self.error(exc, extra)
             return
         self.engine.stats.ws_connections += 1
@@ -235,7 +254,7 @@ class HttpConnection:
         """Read the body within the limit; False after answering 413 (connection closes)."""
         length = request.headers.get("content-length")
         limit = self.config.max_body_bytes
-        if length is not None and length.isdigit() and int(length) > limit:
+        if length is not None and _digits(length) and int(length) > limit:
             await self.error(errors.body_too_large(limit), {"connection": "close"})
             return False
         if self.conn.client_is_waiting_for_100_continue:
@@ -244,8 +263,9 @@ class HttpConnection:
             )
         chunks: list[bytes] = []
         size = 0
+        deadline = trio.current_time() + self.config.header_timeout_s  # for the whole body
         while True:
-            event = await self._next(self.config.header_timeout_s)
+            event = await self._next(max(0.0, deadline - trio.current_time()))
             if isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > limit:
@@ -266,6 +286,8 @@ class HttpConnection:
         except h11.RemoteProtocolError as exc:
             await self._protocol_error(exc)
             return False
+        # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
+        ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
         if self.host.captured is not None:
             kind = f"{request.method} {request.path}"
             self.host.captured.append(Captured("http", kind, parse(request.body), self.number))
@@ -277,7 +299,7 @@ class HttpConnection:
                 await self.error(exc, _allow(exc))
             else:
                 return False
-        return True
+        return not ambiguous
 
     async def _route(self, request: Request) -> None:
         if request.path == "/metrics":
@@ -310,13 +332,7 @@ class HttpConnection:
     # -- endpoints ------------------------------------------------------------------------------
 
     async def create(self, request: Request) -> None:
-        ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
-        if ctype != JSON:
-            raise ProtocolError(
-                message=f"Unsupported Content-Type {ctype!r}; send application/json.",
-                code="unsupported_media_type",
-                status=415,
-            )
+        _require_json(request)
         work = Work()
         with work.stage("decode", items=1) as c:
             c.tokens = len(request.body)
@@ -360,6 +376,7 @@ class HttpConnection:
 
     async def append(self, response_id: str, request: Request) -> None:
         """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
+        _require_json(request)
         work = Work()
         with work.stage("decode", items=1) as c:
             c.tokens = len(request.body)
@@ -406,7 +423,7 @@ class HttpConnection:
             await self.reply(200, codec.encode(record.response))
             return
         after = _query(request, "starting_after", "")
-        if after and not after.lstrip("-").isdigit():
+        if after and not _digits(after.removeprefix("-")):
             raise errors.invalid(
                 f"Invalid 'starting_after': expected an integer, got {after[:40]!r}.",
                 param="starting_after",
@@ -496,6 +513,21 @@ def _request(event: h11.Request) -> Request:
     )
 
 
+def _require_json(request: Request) -> None:
+    ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
+    if ctype != JSON:
+        raise ProtocolError(
+            message=f"Unsupported Content-Type {ctype[:80]!r}; send application/json.",
+            code="unsupported_media_type",
+            status=415,
+        )
+
+
+def _digits(value: str) -> bool:
+    """ASCII digits only (str.isdigit also takes '²' and Arabic-Indic digits)."""
+    return value.isascii() and value.isdigit()
+
+
 def _is_upgrade(request: Request) -> bool:
     return request.method == "GET" and "websocket" in request.headers.get("upgrade", "").lower()
 
@@ -528,7 +560,7 @@ def _query(request: Request, name: str, default: str) -> str:
 
 def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
     raw = _query(request, name, str(default))
-    if not raw.isdigit() or not low <= int(raw) <= high:
+    if not _digits(raw) or not low <= int(raw) <= high:
         raise errors.invalid(
             f"Invalid '{name}': expected an integer from {low} to {high}, got {raw[:40]!r}.",
             param=name,

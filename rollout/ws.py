@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import trio
+from wsproto.utilities import RemoteProtocolError
 
 from protocol import codec
 from protocol.errors import ProtocolError
@@ -69,7 +70,11 @@ async def serve_websocket(
     started = time.perf_counter()
     async with trio.open_nursery() as nursery:
         ws = WsConnection(stream, host.config.max_frame_bytes)
-        await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())])
+        try:
+            await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())])
+        except (WsClosed, RemoteProtocolError, trio.BrokenResourceError):
+            await stream.aclose()  # the HTTP layer vetted the handshake; this is a rare leftover
+            return
         logs.event("ws_open", request_id=request_id)
         session = WsSession(ws, host, owner, number)
         try:
@@ -240,12 +245,13 @@ class WsSession:
                 param="response_id",
             )
         live = self.host.find(append.response_id, self.owner)
+        # Another live connection's rollout is not found from here (nothing about it leaks).
+        live.attach_parked(self._emitter(live.lane), self, live.id)
         try:
             self.host.check(live, append.input)
         except ProtocolError as exc:
             await self._error(exc, live.lane)
             return
-        live.attach_parked(self._emitter(live.lane), self, live.id)
         await self.host.apply(live, append.input, work)
 
     async def _enqueue(self, job: Job) -> None:
