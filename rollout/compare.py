@@ -242,7 +242,8 @@ def summarize(results: Sequence[RunResult]) -> list[Summary]:
             )
         )
     order = {m: i for i, m in enumerate(MODES)}
-    return sorted(out, key=lambda s: (s.profile, order.get(s.mode, 99)))
+    profiles = {p: i for i, p in enumerate(dict.fromkeys(r.profile for r in results))}
+    return sorted(out, key=lambda s: (profiles[s.profile], order.get(s.mode, 99)))
 
 
 # -- the experiment -----------------------------------------------------------------------------
