@@ -8,6 +8,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -172,15 +173,40 @@ def _rss_mb(pid: int) -> float:
     return float("nan")
 
 
+class _Subprocess:
+    """A server in its own process (as in a deployment: the client does not share its CPU)."""
+
+    def __init__(self, code: str) -> None:
+        # The server's stderr goes to a file, shown only if it fails to start: a killed server's
+        # last words are not part of the results.
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.proc.kill()
+            self.log.seek(0)
+            raise RuntimeError("bench server failed to start:\n" + self.log.read().decode())
+        self.port = int(line)
+
+    def __enter__(self) -> _Subprocess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+
+
 async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 8000) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _MEMORY_SERVER],
-        stdout=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())
+    with _Subprocess(_MEMORY_SERVER) as server:
+        port = server.port
+        proc = server.proc
         base_url = f"http://127.0.0.1:{port}/v1"
         baseline = _rss_mb(proc.pid)
         history = WORKLOADS["long"].build(0).request["input"]
@@ -213,9 +239,6 @@ async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 800
             for _ in range(10):
                 nursery.start_soon(worker, per)
         rss = _rss_mb(proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
     report(Figure("memory.baseline_rss", baseline, "MB"))
     report(
         Figure("memory.suspended_rollouts", paused, "rollouts", f"={rollouts}", paused == rollouts)
@@ -249,26 +272,6 @@ async def main():
         print(server.port, flush=True)
 trio.run(main)
 """
-
-
-class _Subprocess:
-    """A server in its own process (as in a deployment: the client does not share its CPU)."""
-
-    def __init__(self, code: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        assert self.proc.stdout is not None
-        self.port = int(self.proc.stdout.readline())
-
-    def __enter__(self) -> _Subprocess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.kill()
-        self.proc.wait()
 
 
 async def first_token(report: Report, samples: int = 200) -> None:
