@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -148,6 +149,7 @@ class AppendHost:
     live: dict[str, Live] = attrs.field(factory=dict)
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
     captured: list[Captured] | None = None  # every request and frame, when a rig asks for it
+    record_dir: Path | None = None  # write each connection's traffic here (rollout.record)
     connections: int = 0  # connections accepted so far (numbers them for capture)
     # Recently finished rollouts (id -> owner), so a late append hears "not suspended".
     finished: dict[str, str | None] = attrs.field(factory=dict)

@@ -25,6 +25,7 @@ from rollout.profiles import (
     cost_profile,
     inference_profile,
 )
+from rollout.record import RecordingError, is_recording, script_from_recording
 from rollout.script import ScriptError
 from rollout.script import load as load_script
 from rollout.server import serve
@@ -78,7 +79,14 @@ def _parser() -> argparse.ArgumentParser:
         "--script",
         metavar="FILE",
         help="play these model steps (JSON or TOML; see rollout/script.py) instead of the "
-        "default tool-using model",
+        "default tool-using model; a recording (a --record directory or one of its .jsonl "
+        "files) replays the recorded model: each conversation turn gets its recorded step",
+    )
+    s.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
+        "(see rollout/record.py); replay with --script DIR and rollout.record.replay_session",
     )
     s.add_argument(
         "--api-keys",
@@ -318,8 +326,11 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     if args.script is not None:
         try:
-            engine.policy = load_script(args.script)
-        except ScriptError as exc:
+            if is_recording(args.script):
+                engine.policy = script_from_recording(args.script)
+            else:
+                engine.policy = load_script(args.script)
+        except (ScriptError, RecordingError) as exc:
             print(f"rollout: --script: {exc}", file=sys.stderr)
             return 2
     try:
@@ -339,7 +350,7 @@ def _serve(args: argparse.Namespace) -> int:
     )
     try:
         config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
-        trio.run(_serve_until_signalled, engine, args.host, args.port, config)
+        trio.run(_serve_until_signalled, engine, args.host, args.port, config, args.record)
     except KeyboardInterrupt:
         pass
     except OSError as exc:
@@ -369,7 +380,7 @@ def api_keys(path: str | None, env: str | None) -> frozenset[str]:
 
 
 async def _serve_until_signalled(
-    engine: Engine, host: str, port: int, config: ServerConfig
+    engine: Engine, host: str, port: int, config: ServerConfig, record: str | None = None
 ) -> None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once."""
     stop = trio.Event()
@@ -384,7 +395,7 @@ async def _serve_until_signalled(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(signals)
-        await serve(engine, host=host, port=port, config=config, stop=stop)
+        await serve(engine, host=host, port=port, config=config, stop=stop, record=record)
         nursery.cancel_scope.cancel()
 
 

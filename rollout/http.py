@@ -28,6 +28,7 @@ from rollout.engine import Engine
 from rollout.ids import new_id
 from rollout.loop import Disconnected
 from rollout.metrics import render as render_metrics
+from rollout.record import Recorder, open_recorder
 from rollout.store import visible
 from rollout.tools import EndResponse
 from rollout.work import Work
@@ -62,11 +63,13 @@ class HttpConnection:
     request_id: str = ""
     status: int = 0  # of the current request's response, for the access log
     number: int = 0  # this connection's number (for capture)
+    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.record)
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
         self.host.connections += 1
         self.number = self.host.connections
+        self.recorder = open_recorder(self.host, "http", self.number)
         self.engine = self.host.engine
         self.config = self.host.config
         self.conn = h11.Connection(
@@ -119,6 +122,8 @@ class HttpConnection:
 
     async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
+        if self.recorder is not None:
+            await self.recorder.status(status, data)
         headers = [*self._headers(JSON, extra), ("content-length", str(len(data)))]
         await self._send(h11.Response(status_code=status, headers=headers))
         await self._send(h11.Data(data=data))
@@ -175,6 +180,8 @@ class HttpConnection:
         except _Closed:
             return
         finally:
+            if self.recorder is not None:  # first: closing the stream raises if cancelled
+                await self.recorder.aclose()
             with trio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -291,6 +298,11 @@ class HttpConnection:
         if self.host.captured is not None:
             kind = f"{request.method} {request.path}"
             self.host.captured.append(Captured("http", kind, parse(request.body), self.number))
+        if self.recorder is not None:
+            ctype = request.headers.get("content-type")
+            await self.recorder.http_request(
+                request.method, request.path, request.query, request.body, ctype
+            )
         try:
             self._authorize(request)
             await self._route(request)
@@ -365,6 +377,8 @@ class HttpConnection:
 
     async def _start_sse(self) -> None:
         head = self._headers("text/event-stream", {"cache-control": "no-cache"})
+        if self.recorder is not None:
+            await self.recorder.status(200)
         await self._send(h11.Response(status_code=200, headers=head))
 
     async def _until(self, live: Live, boundary: trio.Event) -> None:
@@ -393,6 +407,8 @@ class HttpConnection:
 
     async def _sse_event(self, event: Event) -> None:
         payload = codec.encode_event(event)
+        if self.recorder is not None:
+            await self.recorder.event(payload)
         try:
             await self._send(
                 h11.Data(data=b"event: %s\ndata: %s\n\n" % (event.type.encode(), payload))

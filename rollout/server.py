@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from pathlib import Path
 
 import trio
 
@@ -24,6 +25,7 @@ async def serve(
     config: ServerConfig | None = None,
     rollouts: AppendHost | None = None,
     stop: trio.Event | None = None,
+    record: str | Path | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Responses API on `host:port`; reports the bound port.
@@ -31,6 +33,7 @@ async def serve(
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
     `rollouts` holds the live append rollouts (made here unless given, e.g. to inspect them).
     Cancelling stops at once; setting `stop` shuts down gracefully (see `drain`) and returns.
+    `record` is a directory to record every connection's traffic in (see rollout.record).
     """
     engine = engine or Engine()
     config = config or ServerConfig()
@@ -39,6 +42,8 @@ async def serve(
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     rollouts = rollouts or AppendHost(engine, config)
+    if record is not None:
+        rollouts.record_dir = Path(record)
 
     async def handle(stream: trio.SocketStream) -> None:
         try:

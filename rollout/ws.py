@@ -27,6 +27,7 @@ from rollout.config import ServerConfig
 from rollout.context import Context, Route
 from rollout.engine import Engine
 from rollout.loop import Disconnected, Emit
+from rollout.record import Recorder, open_recorder
 from rollout.tools import EndResponse
 from rollout.work import Work
 from rollout.wsconn import TooLarge, WsClosed, WsConnection
@@ -100,6 +101,7 @@ class WsSession:
     host: AppendHost
     owner: str | None  # the API key the handshake authenticated, if keys are configured
     number: int = 0  # the connection's number (for capture)
+    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.record)
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     cache: dict[str, CacheEntry] = attrs.field(factory=dict)
@@ -119,6 +121,7 @@ class WsSession:
         self.engine = self.host.engine
         self.config = self.host.config
         self.in_flight = trio.Semaphore(self.config.max_in_flight)
+        self.recorder = open_recorder(self.host, "ws", self.number)
 
     async def run(self) -> None:
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
@@ -134,6 +137,8 @@ class WsSession:
             finally:
                 self.host.sessions.discard(self)
                 self.host.detach(self)
+                if self.recorder is not None:
+                    await self.recorder.aclose()
 
     def _close(self) -> None:
         """The client is gone: drop queued creates, stop waiting on append rollouts (they are
@@ -173,6 +178,8 @@ class WsSession:
             if isinstance(body, dict) and isinstance(body.get("type"), str):
                 label = body["type"]
             self.host.captured.append(Captured("ws", label, body, self.number))
+        if self.recorder is not None:
+            await self.recorder.ws_frame(message)
         if isinstance(message, bytes):
             await self._error(
                 ProtocolError(
@@ -374,9 +381,12 @@ class WsSession:
     def _emitter(self, lane: Lane) -> Emit:
         ws = self.ws
         stats = self.engine.stats
+        recorder = self.recorder
 
         async def emit(event: Event) -> None:
             data = codec.encode_event(event, lane)
+            if recorder is not None:
+                await recorder.event(data)
             try:
                 await ws.send_message(data.decode())
             except WsClosed:
@@ -387,8 +397,11 @@ class WsSession:
 
     async def _error(self, exc: ProtocolError, lane: Lane = None) -> None:
         self.engine.stats.error(exc.code)
+        frame = error_frame(exc, lane)
+        if self.recorder is not None:
+            await self.recorder.event(frame)
         with contextlib.suppress(WsClosed):
-            await self.ws.send_message(error_frame(exc, lane).decode())
+            await self.ws.send_message(frame.decode())
 
     async def _age_limit(self) -> None:
         with self._age_scope:

@@ -1,0 +1,87 @@
+"""The official `openai` SDK against rollout over HTTP: a create, a stream, and a tool loop.
+
+Nothing here is specific to rollout except the base URL: the same code runs against any
+Responses server. The tool loop chains turns with `previous_response_id`, sending only the new
+tool outputs (the server keeps the conversation: `store` is true by default). The model is the
+default simulated one that `rollout serve` runs: it calls the offered tools three times (with
+arguments valid for their schemas), then answers with filler text.
+
+    python examples/sdk_http.py                                     # its own in-process server
+    python examples/sdk_http.py --base-url http://127.0.0.1:8000/v1   # against `rollout serve`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from openai import OpenAI
+
+from rollout.testing import ServerThread
+
+MODEL = "sim-1"  # any name: the simulated model answers to every model name
+TOOLS = [
+    {
+        "type": "function",
+        "name": "exec",
+        "description": "Run a shell command and return its output.",
+        "parameters": {
+            "type": "object",
+            "properties": {"cmd": {"type": "string"}},
+            "required": ["cmd"],
+            "additionalProperties": False,
+        },
+    }
+]
+
+
+def run_tool(name: str, arguments: str) -> str:
+    """The agent's side of a function call (here: pretend to run the command)."""
+    args = json.loads(arguments)
+    return f"$ {args.get('cmd')}\n(exit 0)" if name == "exec" else f"unknown tool {name}"
+
+
+def run(base_url: str) -> None:
+    client = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+
+    # 1. One create: the whole response as one JSON object.
+    response = client.responses.create(model=MODEL, input="Say hello.")
+    print(f"create: {response.id} {response.status}: {response.output_text}")
+    print(f"        usage: {response.usage.input_tokens} in, {response.usage.output_tokens} out")
+
+    # 2. The same request streamed as server-sent events.
+    print("stream: ", end="")
+    for event in client.responses.create(model=MODEL, input="Say hello.", stream=True):
+        if event.type == "response.output_text.delta":
+            print(event.delta, end="", flush=True)
+        elif event.type == "response.completed":
+            print(f"\n        ({event.sequence_number + 1} events, {event.response.status})")
+
+    # 3. A tool loop: run each function call locally, send back only the outputs, chained by
+    #    previous_response_id, until the model answers without calling a tool.
+    response = client.responses.create(model=MODEL, input="Fix the failing test.", tools=TOOLS)
+    turns = 1
+    while calls := [item for item in response.output if item.type == "function_call"]:
+        outputs = []
+        for call in calls:
+            print(f"tool:   {call.name}({call.arguments})")
+            output = run_tool(call.name, call.arguments)
+            outputs.append(
+                {"type": "function_call_output", "call_id": call.call_id, "output": output}
+            )
+        response = client.responses.create(
+            model=MODEL, previous_response_id=response.id, input=outputs, tools=TOOLS
+        )
+        turns += 1
+    print(f"answer after {turns} turns: {response.output_text}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="The official SDK over HTTP.")
+    parser.add_argument("--base-url", help="a running server, e.g. http://127.0.0.1:8000/v1")
+    args = parser.parse_args()
+    if args.base_url:
+        run(args.base_url)
+    else:
+        with ServerThread() as server:  # the default tool-using model, as `rollout serve` runs
+            run(server.http_base_url)

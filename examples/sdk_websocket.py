@@ -1,0 +1,88 @@
+"""The official `openai` SDK over WebSocket: `client.responses.connect()` and a chained tool loop.
+
+One connection carries the whole rollout. Each turn is a `response.create` frame; after a tool
+call the next create sends only the tool outputs with `previous_response_id`, and the server
+continues from its connection-local cache, so `store: false` is enough (docs/websocket.md).
+Events arrive as the SDK's typed event objects, the same as over SSE.
+
+    python examples/sdk_websocket.py                                     # its own server
+    python examples/sdk_websocket.py --base-url http://127.0.0.1:8000/v1   # `rollout serve`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from openai import OpenAI
+
+from rollout.testing import ServerThread
+
+MODEL = "sim-1"
+TOOLS: list[Any] = [
+    {
+        "type": "function",
+        "name": "exec",
+        "description": "Run a shell command and return its output.",
+        "parameters": {
+            "type": "object",
+            "properties": {"cmd": {"type": "string"}},
+            "required": ["cmd"],
+            "additionalProperties": False,
+        },
+    }
+]
+TERMINAL = ("response.completed", "response.incomplete", "response.failed")
+
+
+def run_tool(name: str, arguments: str) -> str:
+    args = json.loads(arguments)
+    return f"$ {args.get('cmd')}\n(exit 0)" if name == "exec" else f"unknown tool {name}"
+
+
+def run(base_url: str) -> None:
+    # The SDK derives the WebSocket URL (ws://.../v1/responses) from the HTTP base URL.
+    client = OpenAI(base_url=base_url, api_key="unused", max_retries=0)
+    with client.responses.connect() as conn:
+        request: dict[str, Any] = {"input": "Fix the failing test."}
+        turn = 0
+        while True:
+            turn += 1
+            conn.response.create(model=MODEL, tools=TOOLS, store=False, **request)
+            text, calls, final = "", [], None
+            for event in conn:  # this turn's events, up to its terminal event
+                if event.type == "response.output_text.delta":
+                    text += event.delta
+                elif event.type == "response.output_item.done":
+                    if event.item.type == "function_call":
+                        calls.append(event.item)
+                elif event.type == "error":
+                    raise RuntimeError(event.error.message)
+                elif event.type in TERMINAL:
+                    final = event.response
+                    break
+            assert final is not None and final.status == "completed", final
+            print(f"turn {turn}: {final.id}: {len(calls)} tool call(s)")
+            if not calls:
+                break
+            outputs = []
+            for call in calls:
+                print(f"  tool: {call.name}({call.arguments})")
+                output = run_tool(call.name, call.arguments)
+                outputs.append(
+                    {"type": "function_call_output", "call_id": call.call_id, "output": output}
+                )
+            request = {"input": outputs, "previous_response_id": final.id}
+    print(f"answer after {turn} turns on one connection: {text}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="The official SDK over WebSocket.")
+    parser.add_argument("--base-url", help="a running server, e.g. http://127.0.0.1:8000/v1")
+    args = parser.parse_args()
+    if args.base_url:
+        run(args.base_url)
+    else:
+        with ServerThread() as server:  # the default tool-using model, as `rollout serve` runs
+            run(server.http_base_url)

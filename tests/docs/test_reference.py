@@ -1,0 +1,62 @@
+"""docs/reference.md is generated from the code (docs/gen_reference.py) and must match it: a
+changed flag, ServerConfig field or field comment fails here until the page is regenerated."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import attrs
+
+from rollout.cli import _parser
+from rollout.config import ServerConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERATOR = ROOT / "docs" / "gen_reference.py"
+REFERENCE = ROOT / "docs" / "reference.md"
+
+
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_reference", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_is_up_to_date() -> None:
+    expected = generator().render()
+    actual = REFERENCE.read_text() if REFERENCE.exists() else ""
+    assert actual == expected, (
+        "docs/reference.md is out of date with the code: run `python docs/gen_reference.py`"
+    )
+
+
+def test_reference_names_every_flag_and_config_key() -> None:
+    text = REFERENCE.read_text()
+    gen = generator()
+    for name, sub in gen.subcommands(_parser()).items():
+        assert f"### rollout {name}" in text
+        for action in sub._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in text, option
+    for field in attrs.fields(ServerConfig):
+        assert f"| `{field.name}` |" in text, field.name
+        assert "(undocumented)" not in text, "a ServerConfig field has no comment"
+
+
+def test_every_config_field_has_a_comment() -> None:
+    sources = generator().config_sources()
+    missing = [f.name for f in attrs.fields(ServerConfig) if not sources[f.name].comment]
+    assert not missing, f"ServerConfig fields without a trailing comment: {missing}"
+
+
+def test_the_check_mode_of_the_generator() -> None:
+    result = subprocess.run(
+        [sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
