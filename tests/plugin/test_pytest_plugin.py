@@ -59,6 +59,20 @@ def test_sdk_over_websocket_and_a_fault(rollout_server):
     assert rollout_server.requests[0].kind == "response.create"
 
 
+def test_asyncio_program_with_the_async_sdk(rollout_server):
+    import asyncio
+
+    from openai import AsyncOpenAI
+
+    rollout_server.script([{"text": "from asyncio"}])
+
+    async def main():
+        client = AsyncOpenAI(api_key="test", base_url=rollout_server.http_base_url, max_retries=0)
+        return (await client.responses.create(model="m", input="hi")).output_text
+
+    assert asyncio.run(main()) == "from asyncio"
+
+
 async def test_trio_test_in_the_same_loop(rollout_server):
     rollout_server.script([{"text": "from trio"}])
     client = sdk(rollout_server)
@@ -84,4 +98,4 @@ def test_the_fixture_works_in_sync_and_trio_tests(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_rig=RIG)
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)
+    result.assert_outcomes(passed=5)
