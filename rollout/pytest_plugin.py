@@ -21,10 +21,10 @@ from rollout.model import ScriptedPolicy, Step
 from rollout.profiles import INFERENCE_PROFILES, InferenceProfile
 from rollout.script import steps as parse_steps
 from rollout.server import serve
-from rollout.testing import ServerThread
+from rollout.testing import Endpoints, ServerThread
 
 
-class RolloutServer:
+class RolloutServer(Endpoints):
     """A running server for one test: where it is, its model, what it received, its faults."""
 
     def __init__(self, engine: Engine, rollouts: AppendHost, host: str, port: int) -> None:
@@ -32,19 +32,6 @@ class RolloutServer:
         self.rollouts = rollouts
         self.host = host
         self.port = port
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def http_base_url(self) -> str:
-        """Ready for `OpenAI(base_url=...)` (the SDK derives the WebSocket URL from it)."""
-        return f"{self.url}/v1"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://{self.host}:{self.port}/v1/responses"
 
     @property
     def requests(self) -> list[Captured]:

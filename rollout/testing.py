@@ -14,7 +14,27 @@ from rollout.engine import Engine
 from rollout.server import serve
 
 
-class ServerThread:
+class Endpoints:
+    """Where a running server is: `host` and `port`, and the URLs clients need."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def http_base_url(self) -> str:
+        """Ready for `OpenAI(base_url=...)` (the SDK derives the WebSocket URL from it)."""
+        return f"{self.url}/v1"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.host}:{self.port}/v1/responses"
+
+
+class ServerThread(Endpoints):
     """`with ServerThread(engine) as server:` serves on `server.http_base_url` until exit."""
 
     def __init__(
@@ -35,18 +55,6 @@ class ServerThread:
         self._token: trio.lowlevel.TrioToken | None = None
         self._cancel: trio.CancelScope | None = None
         self._error: BaseException | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def http_base_url(self) -> str:
-        return f"{self.url}/v1"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://{self.host}:{self.port}/v1/responses"
 
     async def _main(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
