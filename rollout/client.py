@@ -140,6 +140,20 @@ class HttpClient:
             raise ClientError(status, (value or {}).get("error", {}))
         return value
 
+    async def create(self, body: Mapping[str, Any]) -> AsyncIterator[Event]:
+        """`POST /responses` streamed: iterate the result for its typed events."""
+        return self.events("/responses", {**body, "stream": True})
+
+    async def append(
+        self, response_id: str, items: Sequence[Mapping[str, Any]]
+    ) -> AsyncIterator[Event]:
+        """Resume an append-shape rollout: events up to its next pause or its end."""
+        return self.events(f"/responses/{response_id}/append", {"input": list(items)})
+
+    async def cancel(self, response_id: str) -> Any:
+        """Cancel an append-shape rollout; the final response (status `incomplete`)."""
+        return await self.json("POST", f"/responses/{response_id}/cancel")
+
     async def events(self, path: str, body: Any) -> AsyncIterator[Event]:
         """POST and stream the SSE events (an error status raises ClientError)."""
         status, head, chunks = await self.request("POST", path, body)
@@ -217,14 +231,24 @@ class WsClient:
             if isinstance(event, PauseEvent) or event.type in TERMINAL_TYPES:
                 return
 
-    async def create(self, body: Mapping[str, Any], lane: str | None = None) -> None:
+    async def create(
+        self, body: Mapping[str, Any], lane: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Send `response.create`; iterate the result for its typed events (to the first pause
+        or the terminal event)."""
         frame = {"type": "response.create", **body}
         if lane is not None:
             frame["stream_id"] = lane
         await self.send(frame)
+        return self.events(lane)
 
-    async def append(self, response_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+    async def append(
+        self, response_id: str, items: Sequence[Mapping[str, Any]], lane: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Send `response.append`; iterate the result for the events up to the next pause or the
+        end (`lane`: the rollout's stream_id, if it has one)."""
         await self.send({"type": "response.append", "response_id": response_id, "input": items})
+        return self.events(lane)
 
     async def cancel(self, response_id: str) -> None:
         await self.send({"type": "response.cancel", "response_id": response_id})
@@ -356,30 +380,14 @@ async def run_agent(
     async with AsyncExitStack() as stack:
         if transport == "ws":
             ws_url = base_url.replace("http", "ws", 1).rstrip("/") + "/responses"
-            ws = await stack.enter_async_context(connect_ws(ws_url, api_key))
-
-            async def send(b: dict[str, Any]) -> AsyncIterator[Event]:
-                await ws.create(b)
-                return ws.events()
-
-            async def append(rid: str, items: list[dict[str, Any]]) -> AsyncIterator[Event]:
-                await ws.append(rid, items)
-                return ws.events()
-
-            counter: Any = ws
+            client: WsClient | HttpClient = await stack.enter_async_context(
+                connect_ws(ws_url, api_key)
+            )
         else:
-            http = await stack.enter_async_context(HttpClient(base_url, api_key))
-
-            async def send(b: dict[str, Any]) -> AsyncIterator[Event]:
-                return http.events("/responses", {**b, "stream": True})
-
-            async def append(rid: str, items: list[dict[str, Any]]) -> AsyncIterator[Event]:
-                return http.events(f"/responses/{rid}/append", {"input": items})
-
-            counter = http
+            client = await stack.enter_async_context(HttpClient(base_url, api_key))
         history: list[dict[str, Any]] = _initial_input(body.get("input"))
         t = time.perf_counter()
-        turn = await collect(await send(body), t)
+        turn = await collect(await client.create(body), t)
         turns.append(turn)
         spans.append(("turn", t, t + turn.seconds))
         while turn.calls and turn.status in ("paused", "completed"):
@@ -391,13 +399,13 @@ async def run_agent(
             outputs = [_clean(o) for o in outputs]
             t = time.perf_counter()
             if shape == "append":
-                turn = await collect(await append(turn.response_id, outputs), t)
+                turn = await collect(await client.append(turn.response_id, outputs), t)
             elif shape == "chain":
                 nxt = {**body, "input": outputs, "previous_response_id": turn.response_id}
-                turn = await collect(await send(nxt), t)
+                turn = await collect(await client.create(nxt), t)
             else:
                 history += [_clean(o) for o in turn.output] + outputs
-                turn = await collect(await send({**body, "input": history}), t)
+                turn = await collect(await client.create({**body, "input": history}), t)
             turns.append(turn)
             spans.append(("turn", t, t + turn.seconds))
     calls = [(c.name, c.arguments) for t in turns for c in t.calls]
@@ -408,8 +416,8 @@ async def run_agent(
         turns=turns,
         seconds=time.perf_counter() - start,
         client_seconds=client_seconds,
-        bytes_sent=counter.bytes_sent,
-        bytes_received=counter.bytes_received,
+        bytes_sent=client.bytes_sent,
+        bytes_received=client.bytes_received,
         spans=spans,
     )
 
