@@ -388,7 +388,7 @@ class WsSession:
             if recorder is not None:
                 await recorder.event(data)
             try:
-                await ws.send_message(data.decode())
+                await ws.send_message(data)
             except WsClosed:
                 raise Disconnected() from None
             stats.events_sent += 1
@@ -401,7 +401,7 @@ class WsSession:
         if self.recorder is not None:
             await self.recorder.event(frame)
         with contextlib.suppress(WsClosed):
-            await self.ws.send_message(frame.decode())
+            await self.ws.send_message(frame)
 
     async def _age_limit(self) -> None:
         with self._age_scope:

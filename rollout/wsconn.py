@@ -39,6 +39,19 @@ class TooLarge:
     size: int
 
 
+def _text_frame(payload: bytes) -> bytes:
+    """One unmasked, unfragmented text frame (RFC 6455 §5.2; a server's frames are not masked,
+    and no extension was negotiated)."""
+    n = len(payload)
+    if n < 126:
+        head = bytes((0x81, n))
+    elif n < 1 << 16:
+        head = bytes((0x81, 126)) + n.to_bytes(2, "big")
+    else:
+        head = bytes((0x81, 127)) + n.to_bytes(8, "big")
+    return head + payload
+
+
 def _join(parts: list[str | bytes]) -> str | bytes:
     if parts and isinstance(parts[0], bytes):
         return b"".join(p for p in parts if isinstance(p, bytes))
@@ -148,12 +161,16 @@ class WsConnection:
         self._drained = trio.Event() if self._drained.is_set() else self._drained
         self._wake.set()
 
-    async def send_message(self, message: str) -> None:
-        """Queue one text frame. Frames queued while the writer is busy leave in one write; a
-        sender waits only when the outbox is over its high-water mark."""
+    async def send_message(self, message: str | bytes) -> None:
+        """Queue one text frame (`bytes` must be UTF-8 text, e.g. JSON from orjson: it is framed
+        as is, without a round trip through str). Frames queued while the writer is busy leave
+        in one write; a sender waits only when the outbox is over its high-water mark."""
         if self._closed is not None:
             raise self._closed
-        self._queue(self._ws.send(TextMessage(data=message)))
+        if isinstance(message, str):
+            self._queue(self._ws.send(TextMessage(data=message)))
+        else:
+            self._queue(_text_frame(message))
         if len(self._out) > HIGH_WATER:
             await self._drained.wait()
             if self._closed is not None and self._closed.code == 1006:
