@@ -64,18 +64,23 @@ class ResponseStream:
         self._seq += 1
         return n
 
-    def _lifecycle(self, type_: str) -> ResponseEvent:
+    def _lifecycle(self, type_: str, snapshot: Response | None = None) -> ResponseEvent:
         return ResponseEvent(
             type=type_,  # type: ignore[arg-type]
             sequence_number=self._n(),
-            response=self.response.snapshot(),
+            response=snapshot or self.response.snapshot(),
         )
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> list[Event]:
-        """`response.created` then `response.in_progress`."""
-        return [self._lifecycle("response.created"), self._lifecycle("response.in_progress")]
+        """`response.created` then `response.in_progress` (one snapshot: nothing changes between
+        the two)."""
+        snapshot = self.response.snapshot()
+        return [
+            self._lifecycle("response.created", snapshot),
+            self._lifecycle("response.in_progress", snapshot),
+        ]
 
     def created_only(self) -> list[Event]:
         return [self._lifecycle("response.created")]

@@ -186,7 +186,6 @@ class DefaultPolicy:
     tool_calls: int = 3
     parallel: int = 1
     answer_tokens: int = 40
-    call_tokens_hint: int = 0  # unused by the default policy; workloads may set argument sizes
     seed: int = 0
 
     def _rng(self, ctx: Context) -> random.Random:
