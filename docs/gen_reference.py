@@ -5,9 +5,10 @@
 
 Sources: the `rollout` command line (`rollout.cli._parser()`, walked action by action), the
 server configuration (`attrs.fields(ServerConfig)`, with each field's comment read from the
-source of rollout/config.py), the fault codes, the named profiles, the model-script format (the
-header comment of rollout/script.py) and the `rollout_server` fixture's methods (their
-signatures and docstrings). tests/docs/test_reference.py fails when the file is out of date.
+source of rollout/service/config.py), the fault codes, the named profiles, the model-script
+format (the header comment of rollout/model/script.py) and the `rollout_server` fixture's
+methods (their signatures and docstrings). tests/docs/test_reference.py fails when the file is
+out of date.
 """
 
 from __future__ import annotations
@@ -29,9 +30,13 @@ OUT = HERE / "reference.md"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from rollout import cli, config, faults, profiles, pytest_plugin, script  # noqa: E402
-from rollout.capture import Captured  # noqa: E402
-from rollout.config import ServerConfig  # noqa: E402
+from rollout import cli  # noqa: E402
+from rollout.engine import faults  # noqa: E402
+from rollout.model import profiles, script  # noqa: E402
+from rollout.service import config  # noqa: E402
+from rollout.service.capture import Captured  # noqa: E402
+from rollout.service.config import ServerConfig  # noqa: E402
+from rollout.testing import plugin as pytest_plugin  # noqa: E402
 
 HEADER = """\
 # Reference: command line and configuration
@@ -217,9 +222,9 @@ def render_config() -> list[str]:
     out = [
         "## Server configuration (`ServerConfig`)",
         "",
-        "`rollout.config.ServerConfig` holds every limit and timeout of both transports, as one",
+        "`rollout.ServerConfig` holds every limit and timeout of both transports, as one",
         "frozen value passed to `rollout.serve(..., config=...)` or",
-        "`rollout.testing.ServerThread(..., config=...)`. `rollout serve` sets the fields that",
+        "`rollout.ServerThread(..., config=...)`. `rollout serve` sets the fields that",
         "have a flag in the last column and leaves the rest at their defaults.",
     ]
     sections: dict[str, list[attrs.Attribute[Any]]] = {}
@@ -253,8 +258,8 @@ def render_faults() -> list[str]:
         "## Fault codes",
         "",
         "The codes `rollout serve --fault-error CODE=RATE` and the fixture's",
-        "`rollout_server.fault(error=CODE)` accept (`rollout.faults.MESSAGES`), with the message",
-        "a failed response carries:",
+        "`rollout_server.fault(error=CODE)` accept (`rollout.engine.faults.MESSAGES`), with the",
+        "message a failed response carries:",
         "",
         "| code | message |",
         "| --- | --- |",
@@ -306,7 +311,7 @@ def render_script_format() -> list[str]:
         "",
         "The steps of a scripted model, for `rollout serve --script FILE` (JSON, or TOML with",
         '`[[steps]]` tables; `{"steps": [...], "final": "..."}`, or a bare JSON list) and for',
-        "`rollout_server.script([...])`. From the header of `rollout/script.py`:",
+        "`rollout_server.script([...])`. From the header of `rollout/model/script.py`:",
         "",
         "```text",
         *module_comment(script),
@@ -341,7 +346,7 @@ def render_fixture() -> list[str]:
         "",
         cell(inspect.getdoc(pytest_plugin.rollout_server)),
         "",
-        "Its value is a `rollout.pytest_plugin.RolloutServer`:",
+        "Its value is a `rollout.testing.plugin.RolloutServer`:",
         "",
         "| member | what it is |",
         "| --- | --- |",
@@ -361,7 +366,7 @@ def render_fixture() -> list[str]:
             out.append(f"| {code(signature(member))} | {doc(member)} |")
     out += [
         "",
-        "Each entry of `requests` is a `rollout.capture.Captured`:",
+        "Each entry of `requests` is a `rollout.service.capture.Captured`:",
         "",
         "| field | meaning |",
         "| --- | --- |",

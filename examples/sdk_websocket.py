@@ -17,7 +17,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from rollout.testing import ServerThread
+from rollout.testing.thread import ServerThread
 
 MODEL = "sim-1"
 TOOLS: list[Any] = [

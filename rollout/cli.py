@@ -13,24 +13,24 @@ import attrs
 import trio
 
 from rollout.client import MODES
-from rollout.compare import RunResult
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.faults import Faults, parse_errors
-from rollout.model import DefaultPolicy
-from rollout.profiles import (
+from rollout.engine.engine import Engine
+from rollout.engine.faults import Faults, parse_errors
+from rollout.experiments.compare import RunResult
+from rollout.experiments.workloads import WORKLOADS, workload
+from rollout.model.policy import DefaultPolicy
+from rollout.model.profiles import (
     COST_PROFILES,
     INFERENCE_PROFILES,
     ProfileError,
     cost_profile,
     inference_profile,
 )
-from rollout.record import RecordingError, is_recording, script_from_recording
-from rollout.script import ScriptError
-from rollout.script import load as load_script
-from rollout.server import serve
-from rollout.sqlite_store import SqliteStore, open_store
-from rollout.workloads import WORKLOADS, workload
+from rollout.model.script import ScriptError
+from rollout.model.script import load as load_script
+from rollout.server.listen import serve
+from rollout.service.config import ServerConfig
+from rollout.service.record import RecordingError, is_recording, script_from_recording
+from rollout.store.sqlite import SqliteStore, open_store
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,7 +86,7 @@ def _parser() -> argparse.ArgumentParser:
         "--record",
         metavar="DIR",
         help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
-        "(see rollout/record.py); replay with --script DIR and rollout.record.replay_session",
+        "(see docs/test-rigs.md); replay with --script DIR",
     )
     s.add_argument(
         "--api-keys",
@@ -216,13 +216,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> int:
-    from rollout.load import main as load_main
+    from rollout.experiments.load import main as load_main
 
     return load_main(args.connections, args.calls, args.timeout, args.url)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from rollout.bench import BENCHES, Figure, run
+    from rollout.experiments.bench import BENCHES, Figure, run
 
     names = args.names or list(BENCHES)
     unknown = [n for n in names if n not in BENCHES]
@@ -245,8 +245,8 @@ def _bench(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rollout.compare import Experiment, summarize, write_results
-    from rollout.report import print_header, print_tables, progress_bar
+    from rollout.experiments.compare import Experiment, summarize, write_results
+    from rollout.experiments.report import print_header, print_tables, progress_bar
 
     err = Console(stderr=True)
     try:

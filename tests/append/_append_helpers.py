@@ -16,12 +16,12 @@ from trio_websocket import WebSocketConnection, open_websocket_url
 import rollout
 from protocol import codec
 from protocol.items import Item, Tool
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.model import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, call, text
-from rollout.profiles import InferenceProfile
-from rollout.testing import ServerThread
+from rollout.engine.engine import Engine
+from rollout.model.policy import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, call, text
+from rollout.model.profiles import InferenceProfile
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.testing.thread import ServerThread
 
 MODEL = "gpt-test"
 FINAL = "All done: the suite is green."

@@ -25,7 +25,7 @@ from _append_helpers import (
 )
 
 from rollout.client import HttpClient
-from rollout.model import ScriptedPolicy, call, text
+from rollout.model.policy import ScriptedPolicy, call, text
 
 Frames = list[dict[str, Any]]
 

@@ -29,9 +29,9 @@ from _append_helpers import (
 )
 
 from protocol.items import FunctionCallOutput
-from rollout.config import ServerConfig
-from rollout.context import Context
-from rollout.model import ScriptedPolicy, Step, call, search, text
+from rollout.engine.context import Context
+from rollout.model.policy import ScriptedPolicy, Step, call, search, text
+from rollout.service.config import ServerConfig
 
 
 def response_id_of(frame: dict[str, Any]) -> str:

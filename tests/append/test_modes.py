@@ -24,9 +24,9 @@ from _append_helpers import (
 
 from protocol.items import Message, OutputText
 from rollout.client import MODES, AgentResult, run_agent
-from rollout.context import Context
-from rollout.engine import Engine
-from rollout.work import Work
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine
+from rollout.engine.work import Work
 
 CALLS = 10
 REQUEST: dict[str, Any] = {

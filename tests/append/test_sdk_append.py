@@ -21,9 +21,9 @@ from _append_helpers import (
 )
 from openai import OpenAI
 
-from rollout.engine import Engine
-from rollout.model import Policy, ScriptedPolicy, call, text
-from rollout.testing import ServerThread
+from rollout.engine.engine import Engine
+from rollout.model.policy import Policy, ScriptedPolicy, call, text
+from rollout.testing.thread import ServerThread
 
 CALLS = 4
 

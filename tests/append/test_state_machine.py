@@ -31,12 +31,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from websockets.sync.client import ClientConnection, connect
 
 from protocol.items import Message, text_of
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.context import Context
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, Step, text
-from rollout.testing import ServerThread
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine
+from rollout.model.policy import ScriptedPolicy, Step, text
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.testing.thread import ServerThread
 
 GRACE = 0.3
 READ_TIMEOUT = 5.0

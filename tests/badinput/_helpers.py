@@ -28,10 +28,10 @@ from wsproto.events import (
 )
 
 import rollout
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, Step, call, text
+from rollout.engine.engine import Engine
+from rollout.model.policy import ScriptedPolicy, Step, call, text
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
 
 MODEL = "gpt-test"
 TIMEOUT = 5.0

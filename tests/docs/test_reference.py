@@ -12,7 +12,7 @@ from types import ModuleType
 import attrs
 
 from rollout.cli import _parser
-from rollout.config import ServerConfig
+from rollout.service.config import ServerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "docs" / "gen_reference.py"

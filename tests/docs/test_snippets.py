@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rollout.testing import ServerThread
+from rollout.testing.thread import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / "quickstart.md", ROOT / "docs" / "test-rigs.md"]

@@ -20,7 +20,7 @@ import pytest
 from openai import OpenAI
 
 from rollout.cli import _parser
-from rollout.script import load as load_script
+from rollout.model.script import load as load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

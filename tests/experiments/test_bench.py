@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.bench import BENCHES, Figure
 from rollout.cli import main
+from rollout.experiments.bench import BENCHES, Figure
 
 
 def test_figure_lines_are_stable_and_parseable() -> None:

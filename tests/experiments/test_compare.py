@@ -10,9 +10,15 @@ import pytest
 
 from rollout.cli import main
 from rollout.client import MODES
-from rollout.compare import Experiment, RunResult, summarize, turn_overheads, write_results
-from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES
-from rollout.workloads import WORKLOADS
+from rollout.experiments.compare import (
+    Experiment,
+    RunResult,
+    summarize,
+    turn_overheads,
+    write_results,
+)
+from rollout.experiments.workloads import WORKLOADS
+from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 
 
 def result(mode: str, seconds: float, profile: str = "p", **kw: object) -> RunResult:

@@ -24,9 +24,9 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from protocol.request import CreateRequest
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, text
-from rollout.testing import ServerThread
+from rollout.engine.engine import Engine
+from rollout.model.policy import ScriptedPolicy, text
+from rollout.testing.thread import ServerThread
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 KINDS = ("response.create", "response.append", "response.cancel")

@@ -12,7 +12,7 @@ import trio
 from trio_websocket import WebSocketRequest, serve_websocket
 
 from rollout.cli import main
-from rollout.load import LoadError, raise_nofile, run_load
+from rollout.experiments.load import LoadError, raise_nofile, run_load
 
 
 async def test_100_connections_complete_with_contiguous_events() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
-from rollout.model import CallStep, ErrorStep, FunctionCallSpec, TextStep, WebSearchSpec
-from rollout.script import ScriptError, load, steps
+from rollout.model.policy import CallStep, ErrorStep, FunctionCallSpec, TextStep, WebSearchSpec
+from rollout.model.script import ScriptError, load, steps
 
 
 def test_every_step_kind() -> None:

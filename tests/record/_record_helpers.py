@@ -13,12 +13,12 @@ import orjson
 import trio
 from openai import OpenAI
 
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.model import Policy, ScriptedPolicy, call, text
-from rollout.record import replay_session
-from rollout.testing import ServerThread
+from rollout.engine.engine import Engine
+from rollout.model.policy import Policy, ScriptedPolicy, call, text
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.service.record import replay_session
+from rollout.testing.thread import ServerThread
 
 MODEL = "gpt-test"
 FINAL = "All done: the suite is green."

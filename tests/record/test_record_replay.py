@@ -28,8 +28,8 @@ from _record_helpers import (
     ws_session,
 )
 
-from rollout.model import CallStep, FunctionCallSpec, ScriptedPolicy, TextStep
-from rollout.record import (
+from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, TextStep
+from rollout.service.record import (
     RecordedModel,
     normalize,
     recorded_events,

@@ -15,12 +15,10 @@ import pytest
 import trio
 from _record_helpers import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, tool_script
 
-from rollout.append import AppendHost
 from rollout.client import ClientError, HttpClient, collect, connect_ws
-from rollout.config import ServerConfig
-from rollout.context import Context
-from rollout.engine import Engine
-from rollout.model import (
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine
+from rollout.model.policy import (
     CallStep,
     Citation,
     ErrorStep,
@@ -31,7 +29,10 @@ from rollout.model import (
     TextStep,
     search,
 )
-from rollout.record import (
+from rollout.server.listen import serve
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.service.record import (
     FLUSH_BYTES,
     RecordedModel,
     Recorder,
@@ -42,7 +43,6 @@ from rollout.record import (
     replay_session,
     script_from_recording,
 )
-from rollout.server import serve
 
 ANSWER = "Fixed the parser. See Source 1."
 STEPS: list[Step] = [

@@ -1,6 +1,6 @@
-# The conversation context (rollout.context): `extend` renders, scans and tokenizes only the new
-# items; the token array is exactly the o200k tokens of header + renders; block hashes depend
-# only on the token prefix; `set_header` re-renders only a changed header; the derived
+# The conversation context (rollout.engine.context): `extend` renders, scans and tokenizes only
+# the new items; the token array is exactly the o200k tokens of header + renders; block hashes
+# depend only on the token prefix; `set_header` re-renders only a changed header; the derived
 # conversation state (turns, calls, open calls) follows the items; `fork` is independent.
 from array import array
 
@@ -15,10 +15,10 @@ from protocol.items import (
     UrlSource,
     WebSearchCall,
 )
-from rollout import tokens as tok
-from rollout.context import BLOCK, Context, render, render_header
-from rollout.model import sentence
-from rollout.work import Work
+from rollout.engine.context import BLOCK, Context, render, render_header
+from rollout.engine.work import Work
+from rollout.model import tokens as tok
+from rollout.model.policy import sentence
 
 TOOLS = (
     FunctionTool(name="get_weather", parameters={"type": "object", "properties": {}}),

@@ -1,4 +1,4 @@
-# The engine's pre- and post-inference work (rollout.engine), driven without sockets: what a
+# The engine's pre- and post-inference work (rollout.engine.engine), driven without sockets: what a
 # request costs (a full-history request renders the whole history, extending a cached context
 # renders only the new items; routing once per prepare unless a route is given; billing once per
 # run), input checks that refuse a request before the cached context is touched, item
@@ -13,12 +13,12 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import FunctionCall, Item, ItemReference, Message
 from protocol.response import Response
-from rollout import tokens as tok
-from rollout.context import Context, Route, render, render_header
-from rollout.engine import Engine, Prepared
-from rollout.model import ScriptedPolicy, Step, call, text
-from rollout.tools import EndResponse
-from rollout.work import Work
+from rollout.engine.context import Context, Route, render, render_header
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.executors import EndResponse
+from rollout.engine.work import Work
+from rollout.model import tokens as tok
+from rollout.model.policy import ScriptedPolicy, Step, call, text
 
 # -- harness ------------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ def scripted(*steps: Step) -> Engine:
 def words(n: int, seed: int) -> str:
     import random
 
-    from rollout.model import sentence
+    from rollout.model.policy import sentence
 
     return sentence(random.Random(seed), n)
 

@@ -1,4 +1,4 @@
-# Simulated inference (rollout.inference) through the engine: prefix caching (a repeated long
+# Simulated inference (rollout.model.inference) through the engine: prefix caching (a repeated long
 # prompt reports `cached_tokens` in 128-token steps, short prompts never do, the cache is per
 # engine) and pacing by an InferenceProfile (TTFT + prefill of uncached tokens + decode at a set
 # tokens/s), measured on trio's autojump MockClock, so nothing really waits.
@@ -12,14 +12,14 @@ import trio
 from protocol import codec
 from protocol.events import Event
 from protocol.response import Response, Usage
-from rollout import tokens as tok
-from rollout.context import BLOCK, Context, Route
-from rollout.engine import Engine, Prepared
-from rollout.inference import MIN_CACHED_PROMPT, Pacer, PrefixCache, pieces
-from rollout.model import ScriptedPolicy, TextStep, sentence
-from rollout.profiles import InferenceProfile
-from rollout.tools import EndResponse
-from rollout.work import Work
+from rollout.engine.context import BLOCK, Context, Route
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.executors import EndResponse
+from rollout.engine.work import Work
+from rollout.model import tokens as tok
+from rollout.model.inference import MIN_CACHED_PROMPT, Pacer, PrefixCache, pieces
+from rollout.model.policy import ScriptedPolicy, TextStep, sentence
+from rollout.model.profiles import InferenceProfile
 
 # -- harness ------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-# The one sampling loop (rollout.loop) driven through the engine without sockets:
+# The one sampling loop (rollout.engine.loop) driven through the engine without sockets:
 # `Engine.prepare` + `Engine.run(prepared, EndResponse())` with a ScriptedPolicy, collecting the
 # events. Text answers, the chain shape's function calls (single and parallel), hosted web search
 # with citations, model errors, the output budget, and the script position following the context.
@@ -11,10 +11,12 @@ from protocol import codec
 from protocol.events import Event
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, WebSearchCall
 from protocol.response import Response
-from rollout import tokens as tok
-from rollout.context import Context
-from rollout.engine import Engine, Prepared
-from rollout.model import (
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.executors import ClientTools, EndResponse, WebSearch
+from rollout.engine.work import Work
+from rollout.model import tokens as tok
+from rollout.model.policy import (
     CallStep,
     ErrorStep,
     FunctionCallSpec,
@@ -25,9 +27,7 @@ from rollout.model import (
     search,
     text,
 )
-from rollout.profiles import CostProfile
-from rollout.tools import ClientTools, EndResponse, WebSearch
-from rollout.work import Work
+from rollout.model.profiles import CostProfile
 
 # -- harness ------------------------------------------------------------------------------------
 

@@ -1,11 +1,11 @@
-# Named profiles (rollout.profiles): the built-in cost and inference profiles, cost profiles read
-# from a TOML file (named after the file), and the ProfileError for anything else: unknown names,
-# unknown keys, negative or non-numeric values, unreadable files.
+# Named profiles (rollout.model.profiles): the built-in cost and inference profiles, cost profiles
+# read from a TOML file (named after the file), and the ProfileError for anything else: unknown
+# names, unknown keys, negative or non-numeric values, unreadable files.
 from pathlib import Path
 
 import pytest
 
-from rollout.profiles import (
+from rollout.model.profiles import (
     COST_PROFILES,
     INFERENCE_PROFILES,
     CostProfile,

@@ -1,4 +1,4 @@
-# Tests for rollout.schema_args: generated arguments validate (with the jsonschema library, format
+# Tests for rollout.model.args: generated arguments validate (with the jsonschema library, format
 # checking on) for realistic coding-agent tool schemas, generation is deterministic per seed, and
 # unsatisfiable schemas raise UnsupportedSchema naming the JSON path.
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollout.schema_args import UnsupportedSchema, generate_arguments
+from rollout.model.args import UnsupportedSchema, generate_arguments
 
 SHELL = {
     "type": "object",

@@ -1,4 +1,4 @@
-# The response store (rollout.store) and chaining through it: `conversation()` walks the
+# The response store (rollout.store.memory) and chaining through it: `conversation()` walks the
 # `previous_response_id` links and returns every input and output item oldest first; a deleted
 # link breaks the chain (ChainBroken), which the engine reports as previous_response_not_found.
 from typing import Any
@@ -10,11 +10,11 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item, Message
 from protocol.response import Response
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, text
-from rollout.store import ChainBroken, MemoryStore, StoredResponse
-from rollout.tools import EndResponse
-from rollout.work import Work
+from rollout.engine.engine import Engine
+from rollout.engine.executors import EndResponse
+from rollout.engine.work import Work
+from rollout.model.policy import ScriptedPolicy, text
+from rollout.store.memory import ChainBroken, MemoryStore, StoredResponse
 
 
 def msg(role: str, body: str) -> Message:

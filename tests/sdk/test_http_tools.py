@@ -19,9 +19,9 @@ from openai.types.responses import (
     ResponseOutputItemDoneEvent,
 )
 
-from rollout import tokens
-from rollout.model import DefaultPolicy, ScriptedPolicy, call, text
-from rollout.testing import ServerThread
+from rollout.model import tokens
+from rollout.model.policy import DefaultPolicy, ScriptedPolicy, call, text
+from rollout.testing.thread import ServerThread
 
 STEPS = 5
 FINAL = "All five commands ran; the build is green."

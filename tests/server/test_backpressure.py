@@ -12,10 +12,10 @@ import trio
 from trio_websocket import open_websocket_url
 
 import rollout
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.model import TextStep
-from rollout.wsconn import HIGH_WATER
+from rollout.model.policy import TextStep
+from rollout.server.wsconn import HIGH_WATER
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
 
 LONG = " ".join(["word"] * 200_000)  # far more than socket buffers and the outbox hold
 

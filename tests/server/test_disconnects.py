@@ -11,9 +11,9 @@ import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 import rollout
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.profiles import InferenceProfile
+from rollout.model.profiles import InferenceProfile
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
 
 SLOW = InferenceProfile(name="slow", decode_tps=200)
 TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]

@@ -12,7 +12,7 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import ClientError, HttpClient
-from rollout.faults import Faults, Plan, parse_errors
+from rollout.engine.faults import Faults, Plan, parse_errors
 
 
 def test_plans_are_deterministic_under_a_seed() -> None:
@@ -113,8 +113,8 @@ async def test_disconnect_after_n_events_over_sse_and_websocket() -> None:
 async def test_added_latency_is_counted(autojump_clock: trio.abc.Clock) -> None:
     e = engine(Faults(latency_s=2.0))
     from protocol import codec
-    from rollout.tools import EndResponse
-    from rollout.work import Work
+    from rollout.engine.executors import EndResponse
+    from rollout.engine.work import Work
 
     async def emit(event: object) -> None:
         del event

@@ -14,7 +14,7 @@ from trio_websocket import open_websocket_url
 import rollout
 from rollout.cli import api_keys
 from rollout.client import ClientError, HttpClient
-from rollout.config import ServerConfig
+from rollout.service.config import ServerConfig
 
 KEYS = frozenset({"key-a", "key-b"})
 SECRET_INPUT = "the secret input sk-THISISNOTAREALKEY0123456789"

@@ -19,8 +19,8 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import HttpClient
-from rollout.config import ServerConfig
-from rollout.profiles import InferenceProfile
+from rollout.model.profiles import InferenceProfile
+from rollout.service.config import ServerConfig
 
 SLOW = InferenceProfile(name="slow", decode_tps=100)  # 50 tokens: about half a second
 

@@ -1,4 +1,4 @@
-# The durable store (rollout.sqlite_store) against the in-memory one: the same retrieve, delete
+# The durable store (rollout.store.sqlite) against the in-memory one: the same retrieve, delete
 # and conversation semantics (every test here runs on both), real responses of every item kind
 # coming back field for field, a restart (a new SqliteStore on the same file) that keeps every
 # response retrievable and chainable, and `open_store` specs.
@@ -15,8 +15,10 @@ from protocol import codec
 from protocol.events import Event
 from protocol.items import Item, Message
 from protocol.response import Response
-from rollout.engine import Engine, Prepared
-from rollout.model import (
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.executors import EndResponse
+from rollout.engine.work import Work
+from rollout.model.policy import (
     CallStep,
     Citation,
     ErrorStep,
@@ -28,10 +30,8 @@ from rollout.model import (
     search,
     text,
 )
-from rollout.sqlite_store import SqliteStore, open_store
-from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
-from rollout.tools import EndResponse
-from rollout.work import Work
+from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
+from rollout.store.sqlite import SqliteStore, open_store
 
 # -- stores ---------------------------------------------------------------------------------------
 

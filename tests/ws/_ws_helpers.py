@@ -12,9 +12,9 @@ from openai.types.responses.responses_server_event import ResponsesServerEvent
 
 from protocol import codec
 from protocol.items import Item, Tool
-from rollout import tokens
-from rollout.context import render, render_header
-from rollout.model import ScriptedPolicy, call, text
+from rollout.engine.context import render, render_header
+from rollout.model import tokens
+from rollout.model.policy import ScriptedPolicy, call, text
 
 MODEL = "gpt-test"
 TURNS = 20

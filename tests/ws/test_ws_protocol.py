@@ -27,10 +27,10 @@ from wsproto.events import (
 from wsproto.extensions import PerMessageDeflate
 
 import rollout
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, call, text
-from rollout.profiles import InferenceProfile
+from rollout.engine.engine import Engine
+from rollout.model.policy import ScriptedPolicy, call, text
+from rollout.model.profiles import InferenceProfile
+from rollout.service.config import ServerConfig
 
 TIMEOUT = 10.0
 # A model slow enough for ordering to be observable: 50 tokens/s, answers of about 12 tokens.

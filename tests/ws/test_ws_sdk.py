@@ -29,10 +29,10 @@ from _ws_helpers import (
 )
 from openai import OpenAI
 
-from rollout.context import Context
-from rollout.engine import Engine
-from rollout.testing import ServerThread
-from rollout.work import Work
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine
+from rollout.engine.work import Work
+from rollout.testing.thread import ServerThread
 
 FIRST_INPUT: dict[str, Any] = {"role": "user", "content": "Fix the failing tests in this repo."}
 

@@ -14,8 +14,15 @@ import attrs
 import orjson
 import trio
 
-from rollout.model import CallStep, FunctionCallSpec, ScriptedPolicy, Step, TextStep, sentence
-from rollout.schema_args import generate_arguments
+from rollout.model.args import generate_arguments
+from rollout.model.policy import (
+    CallStep,
+    FunctionCallSpec,
+    ScriptedPolicy,
+    Step,
+    TextStep,
+    sentence,
+)
 
 
 @attrs.frozen(kw_only=True)

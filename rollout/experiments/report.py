@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rollout.compare import Experiment, Summary
+from rollout.experiments.compare import Experiment, Summary
 
 
 def progress_bar(console: Console) -> Progress:

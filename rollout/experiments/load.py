@@ -29,7 +29,7 @@ from trio_websocket import (
     open_websocket_url,
 )
 
-from rollout.bench import Figure
+from rollout.experiments.bench import Figure
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
@@ -80,7 +80,7 @@ def raise_nofile(needed: int) -> int:
 def serve_main(argv: Sequence[str]) -> None:
     """The server process: `calls` exec calls then "done", every rollout; prints the port."""
     import rollout
-    from rollout.config import ServerConfig
+    from rollout.service.config import ServerConfig
 
     calls, max_connections = int(argv[0]), int(argv[1])
     logging.basicConfig(
@@ -107,7 +107,7 @@ def serve_main(argv: Sequence[str]) -> None:
     trio.run(main)
 
 
-_SERVER = "import sys; from rollout.load import serve_main; serve_main(sys.argv[1:])"
+_SERVER = "import sys; from rollout.experiments.load import serve_main; serve_main(sys.argv[1:])"
 
 
 class ServerProcess:

@@ -1,7 +1,7 @@
 # The simulated model: what it says next, given a context. A Policy returns one Step per sampling
-# step (text, a batch of tool calls, or an error); it does no timing (rollout.inference paces the
-# tokens by a profile) and no I/O. Two policies: ScriptedPolicy (explicit steps, for tests and
-# rigs) and DefaultPolicy (uses the tools a request offers, deterministic under a seed).
+# step (text, a batch of tool calls, or an error); it does no timing (rollout.model.inference
+# paces the tokens by a profile) and no I/O. Two policies: ScriptedPolicy (explicit steps, for
+# tests and rigs) and DefaultPolicy (uses the tools a request offers, deterministic under a seed).
 from __future__ import annotations
 
 import random
@@ -11,8 +11,8 @@ from typing import Any, Protocol
 import attrs
 import orjson
 
-from rollout.context import Context
-from rollout.schema_args import UnsupportedSchema, generate_arguments
+from rollout.engine.context import Context
+from rollout.model.args import UnsupportedSchema, generate_arguments
 
 
 @attrs.frozen(kw_only=True)

@@ -7,7 +7,23 @@ import time
 
 import attrs
 
-from rollout.metrics import Histogram
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@attrs.define
+class Histogram:
+    counts: list[int] = attrs.field(factory=lambda: [0] * len(BUCKETS))
+    total: int = 0
+    sum: float = 0.0
+
+    def observe(self, value: float) -> None:
+        self.total += 1
+        self.sum += value
+        for i, bound in enumerate(BUCKETS):
+            if value <= bound:
+                self.counts[i] += 1
+                break
+
 
 STAGES = (
     "decode",  # decode + validate a request or frame (real CPU)

@@ -3,29 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-import attrs
-
-if TYPE_CHECKING:
-    from rollout.work import Stats
-
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-@attrs.define
-class Histogram:
-    counts: list[int] = attrs.field(factory=lambda: [0] * len(BUCKETS))
-    total: int = 0
-    sum: float = 0.0
-
-    def observe(self, value: float) -> None:
-        self.total += 1
-        self.sum += value
-        for i, bound in enumerate(BUCKETS):
-            if value <= bound:
-                self.counts[i] += 1
-                break
+from rollout.engine.work import BUCKETS, STAGES, Histogram, Stats
 
 
 def _escape(value: str) -> str:
@@ -68,8 +47,6 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
     metric("rollout_responses_total", "counter", "Responses finished.", [("", stats.responses)])
     metric("rollout_billed_total", "counter", "Billing calls made.", [("", stats.billed)])
     metric("rollout_events_sent_total", "counter", "Events sent.", [("", stats.events_sent)])
-    from rollout.work import STAGES
-
     counts = stats.totals.counts
     for field, help_ in (
         ("calls", "Calls of each pipeline stage."),

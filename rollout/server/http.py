@@ -20,21 +20,21 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.stream import replay
 from protocol.validate import validate_create
-from rollout import logs
-from rollout.append import AppendHost, Live
-from rollout.capture import Captured, parse
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.ids import new_id
-from rollout.loop import Disconnected
-from rollout.metrics import render as render_metrics
-from rollout.record import Recorder, open_recorder
-from rollout.store import visible
-from rollout.tools import EndResponse
-from rollout.work import Work
-from rollout.ws import serve_websocket
+from rollout.engine.engine import Engine
+from rollout.engine.executors import EndResponse
+from rollout.engine.ids import new_id
+from rollout.engine.loop import Disconnected
+from rollout.engine.work import Work
+from rollout.server import logs
+from rollout.server.metrics import render as render_metrics
+from rollout.server.ws import serve_websocket
+from rollout.service.capture import Captured, parse
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost, Live
+from rollout.service.record import Recorder, open_recorder
+from rollout.store.memory import visible
 
-log = logging.getLogger("rollout.http")
+log = logging.getLogger("rollout.server.http")
 RECEIVE = 65536
 JSON = "application/json"
 
@@ -63,7 +63,7 @@ class HttpConnection:
     request_id: str = ""
     status: int = 0  # of the current request's response, for the access log
     number: int = 0  # this connection's number (for capture)
-    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.record)
+    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.service.record)
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:

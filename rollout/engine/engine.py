@@ -31,11 +31,11 @@ from protocol.items import (
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.stream import ResponseStream
-from rollout.context import Context, Route
-from rollout.faults import MESSAGES, NO_FAULTS, Faults
-from rollout.ids import new_id
-from rollout.inference import PrefixCache
-from rollout.loop import (
+from rollout.engine.context import Context, Route
+from rollout.engine.executors import ClientTools, WebSearch
+from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults
+from rollout.engine.ids import new_id
+from rollout.engine.loop import (
     Cancel,
     Disconnected,
     Emit,
@@ -45,11 +45,11 @@ from rollout.loop import (
     Rollout,
     run_loop,
 )
-from rollout.model import DefaultPolicy, Policy
-from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
-from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse, visible
-from rollout.tools import ClientTools, WebSearch
-from rollout.work import Stats, Work
+from rollout.engine.work import Stats, Work
+from rollout.model.inference import PrefixCache
+from rollout.model.policy import DefaultPolicy, Policy
+from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
+from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import trio
 
-from rollout import tokens
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.http import HttpConnection
+from rollout.engine.engine import Engine
+from rollout.model import tokens
+from rollout.server.http import HttpConnection
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
 
 log = logging.getLogger("rollout")
 
@@ -33,7 +33,7 @@ async def serve(
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
     `rollouts` holds the live append rollouts (made here unless given, e.g. to inspect them).
     Cancelling stops at once; setting `stop` shuts down gracefully (see `drain`) and returns.
-    `record` is a directory to record every connection's traffic in (see rollout.record).
+    `record` is a directory to record every connection's traffic in (see rollout.service.record).
     """
     engine = engine or Engine()
     config = config or ServerConfig()

@@ -8,10 +8,10 @@ from types import TracebackType
 
 import trio
 
-from rollout.append import AppendHost
-from rollout.config import ServerConfig
-from rollout.engine import Engine
-from rollout.server import serve
+from rollout.engine.engine import Engine
+from rollout.server.listen import serve
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
 
 
 class Endpoints:

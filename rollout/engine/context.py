@@ -26,8 +26,8 @@ from protocol.items import (
     WebSearchCall,
     text_of,
 )
-from rollout import tokens as tok
-from rollout.work import Work
+from rollout.engine.work import Work
+from rollout.model import tokens as tok
 
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import attrs
 import trio
 
-from rollout import tokens as tok
-from rollout.context import BLOCK, Context
-from rollout.profiles import InferenceProfile
+from rollout.engine.context import BLOCK, Context
+from rollout.model import tokens as tok
+from rollout.model.profiles import InferenceProfile
 
 MIN_CACHED_PROMPT = 1024  # prompts shorter than this never hit the cache (as the real API)
 

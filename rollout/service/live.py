@@ -18,13 +18,13 @@ from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
-from rollout.capture import Captured
-from rollout.config import ServerConfig
-from rollout.engine import Engine, Prepared, normalize_input
-from rollout.loop import Cancel, Disconnected, Emit, EndRollout
-from rollout.work import Work
+from rollout.engine.engine import Engine, Prepared, normalize_input
+from rollout.engine.loop import Cancel, Disconnected, Emit, EndRollout
+from rollout.engine.work import Work
+from rollout.service.capture import Captured
+from rollout.service.config import ServerConfig
 
-log = logging.getLogger("rollout.append")
+log = logging.getLogger("rollout.service.live")
 
 
 def response_not_suspended(response_id: str, state: str) -> ProtocolError:
@@ -149,7 +149,7 @@ class AppendHost:
     live: dict[str, Live] = attrs.field(factory=dict)
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
     captured: list[Captured] | None = None  # every request and frame, when a rig asks for it
-    record_dir: Path | None = None  # write each connection's traffic here (rollout.record)
+    record_dir: Path | None = None  # write each connection's traffic here (rollout.service.record)
     connections: int = 0  # connections accepted so far (numbers them for capture)
     # Recently finished rollouts (id -> owner), so a late append hears "not suspended".
     finished: dict[str, str | None] = attrs.field(factory=dict)

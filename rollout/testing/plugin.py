@@ -11,17 +11,17 @@ from typing import Any
 import pytest
 import trio
 
-from rollout.append import AppendHost
-from rollout.capture import Captured
-from rollout.config import ServerConfig
-from rollout.context import Context
-from rollout.engine import Engine
-from rollout.faults import MESSAGES, Faults, Plan
-from rollout.model import ScriptedPolicy, Step
-from rollout.profiles import INFERENCE_PROFILES, InferenceProfile
-from rollout.script import steps as parse_steps
-from rollout.server import serve
-from rollout.testing import Endpoints, ServerThread
+from rollout.engine.context import Context
+from rollout.engine.engine import Engine
+from rollout.engine.faults import MESSAGES, Faults, Plan
+from rollout.model.policy import ScriptedPolicy, Step
+from rollout.model.profiles import INFERENCE_PROFILES, InferenceProfile
+from rollout.model.script import steps as parse_steps
+from rollout.server.listen import serve
+from rollout.service.capture import Captured
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.testing.thread import Endpoints, ServerThread
 
 
 class RolloutServer(Endpoints):
@@ -61,7 +61,7 @@ class RolloutServer(Endpoints):
         next_only: bool = True,
     ) -> None:
         """Inject a fault into the next response (`next_only`), or into every response from now
-        on: an error code (see `rollout.faults.MESSAGES`), a disconnect after N events, added
+        on: an error code (see `rollout.engine.faults.MESSAGES`), a disconnect after N events, added
         latency."""
         if error is not None and error not in MESSAGES:
             raise ValueError(f"unknown fault code {error!r} (known: {', '.join(MESSAGES)})")

@@ -1,7 +1,7 @@
 # Tool execution behind one interface per kind. Hosted tools (web search) run a simulated service
 # inside the server with a declared latency and deterministic results. Client tools are executed
 # by the client: the chain shape's executor ends the response (the client answers with a new
-# response.create carrying previous_response_id); the append shape's executor (rollout.append)
+# response.create carrying previous_response_id); the append shape's executor (rollout.service.live)
 # pauses the loop until the client appends the outputs.
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import attrs
 import trio
 
 from protocol.items import FunctionCall, Item, SearchAction, UrlSource
-from rollout.profiles import CostProfile
-from rollout.work import Work
+from rollout.engine.work import Work
+from rollout.model.profiles import CostProfile
 
 
 class ClientTools(Protocol):

@@ -20,19 +20,19 @@ from protocol.errors import ProtocolError
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
-from rollout import logs
-from rollout.append import AppendHost
-from rollout.capture import Captured, parse
-from rollout.config import ServerConfig
-from rollout.context import Context, Route
-from rollout.engine import Engine
-from rollout.loop import Disconnected, Emit
-from rollout.record import Recorder, open_recorder
-from rollout.tools import EndResponse
-from rollout.work import Work
-from rollout.wsconn import TooLarge, WsClosed, WsConnection
+from rollout.engine.context import Context, Route
+from rollout.engine.engine import Engine
+from rollout.engine.executors import EndResponse
+from rollout.engine.loop import Disconnected, Emit
+from rollout.engine.work import Work
+from rollout.server import logs
+from rollout.server.wsconn import TooLarge, WsClosed, WsConnection
+from rollout.service.capture import Captured, parse
+from rollout.service.config import ServerConfig
+from rollout.service.live import AppendHost
+from rollout.service.record import Recorder, open_recorder
 
-log = logging.getLogger("rollout.ws")
+log = logging.getLogger("rollout.server.ws")
 Lane = str | None  # None is the default lane
 
 
@@ -101,7 +101,7 @@ class WsSession:
     host: AppendHost
     owner: str | None  # the API key the handshake authenticated, if keys are configured
     number: int = 0  # the connection's number (for capture)
-    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.record)
+    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.service.record)
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     cache: dict[str, CacheEntry] = attrs.field(factory=dict)

@@ -44,10 +44,9 @@ import trio
 
 from protocol import codec
 from protocol.items import Item, Message, WebSearchCall, text_of
-from rollout.capture import parse
-from rollout.context import Context, is_model_item
-from rollout.engine import normalize_input
-from rollout.model import (
+from rollout.engine.context import Context, is_model_item
+from rollout.engine.engine import normalize_input
+from rollout.model.policy import (
     CallSpec,
     CallStep,
     Citation,
@@ -58,9 +57,10 @@ from rollout.model import (
     TextStep,
     WebSearchSpec,
 )
+from rollout.service.capture import parse
 
 if TYPE_CHECKING:
-    from rollout.append import AppendHost
+    from rollout.service.live import AppendHost
 
 # Buffered lines are written out (in a worker thread) once this much is pending, or when a line
 # comes in more than FLUSH_SECONDS after the last write, and always when the connection closes.
@@ -69,7 +69,7 @@ FLUSH_SECONDS = 1.0
 
 _ORDER = itertools.count()  # "n": orders lines across the connections (and files) of a process
 
-# Ids the server makes (rollout.ids.new_id: a prefix and 48 hex digits).
+# Ids the server makes (rollout.engine.ids.new_id: a prefix and 48 hex digits).
 ID = re.compile(r"\b(resp|msg|fco|fc|call|ws|req|rs)_[0-9a-f]{16,}\b")
 BOUNDARY = frozenset(
     {"response.done", "response.completed", "response.failed", "response.incomplete", "error"}

@@ -16,11 +16,11 @@ import orjson
 import trio
 
 from rollout.client import MODES, run_agent
-from rollout.engine import Engine
-from rollout.profiles import CostProfile, InferenceProfile
-from rollout.server import serve
-from rollout.work import CPU, DECLARED, Stats, Work
-from rollout.workloads import Scenario
+from rollout.engine.engine import Engine
+from rollout.engine.work import CPU, DECLARED, Stats, Work
+from rollout.experiments.workloads import Scenario
+from rollout.model.profiles import CostProfile, InferenceProfile
+from rollout.server.listen import serve
 
 COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from rollout.model import (
+from rollout.model.policy import (
     CallSpec,
     CallStep,
     ErrorStep,

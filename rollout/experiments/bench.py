@@ -19,12 +19,12 @@ import trio
 from trio_websocket import open_websocket_url, serve_websocket
 
 from rollout.client import HttpClient
-from rollout.compare import run_one, turn_overheads
-from rollout.engine import Engine
-from rollout.model import ScriptedPolicy, TextStep
-from rollout.profiles import COST_PROFILES, INFERENCE_PROFILES
-from rollout.server import serve
-from rollout.workloads import WORKLOADS, Latency, Workload
+from rollout.engine.engine import Engine
+from rollout.experiments.compare import run_one, turn_overheads
+from rollout.experiments.workloads import WORKLOADS, Latency, Workload
+from rollout.model.policy import ScriptedPolicy, TextStep
+from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
+from rollout.server.listen import serve
 
 CHAIN_MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
 
@@ -154,7 +154,7 @@ async def events_per_second(report: Report, tokens: int = 20_000) -> None:
 
 _MEMORY_SERVER = """
 import sys, trio, rollout
-from rollout.config import ServerConfig
+from rollout.service.config import ServerConfig
 # The model always calls the tool: every rollout stays suspended after its first step.
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.call("exec", {})))
 async def main():

@@ -17,7 +17,7 @@ import trio
 from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
-from rollout.store import ChainBroken, MemoryStore, Store, StoredResponse
+from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 
 T = TypeVar("T")
 

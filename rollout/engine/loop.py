@@ -14,10 +14,12 @@ from protocol.events import Event
 from protocol.items import FunctionCall, UrlCitation, WebSearchCall
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.context import Context, Route
-from rollout.ids import new_id
-from rollout.inference import Pacer, PrefixCache, pieces, prefill
-from rollout.model import (
+from rollout.engine.context import Context, Route
+from rollout.engine.executors import ClientTools, WebSearch
+from rollout.engine.ids import new_id
+from rollout.engine.work import Work
+from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
+from rollout.model.policy import (
     CallStep,
     Citation,
     ErrorStep,
@@ -26,9 +28,7 @@ from rollout.model import (
     TextStep,
     WebSearchSpec,
 )
-from rollout.profiles import InferenceProfile
-from rollout.tools import ClientTools, WebSearch
-from rollout.work import Work
+from rollout.model.profiles import InferenceProfile
 
 Emit = Callable[[Event], Awaitable[None]]
 
