@@ -9,7 +9,6 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Sequence
 
 import attrs
 import trio
@@ -17,19 +16,17 @@ import trio
 from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
+from protocol.input import (
+    check_input,
+    instructions_text,
+    new_response,
+    normalize_input,
+    resolve_references,
+)
 from protocol.items import (
-    FunctionCall,
-    FunctionCallOutput,
-    InputText,
     Item,
-    ItemReference,
-    Message,
-    OutputText,
-    Reasoning,
-    text_of,
 )
 from protocol.request import CreateRequest
-from protocol.response import Response
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route
 from rollout.engine.executors import ClientTools, WebSearch
@@ -135,9 +132,9 @@ class Engine:
                 base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
-        raw = normalize_input(req.input)
-        check_input(base, raw)
-        items = resolve_references(base, raw)
+        raw = normalize_input(req.input, new_id)
+        check_input(raw, base.open_calls, base.by_id)
+        items = resolve_references(raw, base.resolve)
         ctx = base
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
@@ -146,7 +143,7 @@ class Engine:
         if route is None:
             route = await self.route(req.model, work)
         ctx.route = route
-        response = new_response(req)
+        response = new_response(req, new_id("resp"), int(time.time()))
         rollout = Rollout(
             ctx=ctx,
             stream=ResponseStream(response),
@@ -290,129 +287,6 @@ def _disconnecting(r: Rollout, after: int) -> Emit:
         sent += 1
 
     return faulty
-
-
-# -- request helpers ----------------------------------------------------------------------------
-
-
-def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
-    if instructions is None or isinstance(instructions, str):
-        return instructions
-    return "\n".join(text_of(i.content) for i in instructions if isinstance(i, Message))
-
-
-def normalize_input(value: str | Sequence[Item] | None) -> list[Item]:
-    """Input as stored items: short forms expanded, every item given an id."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        value = (Message(role="user", content=value),)
-    out: list[Item] = []
-    for item in value:
-        if isinstance(item, Message):
-            content = item.content
-            if isinstance(content, str):
-                part = (
-                    OutputText(text=content)
-                    if item.role == "assistant"
-                    else InputText(text=content)
-                )
-                content = (part,)
-            item = attrs.evolve(
-                item,
-                content=content,
-                id=item.id or new_id("msg"),
-                status=item.status or "completed",
-            )
-        elif isinstance(item, FunctionCallOutput):
-            item = attrs.evolve(
-                item, id=item.id or new_id("fco"), status=item.status or "completed"
-            )
-        elif isinstance(item, FunctionCall):
-            item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
-        elif isinstance(item, Reasoning) and item.id is None:
-            item = attrs.evolve(item, id=new_id("rs"))
-        out.append(item)
-    return out
-
-
-def check_input(ctx: Context, items: Sequence[Item]) -> None:
-    """Each tool output answers an open call (once); each reference resolves.
-
-    Pure: raises before the context is touched, so a bad request leaves cached state intact.
-    """
-    calls: set[str] = set()
-    answered: set[str] = set()
-    ids: set[str] = set()
-    for i, item in enumerate(items):
-        if isinstance(item, FunctionCall):
-            calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput):
-            known = item.call_id in calls or item.call_id in ctx.open_calls
-            if item.call_id in answered or not known:
-                raise errors.invalid(
-                    f"No tool call found for function call output with call_id {item.call_id}.",
-                    param=f"input[{i}].call_id",
-                    code="invalid_value",
-                )
-            calls.discard(item.call_id)
-            answered.add(item.call_id)
-        elif isinstance(item, ItemReference):
-            if item.id not in ids and item.id not in ctx.by_id:
-                raise errors.invalid(
-                    f"Item with id '{item.id}' not found.",
-                    param=f"input[{i}].id",
-                    code="invalid_value",
-                )
-        if not isinstance(item, ItemReference) and item.id is not None:
-            ids.add(item.id)
-    unanswered = (ctx.open_calls | calls) - answered
-    if unanswered:
-        raise errors.invalid(
-            f"No tool output found for function call {min(unanswered)}.",
-            param="input",
-            code="invalid_value",
-        )
-
-
-def resolve_references(ctx: Context, items: Sequence[Item]) -> list[Item]:
-    local = {i.id: i for i in items if not isinstance(i, ItemReference) and i.id is not None}
-    out: list[Item] = []
-    for item in items:
-        if isinstance(item, ItemReference):
-            found = local.get(item.id) or ctx.resolve(item)
-            if found is not None:
-                out.append(found)
-        else:
-            out.append(item)
-    return out
-
-
-def new_response(req: CreateRequest) -> Response:
-    return Response(
-        id=new_id("resp"),
-        created_at=int(time.time()),
-        instructions=req.instructions,
-        max_output_tokens=req.max_output_tokens,
-        max_tool_calls=req.max_tool_calls,
-        model=req.model,
-        parallel_tool_calls=req.parallel_tool_calls,
-        previous_response_id=req.previous_response_id,
-        reasoning=req.reasoning or {"effort": None, "summary": None},
-        service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
-        store=req.store,
-        temperature=1.0 if req.temperature is None else req.temperature,
-        text=req.text or {"format": {"type": "text"}},
-        tool_choice=req.tool_choice,
-        tools=req.tools,
-        top_logprobs=req.top_logprobs or 0,
-        top_p=1.0 if req.top_p is None else req.top_p,
-        truncation=req.truncation or "disabled",
-        user=req.user,
-        metadata=req.metadata or {},
-        prompt_cache_key=req.prompt_cache_key,
-        safety_identifier=req.safety_identifier,
-    )
 
 
 __all__ = ["Engine", "Prepared"]

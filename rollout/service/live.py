@@ -17,8 +17,10 @@ import trio
 from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
+from protocol.input import normalize_input
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
-from rollout.engine.engine import Engine, Prepared, normalize_input
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.ids import new_id
 from rollout.engine.loop import Cancel, Disconnected, Emit, EndRollout
 from rollout.engine.work import Work
 from rollout.service.capture import Captured
@@ -244,7 +246,7 @@ class AppendHost:
     async def apply(self, live: Live, items: Sequence[Item], work: Work) -> trio.Event:
         """Scan and tokenize each item into the context as it arrives; resume when every pending
         call has its output. Returns the event that is set at the next pause or the end."""
-        stored = normalize_input(items)
+        stored = normalize_input(items, new_id)
         r = live.prepared.rollout
         r.work.mark("received", work.created)
         before = r.ctx.scan.tokens_scanned

@@ -43,9 +43,10 @@ import orjson
 import trio
 
 from protocol import codec
+from protocol.input import normalize_input
 from protocol.items import Item, Message, WebSearchCall, text_of
 from rollout.engine.context import Context, is_model_item
-from rollout.engine.engine import normalize_input
+from rollout.engine.ids import new_id
 from rollout.model.policy import (
     CallSpec,
     CallStep,
@@ -441,7 +442,7 @@ def _start(r: _Response, states: Mapping[str, tuple[str, _Turns]]) -> tuple[str,
     body = r.request or {}
     items: list[Item] = []
     try:
-        items = normalize_input(codec.decode_create(body).input)
+        items = normalize_input(codec.decode_create(body).input, new_id)
     except Exception:  # a request the server refused on the way does not decode: no input
         items = []
     parent = body.get("previous_response_id")

@@ -1,0 +1,160 @@
+# Pure rules for a create request's input: short forms expanded into stored items, tool outputs
+# and item references checked against the conversation they continue, references resolved, and
+# the Response a request starts. Sans-IO: the caller passes the id factory, the clock reading and
+# what the conversation already holds (open calls, known item ids).
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence, Set
+
+import attrs
+
+from protocol import errors
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    InputText,
+    Item,
+    ItemReference,
+    Message,
+    OutputText,
+    Reasoning,
+    text_of,
+)
+from protocol.request import CreateRequest
+from protocol.response import Response
+
+NewId = Callable[[str], str]  # prefix -> a fresh id ("msg" -> "msg_...")
+
+
+def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
+    if instructions is None or isinstance(instructions, str):
+        return instructions
+    return "\n".join(text_of(i.content) for i in instructions if isinstance(i, Message))
+
+
+def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[Item]:
+    """Input as stored items: short forms expanded, every item given an id."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = (Message(role="user", content=value),)
+    out: list[Item] = []
+    for item in value:
+        if isinstance(item, Message):
+            content = item.content
+            if isinstance(content, str):
+                part = (
+                    OutputText(text=content)
+                    if item.role == "assistant"
+                    else InputText(text=content)
+                )
+                content = (part,)
+            item = attrs.evolve(
+                item,
+                content=content,
+                id=item.id or new_id("msg"),
+                status=item.status or "completed",
+            )
+        elif isinstance(item, FunctionCallOutput):
+            item = attrs.evolve(
+                item, id=item.id or new_id("fco"), status=item.status or "completed"
+            )
+        elif isinstance(item, FunctionCall):
+            item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
+        elif isinstance(item, Reasoning) and item.id is None:
+            item = attrs.evolve(item, id=new_id("rs"))
+        out.append(item)
+    return out
+
+
+def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Container[str]) -> None:
+    """Each tool output answers an open call (once); each reference resolves; no call is left
+    unanswered. `open_calls` and `known_ids` describe the conversation being continued.
+
+    Pure: raises before anything is touched, so a bad request leaves cached state intact.
+    """
+    calls: set[str] = set()
+    answered: set[str] = set()
+    ids: set[str] = set()
+    for i, item in enumerate(items):
+        if isinstance(item, FunctionCall):
+            calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput):
+            known = item.call_id in calls or item.call_id in open_calls
+            if item.call_id in answered or not known:
+                raise errors.invalid(
+                    f"No tool call found for function call output with call_id {item.call_id}.",
+                    param=f"input[{i}].call_id",
+                    code="invalid_value",
+                )
+            calls.discard(item.call_id)
+            answered.add(item.call_id)
+        elif isinstance(item, ItemReference):
+            if item.id not in ids and item.id not in known_ids:
+                raise errors.invalid(
+                    f"Item with id '{item.id}' not found.",
+                    param=f"input[{i}].id",
+                    code="invalid_value",
+                )
+        if not isinstance(item, ItemReference) and item.id is not None:
+            ids.add(item.id)
+    unanswered = (set(open_calls) | calls) - answered
+    if unanswered:
+        raise errors.invalid(
+            f"No tool output found for function call {min(unanswered)}.",
+            param="input",
+            code="invalid_value",
+        )
+
+
+def resolve_references(
+    items: Sequence[Item], lookup: Callable[[ItemReference], Item | None]
+) -> list[Item]:
+    """Item references replaced by the items they name (in this input first, then `lookup`)."""
+    local = {i.id: i for i in items if not isinstance(i, ItemReference) and i.id is not None}
+    out: list[Item] = []
+    for item in items:
+        if isinstance(item, ItemReference):
+            found = local.get(item.id) or lookup(item)
+            if found is not None:
+                out.append(found)
+        else:
+            out.append(item)
+    return out
+
+
+def new_response(req: CreateRequest, response_id: str, created_at: int) -> Response:
+    """The in-progress Response a request starts: the request's settings, or their defaults."""
+    return Response(
+        id=response_id,
+        created_at=created_at,
+        instructions=req.instructions,
+        max_output_tokens=req.max_output_tokens,
+        max_tool_calls=req.max_tool_calls,
+        model=req.model,
+        parallel_tool_calls=req.parallel_tool_calls,
+        previous_response_id=req.previous_response_id,
+        reasoning=req.reasoning or {"effort": None, "summary": None},
+        service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
+        store=req.store,
+        temperature=1.0 if req.temperature is None else req.temperature,
+        text=req.text or {"format": {"type": "text"}},
+        tool_choice=req.tool_choice,
+        tools=req.tools,
+        top_logprobs=req.top_logprobs or 0,
+        top_p=1.0 if req.top_p is None else req.top_p,
+        truncation=req.truncation or "disabled",
+        user=req.user,
+        metadata=req.metadata or {},
+        prompt_cache_key=req.prompt_cache_key,
+        safety_identifier=req.safety_identifier,
+    )
+
+
+__all__ = [
+    "check_input",
+    "instructions_text",
+    "new_response",
+    "normalize_input",
+    "resolve_references",
+]
