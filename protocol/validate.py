@@ -95,6 +95,12 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
                     code="invalid_value",
                 )
     _check_tools(req)
+    if req.shape == "append" and not websocket and not req.stream:
+        raise invalid(
+            "The append shape streams over HTTP: send 'stream: true'.",
+            param="stream",
+            code="invalid_value",
+        )
 
 
 def _check_tools(req: CreateRequest) -> None:

@@ -29,7 +29,7 @@ from protocol.items import (
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route
-from rollout.engine.executors import ClientTools, WebSearch
+from rollout.engine.executors import WebSearch
 from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults
 from rollout.engine.ids import new_id
 from rollout.engine.loop import (
@@ -37,9 +37,12 @@ from rollout.engine.loop import (
     Disconnected,
     Emit,
     EndRollout,
+    Executor,
     LoopEnv,
     Outcome,
     Rollout,
+    Sink,
+    as_sink,
     run_loop,
 )
 from rollout.engine.work import Stats, Work
@@ -79,7 +82,8 @@ class Engine:
             policy=self.policy,
             profile=self.inference,
             cache=self.cache,
-            web_search=WebSearch(self.costs),
+            hosted=WebSearch(self.costs),
+            safety=self.scan_latency,
         )
 
     # -- pre-inference --------------------------------------------------------------------------
@@ -118,14 +122,15 @@ class Engine:
         self,
         req: CreateRequest,
         work: Work,
-        emit: Emit,
+        sink: Sink | Emit,
         *,
         base: Context | None = None,
         route: Route | None = None,
         owner: str | None = None,
     ) -> Prepared:
         """Pre-inference work. `base` is a cached context to extend (it is not modified unless
-        the request is valid); without it the context comes from the store or starts empty."""
+        the request is valid); without it the context comes from the store or starts empty.
+        Events will go to `sink` (a Sink, or a callback taking each event)."""
         work.mark("received", work.created)
         if base is None:
             if req.previous_response_id:
@@ -149,7 +154,7 @@ class Engine:
             stream=ResponseStream(response),
             route=route,
             work=work,
-            emit=emit,
+            sink=as_sink(sink),
             max_output_tokens=req.max_output_tokens,
         )
         return Prepared(request=req, rollout=rollout, input_items=items, owner=owner)
@@ -159,7 +164,7 @@ class Engine:
     async def run(
         self,
         prepared: Prepared,
-        client: ClientTools,
+        client: Executor,
         *,
         billing: trio.Nursery | None = None,
         cancel: Cancel | None = None,
@@ -174,7 +179,7 @@ class Engine:
         self.running.add(cancel)
         plan = self.faults.next_plan() if self.faults is not None else NO_FAULTS
         if plan.disconnect_after is not None:
-            r.emit = _disconnecting(r, plan.disconnect_after)
+            r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         outcome = Outcome("incomplete", reason="cancelled")
         try:
             with cancel.scope:
@@ -193,7 +198,7 @@ class Engine:
             outcome = Outcome("incomplete", reason=end.reason)
         except Disconnected:
             outcome = Outcome("incomplete", reason="client_disconnected")
-            r.emit = _drop
+            r.gone = True
         except ProtocolError as exc:
             outcome = Outcome("failed", reason=exc.code or "server_error", message=exc.message)
         except Exception:
@@ -269,24 +274,26 @@ class Engine:
                 await trio.sleep(self.costs.billing_s)
 
 
-async def _drop(event: object) -> None:
-    del event
-
-
-def _disconnecting(r: Rollout, after: int) -> Emit:
+@attrs.define(eq=False)
+class DisconnectingSink:
     """An injected fault: the connection drops once `after` events of the response were sent."""
-    emit = r.emit
-    sent = 0
 
-    async def faulty(event: Event) -> None:
-        nonlocal sent
-        if sent >= after:
-            await r.disconnect()
+    inner: Sink
+    after: int
+    sent: int = 0
+
+    async def emit(self, event: Event) -> None:
+        if self.sent >= self.after:
+            await self.inner.close()
             raise Disconnected()
-        await emit(event)
-        sent += 1
+        await self.inner.emit(event)
+        self.sent += 1
 
-    return faulty
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 __all__ = ["Engine", "Prepared"]

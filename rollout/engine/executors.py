@@ -1,34 +1,29 @@
-# Tool execution behind one interface per kind. Hosted tools (web search) run a simulated service
-# inside the server with a declared latency and deterministic results. Client tools are executed
-# by the client: the chain shape's executor ends the response (the client answers with a new
-# response.create carrying previous_response_id); the append shape's executor (rollout.service.live)
-# pauses the loop until the client appends the outputs.
+# The executors of the sampling loop that the engine itself provides, all behind the loop's one
+# interface (`rollout.engine.loop.Executor`). The chain shape's client-tool executor ends the
+# response (the client answers with a new response.create carrying previous_response_id); the
+# hosted web-search service runs inside the server with a declared latency and deterministic
+# results. The append shape's executor pauses for the client (rollout.service.live).
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol
 
 import attrs
 import trio
 
-from protocol.items import FunctionCall, Item, SearchAction, UrlSource
-from rollout.engine.work import Work
+from protocol.items import Item, SearchAction, UrlSource, WebSearchCall
+from rollout.engine.loop import Rollout, ToolCall
+from rollout.model.policy import WebSearchSpec
 from rollout.model.profiles import CostProfile
-
-
-class ClientTools(Protocol):
-    async def call(self, calls: Sequence[FunctionCall], work: Work) -> Sequence[Item] | None:
-        """Items for the context (the outputs, unless the executor put them in itself as they
-        arrived), or None to end the response here (the chain shape)."""
-        ...
 
 
 class EndResponse:
     """The chain shape: a client tool call ends the response; its state stays for chaining."""
 
-    async def call(self, calls: Sequence[FunctionCall], work: Work) -> Sequence[Item] | None:
-        del calls, work
+    scans = True
+
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+        del r, calls
         return None
 
 
@@ -38,9 +33,21 @@ class WebSearch:
 
     costs: CostProfile
     results: int = 3
+    scans = False  # its results are the server's own items, not client input
 
-    async def call(self, query: str, work: Work) -> SearchAction:
-        with work.stage("hosted_tool", items=1):
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+        done: list[Item] = []
+        for c in calls:
+            assert isinstance(c.spec, WebSearchSpec)
+            action = await self.search(c.spec.query, r)
+            await r.send(r.stream.end_web_search(c.output_index, action))
+            item = r.stream.response.output[c.output_index]
+            assert isinstance(item, WebSearchCall)
+            done.append(item)
+        return done
+
+    async def search(self, query: str, r: Rollout) -> SearchAction:
+        with r.work.stage("hosted_tool", items=1):
             if self.costs.web_search_s > 0:
                 await trio.sleep(self.costs.web_search_s)
             return SearchAction(query=query, sources=self.sources(query))

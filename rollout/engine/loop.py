@@ -1,21 +1,22 @@
-# The one sampling loop. A rollout samples a step from the policy; text ends it, tool calls are
-# executed (hosted tools here, client tools through the executor it was given) and their results
-# join the context; repeat. Chain and append differ only in the client-tool executor; HTTP and
-# WebSocket only in `emit`. Pre- and post-inference work (ingest, billing) is the caller's.
+# The one sampling loop. A rollout samples a step from the policy; text ends it; tool calls go to
+# their executors, every one behind the same interface (`await executor.call(r, calls)` returns
+# the output items that join the context, or None to end the response there); repeat. Shapes
+# differ only in the client-tool executor, transports only in the Sink events go to. Pre- and
+# post-inference work (ingest, billing) is the caller's (rollout.engine.engine).
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 import attrs
 import trio
 
 from protocol.events import Event
-from protocol.items import FunctionCall, UrlCitation, WebSearchCall
+from protocol.items import Item, UrlCitation
 from protocol.response import Usage
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route
-from rollout.engine.executors import ClientTools, WebSearch
 from rollout.engine.ids import new_id
 from rollout.engine.work import Work
 from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
@@ -34,7 +35,66 @@ Emit = Callable[[Event], Awaitable[None]]
 
 
 class Disconnected(Exception):
-    """Raised by a transport's emit when the client is gone; the loop stops sampling."""
+    """Raised by a sink's emit when the client is gone; the loop stops sampling."""
+
+
+class Sink(Protocol):
+    """Where a response's events go: a transport's framing of them for one client (an SSE
+    stream, a WebSocket lane), or a relay to whichever client holds a live rollout."""
+
+    async def emit(self, event: Event) -> None:
+        """Send (or queue) one event; raises Disconnected when the client is gone."""
+        ...
+
+    async def flush(self) -> None:
+        """Let what is queued leave now (a response's first token)."""
+        ...
+
+    async def close(self) -> None:
+        """Drop the client's connection (an injected fault)."""
+        ...
+
+
+@attrs.define(eq=False)
+class CallbackSink:
+    """A sink that hands each event to a callback (tests, embedding the engine directly)."""
+
+    callback: Emit
+
+    async def emit(self, event: Event) -> None:
+        await self.callback(event)
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def as_sink(target: Sink | Emit) -> Sink:
+    return CallbackSink(target) if callable(target) else target
+
+
+@attrs.frozen
+class ToolCall:
+    """One call of a sampling step, as streamed: where it sits in the output, the item (a
+    FunctionCall, or a WebSearchCall in progress) and what the model asked for."""
+
+    output_index: int
+    item: Item
+    spec: FunctionCallSpec | WebSearchSpec
+
+
+class Executor(Protocol):
+    """Runs a step's calls of one kind. `scans` says whether its outputs are client input (safety
+    scanned as they join the context) or items the server made itself."""
+
+    scans: bool
+
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+        """The items that join the context (outputs, completed hosted calls), or None to end the
+        response here with the calls open (the chain shape: the client continues it)."""
+        ...
 
 
 class EndRollout(Exception):
@@ -58,10 +118,6 @@ class Cancel:
             self.scope.cancel()
 
 
-async def _nothing() -> None:
-    """The default flush: transports that write each event at once have nothing to do."""
-
-
 @attrs.frozen
 class Outcome:
     """How the loop ended: `completed`, `incomplete` (with a reason) or `failed`."""
@@ -76,7 +132,8 @@ class LoopEnv:
     policy: Policy
     profile: InferenceProfile
     cache: PrefixCache
-    web_search: WebSearch
+    hosted: Executor  # hosted tools (web search)
+    safety: Callable[[int, Work], Awaitable[None]]  # the safety service's latency for new tokens
 
 
 @attrs.define(eq=False)
@@ -87,14 +144,17 @@ class Rollout:
     stream: ResponseStream
     route: Route
     work: Work
-    emit: Emit
+    sink: Sink
     input_tokens: int = 0  # summed over sampling steps
     cached_tokens: int = 0
     output_tokens: int = 0
     max_output_tokens: int | None = None
     first_token_pending: bool = False
-    flush: Callable[[], Awaitable[None]] = attrs.field(default=_nothing)
-    disconnect: Callable[[], Awaitable[None]] = attrs.field(default=_nothing)  # drop the client
+    gone: bool = False  # the client disconnected: events are dropped from then on
+
+    async def emit(self, event: Event) -> None:
+        if not self.gone:
+            await self.sink.emit(event)
 
     async def send(self, events: Sequence[Event] | Event) -> None:
         if isinstance(events, Sequence):
@@ -114,7 +174,7 @@ class Rollout:
         return Usage.of(self.input_tokens, self.cached_tokens, self.output_tokens)
 
 
-async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
+async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
     while True:
         step = env.policy.next_step(r.ctx)
         if step.delay_s > 0:
@@ -148,20 +208,27 @@ async def run_loop(r: Rollout, env: LoopEnv, client: ClientTools) -> Outcome:
                     r.work.steps.append((pf.prompt_tokens, ideal))
         if calls is None:
             return Outcome("incomplete", reason="max_output_tokens")
-        function_calls: list[FunctionCall] = []
-        for index, spec in calls:
-            if isinstance(spec, WebSearchSpec):
-                await _run_web_search(r, env, index, spec)
-            else:
-                item = r.stream.response.output[index]
-                assert isinstance(item, FunctionCall)
-                function_calls.append(item)
-        if function_calls:
-            r.ctx.extend(function_calls, r.work, scan=False)
-            outputs = await client.call(function_calls, r.work)
-            if outputs is None:
+        hosted = [c for c in calls if isinstance(c.spec, WebSearchSpec)]
+        functions = [c for c in calls if not isinstance(c.spec, WebSearchSpec)]
+        if hosted:
+            await _execute(r, env, env.hosted, hosted)
+        if functions:
+            r.ctx.extend([c.item for c in functions], r.work, scan=False)
+            if not await _execute(r, env, client, functions):
                 return Outcome("completed")
-            r.ctx.extend(outputs, r.work)
+
+
+async def _execute(r: Rollout, env: LoopEnv, executor: Executor, calls: list[ToolCall]) -> bool:
+    """Run `calls` through `executor` and add what it returns to the context; False when the
+    executor ends the response instead."""
+    outputs = await executor.call(r, calls)
+    if outputs is None:
+        return False
+    before = r.ctx.scan.tokens_scanned
+    r.ctx.extend(outputs, r.work, scan=executor.scans)
+    if executor.scans:
+        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
+    return True
 
 
 async def _stream_tokens(
@@ -188,7 +255,7 @@ async def _stream_tokens(
         if r.first_token_pending:
             r.first_token_pending = False
             r.work.mark("first_token")
-            await r.flush()
+            await r.sink.flush()
         written.append(piece)
         chars += len(piece)
         if after is not None:
@@ -215,20 +282,18 @@ async def _sample_text(r: Rollout, text: str, citations_: Sequence[Citation], pa
     return cut
 
 
-async def _sample_calls(
-    r: Rollout, step: CallStep, pacer: Pacer
-) -> list[tuple[int, FunctionCallSpec | WebSearchSpec]] | None:
+async def _sample_calls(r: Rollout, step: CallStep, pacer: Pacer) -> list[ToolCall] | None:
     """Stream every function call of the step, then open (not run) its web searches.
 
     Hosted calls come last in a step: the loop samples a new step after running them.
     """
-    out: list[tuple[int, FunctionCallSpec | WebSearchSpec]] = []
+    out: list[ToolCall] = []
     ordered = sorted(step.calls, key=lambda spec: isinstance(spec, WebSearchSpec))
     for spec in ordered:
         index = r.stream.next_output_index
         if isinstance(spec, WebSearchSpec):
             await r.send(r.stream.begin_web_search(new_id("ws")))
-            out.append((index, spec))
+            out.append(ToolCall(index, r.stream.response.output[index], spec))
             continue
         await r.send(r.stream.begin_call(new_id("fc"), new_id("call"), spec.name))
         delta = functools.partial(r.stream.arguments_delta, index)
@@ -237,13 +302,5 @@ async def _sample_calls(
             await r.send(r.stream.end_call(index, streamed, status="incomplete"))
             return None
         await r.send(r.stream.end_call(index, spec.arguments))
-        out.append((index, spec))
+        out.append(ToolCall(index, r.stream.response.output[index], spec))
     return out
-
-
-async def _run_web_search(r: Rollout, env: LoopEnv, index: int, spec: WebSearchSpec) -> None:
-    action = await env.web_search.call(spec.query, r.work)
-    await r.send(r.stream.end_web_search(index, action))
-    item = r.stream.response.output[index]
-    assert isinstance(item, WebSearchCall)
-    r.ctx.extend([item], r.work, scan=False)

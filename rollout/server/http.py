@@ -19,19 +19,16 @@ from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.stream import replay
-from protocol.validate import validate_create
 from rollout.engine.engine import Engine
-from rollout.engine.executors import EndResponse
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
 from rollout.engine.work import Work
 from rollout.server import logs
 from rollout.server.metrics import render as render_metrics
 from rollout.server.ws import serve_websocket
-from rollout.service.capture import Captured, parse
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost, Live
-from rollout.service.record import Recorder, open_recorder
+from rollout.service.service import Hold, Service
+from rollout.service.taps import Taps
 from rollout.store.memory import visible
 
 log = logging.getLogger("rollout.server.http")
@@ -53,9 +50,62 @@ class _Closed(Exception):
 
 
 @attrs.define(eq=False)
+class SseSink:
+    """The events of one HTTP request as a `text/event-stream` body. The response head goes out
+    with the first event (or at the end), so a request refused before any event still gets a
+    plain HTTP error status."""
+
+    conn: HttpConnection
+    started: bool = False
+
+    async def emit(self, event: Event) -> None:
+        payload = codec.encode_event(event)
+        if not self.started:
+            await self._start()
+        await self.conn.taps.event(payload)
+        try:
+            await self.conn._send(
+                h11.Data(data=b"event: %s\ndata: %s\n\n" % (event.type.encode(), payload))
+            )
+        except _Closed:
+            raise Disconnected() from None
+        self.conn.taps.sent()
+
+    async def flush(self) -> None:
+        pass  # every event is written at once
+
+    async def close(self) -> None:
+        await self.conn.stream.aclose()
+
+    async def end(self) -> None:
+        if not self.started:
+            await self._start()
+        await self.conn._send(h11.EndOfMessage())
+
+    async def _start(self) -> None:
+        self.started = True
+        head = self.conn._headers("text/event-stream", {"cache-control": "no-cache"})
+        await self.conn.taps.status(200)
+        await self.conn._send(h11.Response(status_code=200, headers=head))
+
+
+class NullSink:
+    """A non-streaming request: the events are not sent (the final response is the reply)."""
+
+    async def emit(self, event: Event) -> None:
+        del event
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+@attrs.define(eq=False)
 class HttpConnection:
     stream: trio.abc.Stream
-    host: AppendHost
+    service: Service
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     owner: str | None = None  # the API key of the current request, when keys are configured
@@ -63,15 +113,14 @@ class HttpConnection:
     request_id: str = ""
     status: int = 0  # of the current request's response, for the access log
     number: int = 0  # this connection's number (for capture)
-    recorder: Recorder | None = attrs.field(init=False, default=None)  # (rollout.service.record)
+    taps: Taps = attrs.field(init=False)
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
 
     def __attrs_post_init__(self) -> None:
-        self.host.connections += 1
-        self.number = self.host.connections
-        self.recorder = open_recorder(self.host, "http", self.number)
-        self.engine = self.host.engine
-        self.config = self.host.config
+        self.number = self.service.taps.number()
+        self.engine = self.service.engine
+        self.config = self.service.config
+        self.taps = self.service.taps.open("http", self.number, self.engine.stats)
         self.conn = h11.Connection(
             h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
         )
@@ -122,15 +171,14 @@ class HttpConnection:
 
     async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
-        if self.recorder is not None:
-            await self.recorder.status(status, data)
+        await self.taps.status(status, data)
         headers = [*self._headers(JSON, extra), ("content-length", str(len(data)))]
         await self._send(h11.Response(status_code=status, headers=headers))
         await self._send(h11.Data(data=data))
         await self._send(h11.EndOfMessage())
 
     async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
-        self.engine.stats.error(exc.code)
+        await self.taps.error(exc)
         await self.reply(exc.status, {"error": exc.payload()}, extra)
 
     # -- the connection -------------------------------------------------------------------------
@@ -180,8 +228,7 @@ class HttpConnection:
         except _Closed:
             return
         finally:
-            if self.recorder is not None:  # first: closing the stream raises if cancelled
-                await self.recorder.aclose()
+            await self.taps.aclose()  # first: closing the stream raises if cancelled
             with trio.move_on_after(1):
                 await self.stream.aclose()
 
@@ -226,7 +273,12 @@ class HttpConnection:
         self.engine.stats.ws_connections += 1
         try:
             await serve_websocket(
-                self.stream, bytes(self._head), self.host, self.owner, self.request_id, self.number
+                self.stream,
+                bytes(self._head),
+                self.service,
+                self.owner,
+                self.request_id,
+                self.number,
             )
         finally:
             self.engine.stats.ws_connections -= 1
@@ -295,14 +347,13 @@ class HttpConnection:
             return False
         # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
         ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
-        if self.host.captured is not None:
-            kind = f"{request.method} {request.path}"
-            self.host.captured.append(Captured("http", kind, parse(request.body), self.number))
-        if self.recorder is not None:
-            ctype = request.headers.get("content-type")
-            await self.recorder.http_request(
-                request.method, request.path, request.query, request.body, ctype
-            )
+        await self.taps.request(
+            request.method,
+            request.path,
+            request.query,
+            request.body,
+            request.headers.get("content-type"),
+        )
         try:
             self._authorize(request)
             await self._route(request)
@@ -348,45 +399,15 @@ class HttpConnection:
         work = Work()
         with work.stage("decode", items=1) as c:
             c.tokens = len(request.body)
-            req = codec.decode_create(request.body)
-            validate_create(req, websocket=False)
-        streaming = bool(req.stream)
-        if req.shape == "append" and not streaming:
-            raise errors.invalid(
-                "The append shape streams over HTTP: send 'stream: true'.",
-                param="stream",
-                code="invalid_value",
-            )
-        emit = self._sse_event if streaming else _ignore
-        prepared = await self.engine.prepare(req, work, emit, owner=self.owner)
-        prepared.rollout.disconnect = self.stream.aclose
-        if streaming:
-            await self._start_sse()
-        if req.shape == "append":
-            live = self.host.start(
-                prepared, sink=emit, sink_owner=self, owner=self.owner, lane=None, billing=None
-            )
-            await self._until(live, live.boundary)
-            await self._send(h11.EndOfMessage())
-            return
-        await self.engine.run(prepared, EndResponse())
-        if streaming:
-            await self._send(h11.EndOfMessage())
+            req = await self.service.decode_create(request.body, websocket=False)
+        sink = SseSink(self) if req.stream else None
+        response = await self.service.create(
+            req, work, sink or NullSink(), owner=self.owner, holder=sink
+        )
+        if sink is not None:
+            await sink.end()
         else:
-            await self.reply(200, codec.encode(prepared.rollout.stream.response))
-
-    async def _start_sse(self) -> None:
-        head = self._headers("text/event-stream", {"cache-control": "no-cache"})
-        if self.recorder is not None:
-            await self.recorder.status(200)
-        await self._send(h11.Response(status_code=200, headers=head))
-
-    async def _until(self, live: Live, boundary: trio.Event) -> None:
-        """Stream an append rollout's events until it pauses or ends, then let go of it."""
-        await boundary.wait()
-        if live.sink_owner is self:
-            live.sink = None
-            live.sink_owner = None
+            await self.reply(200, codec.encode(response))
 
     async def append(self, response_id: str, request: Request) -> None:
         """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
@@ -395,35 +416,24 @@ class HttpConnection:
         with work.stage("decode", items=1) as c:
             c.tokens = len(request.body)
             append = codec.decode_append(request.body)
-        live = self.host.find(response_id, self.owner)
-        self.host.check(live, append.input)
-        if live.sink is not None:  # another client is attached to it right now
-            raise errors.response_not_found(response_id)
-        await self._start_sse()
-        live.attach(self._sse_event, self)
-        boundary = await self.host.apply(live, append.input, work)
-        await self._until(live, boundary)
-        await self._send(h11.EndOfMessage())
-
-    async def _sse_event(self, event: Event) -> None:
-        payload = codec.encode_event(event)
-        if self.recorder is not None:
-            await self.recorder.event(payload)
-        try:
-            await self._send(
-                h11.Data(data=b"event: %s\ndata: %s\n\n" % (event.type.encode(), payload))
-            )
-        except _Closed:
-            raise Disconnected() from None
-        self.engine.stats.events_sent += 1
+        sink = SseSink(self)
+        await self.service.append(
+            response_id,
+            append.input,
+            work,
+            sink,
+            owner=self.owner,
+            holder=sink,
+            hold=Hold.UNTIL_PAUSE,
+        )
+        await sink.end()
 
     async def metrics(self) -> None:
-        live = list(self.host.live.values())
         text = render_metrics(
             self.engine.stats,
             responses_in_flight=len(self.engine.running),
-            suspended=sum(1 for x in live if x.state == "suspended"),
-            live=len(live),
+            suspended=self.service.live.waiting,
+            live=len(self.service.live.rollouts),
         )
         data = text.encode()
         headers = [*self._headers("text/plain; version=0.0.4"), ("content-length", str(len(data)))]
@@ -446,11 +456,14 @@ class HttpConnection:
                 code="invalid_value",
             )
         start = int(after) if after else -1
-        await self._start_sse()
+        sink = SseSink(self)
         for event in replay(record.response):
             if event.sequence_number is not None and event.sequence_number > start:
-                await self._sse_event(event)
-        await self._send(h11.EndOfMessage())
+                try:
+                    await sink.emit(event)
+                except Disconnected:
+                    raise _Closed() from None
+        await sink.end()
 
     async def delete(self, response_id: str) -> None:
         record = visible(await self.engine.store.get(response_id), self.owner)
@@ -495,9 +508,9 @@ class HttpConnection:
         )
 
     async def cancel(self, response_id: str) -> None:
-        live = self.host.live.get(response_id)
-        if live is not None and live.owner == self.owner:
-            live.cancel.cancel("cancelled")
+        live = self.service.find_live(response_id, self.owner)
+        if live is not None:
+            self.service.cancel(response_id, self.owner)
             await live.done.wait()
             await self.reply(200, codec.encode(live.prepared.rollout.stream.response))
             return
@@ -509,10 +522,6 @@ class HttpConnection:
             param="response_id",
             code="invalid_value",
         )
-
-
-async def _ignore(event: Event) -> None:
-    del event
 
 
 def _request(event: h11.Request) -> Request:

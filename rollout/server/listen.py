@@ -11,8 +11,9 @@ import trio
 from rollout.engine.engine import Engine
 from rollout.model import tokens
 from rollout.server.http import HttpConnection
+from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 
 log = logging.getLogger("rollout")
 
@@ -23,31 +24,35 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 0,
     config: ServerConfig | None = None,
-    rollouts: AppendHost | None = None,
     stop: trio.Event | None = None,
     record: str | Path | None = None,
+    capture: list[Captured] | None = None,
+    service: Service | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Responses API on `host:port`; reports the bound port.
 
     Port 0 picks a free port; `await nursery.start(serve, ...)` returns the port that was bound.
-    `rollouts` holds the live append rollouts (made here unless given, e.g. to inspect them).
     Cancelling stops at once; setting `stop` shuts down gracefully (see `drain`) and returns.
-    `record` is a directory to record every connection's traffic in (see rollout.service.record).
+    `record` is a directory to record every connection's traffic in (docs/test-rigs.md);
+    `capture` a list that receives every request and frame, parsed. `service` is the service
+    layer to run (made here unless given; rigs pass one to look at its live rollouts).
     """
-    engine = engine or Engine()
-    config = config or ServerConfig()
+    if service is None:
+        service = Service(engine or Engine(), config or ServerConfig())
+    engine, config = service.engine, service.config
+    if record is not None:
+        service.taps.record_dir = Path(record)
+    if capture is not None:
+        service.taps.captured = capture
     tokens.encode("warm up")  # load the encoding now, not inside the first request
     gc.freeze()  # what is loaded by now lives for good: keep it out of every collection
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-    rollouts = rollouts or AppendHost(engine, config)
-    if record is not None:
-        rollouts.record_dir = Path(record)
 
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            await HttpConnection(stream, rollouts).run()
+            await HttpConnection(stream, service).run()
         except Exception:
             log.exception("connection handler failed")
 
@@ -63,7 +68,7 @@ async def serve(
                 connections.start_soon(handle, stream)
 
     async with trio.open_nursery() as nursery:
-        await nursery.start(rollouts.run)
+        await nursery.start(service.serve)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 for listener in listeners:
@@ -73,7 +78,7 @@ async def serve(
                 await (stop.wait() if stop is not None else trio.sleep_forever())
                 accepting.cancel_scope.cancel()
             log.info("shutting down: %d responses in progress", len(engine.running))
-            await drain(engine, rollouts, config.shutdown_grace_s)
+            await drain(service, config.shutdown_grace_s)
             connections.cancel_scope.cancel()
         nursery.cancel_scope.cancel()
     # Nothing of the store to flush: every stored response was committed before its terminal
@@ -81,19 +86,20 @@ async def serve(
     log.info("stopped")
 
 
-async def drain(engine: Engine, rollouts: AppendHost, grace: float) -> None:
+async def drain(service: Service, grace: float) -> None:
     """Graceful shutdown after the listeners stopped: let running responses finish for up to
     `grace` seconds, end the rest (and every suspended append rollout) with
     `response.incomplete` (reason `shutdown`), then close WebSockets with 1001."""
+    engine = service.engine
     with trio.move_on_after(grace):
         while engine.running or engine.stats.http_in_flight:
             await trio.sleep(0.01)
     for cancel in list(engine.running):
         cancel.cancel("shutdown")
-    for live in list(rollouts.live.values()):
+    for live in list(service.live.rollouts.values()):
         live.cancel.cancel("shutdown")
     with trio.move_on_after(2):
-        while engine.running or rollouts.live or engine.stats.http_in_flight:
+        while engine.running or service.live.rollouts or engine.stats.http_in_flight:
             await trio.sleep(0.01)
-    for session in list(rollouts.sessions):
-        await session.ws.aclose(1001, "server shutting down")
+    for session in list(service.sessions):
+        await session.shutdown()

@@ -16,11 +16,13 @@ class ServerConfig:
     max_connections: int = 1000  # WebSocket connections at once; more get 503 at the handshake
     max_in_flight: int = 16  # responses running at once per connection; more are queued
     max_lanes: int = 32  # distinct named stream_ids per connection
-    lane_queue: int = 64  # queued creates per lane before the reader waits (backpressure)
+    max_queued: int = 64  # creates waiting for a slot per connection; more get an error event
+    max_queued_bytes: int = 32 * 1024 * 1024  # frame bytes of those waiting creates, at most
     ws_max_age_s: float = 3600.0  # connection age limit
     # The append shape
     append_timeout_s: float = 600.0  # a suspended rollout waits this long for its outputs
     append_grace_s: float = 60.0  # a suspended rollout outlives its connection this long
+    max_live_rollouts: int = 10_000  # live append rollouts at once; more get 503
     # Both
     shutdown_grace_s: float = 10.0  # on SIGINT/SIGTERM, running responses get this long to end
     api_keys: frozenset[str] = frozenset()  # empty: no authentication

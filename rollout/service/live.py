@@ -1,15 +1,13 @@
-# The append shape: one long-running response per rollout. Its loop is the same sampling loop,
-# given AppendTools as the client-tool executor: after a step's calls are streamed it emits
-# `response.done` and suspends until `response.append` has supplied every output. Live rollouts
-# belong to the server (AppendHost), not to a connection, so a rollout suspended when its client
-# disconnects is parked for a grace period and can be resumed from a new connection or an HTTP
-# request. Events go to whichever sink is attached at the moment.
+# Live rollouts of the append shape: one long-running response per rollout, whose loop is the one
+# sampling loop given `AppendTools` as its client-tool executor (emit `response.done`, wait for
+# the outputs, return them to the loop). Live rollouts belong to the service, not to a
+# connection: a rollout whose client disconnects while it is suspended is parked for a grace
+# period and can be resumed from a new connection or an HTTP request. Its state moves only through
+# the table in protocol.lifetime; its events go to whichever client holds it (a Relay).
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 import attrs
 import trio
@@ -18,24 +16,16 @@ from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import normalize_input
-from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
+from protocol.items import FunctionCall, Item
+from protocol.lifetime import WAITING, Lifetime, State, response_not_suspended
+from protocol.lifetime import Event as Step
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.ids import new_id
-from rollout.engine.loop import Cancel, Disconnected, Emit, EndRollout
+from rollout.engine.loop import Cancel, Disconnected, EndRollout, Rollout, Sink, ToolCall
 from rollout.engine.work import Work
-from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 
 log = logging.getLogger("rollout.service.live")
-
-
-def response_not_suspended(response_id: str, state: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"Response '{response_id}' is {state}, not waiting for tool outputs.",
-        code="response_not_suspended",
-        param="response_id",
-        status=409,
-    )
 
 
 def response_not_found(response_id: str) -> ProtocolError:
@@ -44,118 +34,170 @@ def response_not_found(response_id: str) -> ProtocolError:
     return exc
 
 
+def too_many_suspended(limit: int) -> ProtocolError:
+    return ProtocolError(
+        message=f"The server holds its limit of {limit} live append rollouts; retry shortly.",
+        type="server_error",
+        code="too_many_live_rollouts",
+        status=503,
+    )
+
+
+@attrs.define(eq=False)
+class Relay:
+    """The sink a live rollout's loop sees: it forwards to the client holding the rollout now
+    (nobody, between an HTTP pause and the next append, or after a disconnect)."""
+
+    live: Live
+    target: Sink | None = None
+    holder: object | None = None  # who attached `target` (a connection or a request)
+
+    async def emit(self, event: Event) -> None:
+        target = self.target
+        if target is None:
+            return
+        try:
+            await target.emit(event)
+        except Disconnected:
+            self.live.detach()
+
+    async def flush(self) -> None:
+        if self.target is not None:
+            await self.target.flush()
+
+    async def close(self) -> None:
+        if self.target is not None:
+            await self.target.close()
+
+
 @attrs.define(eq=False)
 class Live:
-    """One append rollout while its loop exists: state, pending calls, where events go."""
+    """One append rollout while its loop exists."""
 
     prepared: Prepared
     owner: str | None
     lane: str | None
+    config: ServerConfig
+    lifetime: Lifetime = attrs.field(init=False)
+    relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
-    state: str = "running"  # running | suspended | finished
-    pending: dict[str, FunctionCall] = attrs.field(factory=dict)
-    outputs: list[Item] = attrs.field(factory=list)
     resumed: trio.Event = attrs.field(factory=trio.Event)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
-    sink: Emit | None = None
-    sink_owner: object | None = None
     wait_scope: trio.CancelScope | None = None
     append_deadline: float = float("inf")
     timeout_reason: str = "append_timeout"
+
+    def __attrs_post_init__(self) -> None:
+        self.lifetime = Lifetime(self.id)
+        self.relay = Relay(self)
 
     @property
     def id(self) -> str:
         return self.prepared.rollout.stream.response.id
 
-    async def emit(self, event: Event) -> None:
-        sink = self.sink
-        if sink is None:
-            return
-        try:
-            await sink(event)
-        except Disconnected:
-            self.sink = None
-            self.sink_owner = None
-            if self.state == "running":
-                self.cancel.cancel("client_disconnected")
+    @property
+    def state(self) -> State:
+        return self.lifetime.state
 
-    def attach(self, sink: Emit, owner: object) -> None:
+    @property
+    def pending(self) -> dict[str, str]:
+        return self.lifetime.pending
+
+    @property
+    def sink(self) -> Sink | None:
+        return self.relay.target
+
+    def attach(self, sink: Sink, holder: object) -> None:
         """Send events to `sink` from now on; a parked rollout gets its append timeout back."""
-        self.sink = sink
-        self.sink_owner = owner
+        self.lifetime.handle(Step.ATTACH)
+        self.relay.target, self.relay.holder = sink, holder
         if self.wait_scope is not None:
             self.wait_scope.deadline = self.append_deadline
             self.timeout_reason = "append_timeout"
 
-    def attach_parked(self, sink: Emit, owner: object, response_id: str) -> None:
-        """Take over a rollout whose client is gone; one attached elsewhere is not ours."""
-        if self.sink_owner is owner:
+    def check_free(self, holder: object) -> None:
+        """Another client holds the rollout: it is not found from here (nothing about another
+        live connection's rollout leaks)."""
+        if self.relay.holder is not holder and self.relay.target is not None:
+            raise response_not_found(self.id)
+
+    def take_over(self, sink: Sink, holder: object) -> None:
+        """Attach unless `holder` has it already (or another client does: not found)."""
+        if self.relay.holder is holder:
             return
-        if self.sink is not None:
-            raise response_not_found(response_id)
-        self.attach(sink, owner)
+        self.check_free(holder)
+        self.attach(sink, holder)
+
+    def release(self, holder: object) -> None:
+        """`holder` lets go at a boundary (an HTTP stream ends); the rollout keeps waiting."""
+        if self.relay.holder is holder and self.state is not State.FINISHED:
+            self.lifetime.handle(Step.RELEASE)
+            self.relay.target = self.relay.holder = None
+
+    def detach(self) -> None:
+        """The holder's connection is gone: park a waiting rollout, stop a running one."""
+        if self.state is State.FINISHED:
+            return
+        self.relay.target = self.relay.holder = None
+        self.lifetime.handle(Step.DETACH)
+        if self.state is State.PARKED:
+            self.park()
+        else:
+            self.cancel.cancel("client_disconnected")
+
+    def park(self) -> None:
+        """No client while waiting: finish the rollout after the grace period."""
+        scope = self.wait_scope
+        if scope is None:
+            return
+        grace = trio.current_time() + self.config.append_grace_s
+        if grace < scope.deadline:
+            scope.deadline = grace
+            self.timeout_reason = "client_disconnected"
 
 
 @attrs.define(eq=False)
 class AppendTools:
-    """The append shape's client-tool executor: pause, then wait for the outputs."""
+    """The append shape's client-tool executor: pause, wait for the outputs, return them."""
 
     live: Live
-    config: ServerConfig
+    scans = True
 
-    async def call(self, calls: Sequence[FunctionCall], work: Work) -> Sequence[Item]:
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
         live = self.live
-        r = live.prepared.rollout
-        live.pending = {c.call_id: c for c in calls}
-        live.outputs = []
-        await live.emit(r.stream.pause(calls, r.usage))
-        work.mark("paused")
-        live.state = "suspended"
+        items = [c.item for c in calls if isinstance(c.item, FunctionCall)]
+        live.lifetime.pause({c.call_id: c.name for c in items})
+        await r.send(r.stream.pause(items, r.usage))
+        r.work.mark("paused")
         live.boundary.set()
-        with work.stage("client_tool", items=len(calls)):
-            live.append_deadline = trio.current_time() + self.config.append_timeout_s
+        with r.work.stage("client_tool", items=len(items)):
+            live.append_deadline = trio.current_time() + live.config.append_timeout_s
             with trio.CancelScope(deadline=live.append_deadline) as scope:
                 live.wait_scope = scope
                 live.timeout_reason = "append_timeout"
-                if live.sink is None:
-                    park(live, self.config)
+                if live.relay.target is None and live.state is State.PARKED:
+                    live.park()
                 await live.resumed.wait()
             live.wait_scope = None
         if scope.cancelled_caught:
-            live.state = "running"
             raise EndRollout(live.timeout_reason)
-        live.state = "running"
         live.resumed = trio.Event()
-        return []  # the outputs joined the context as they arrived (AppendHost.apply)
-
-
-def park(live: Live, config: ServerConfig) -> None:
-    """No client attached while suspended: finish the rollout after the grace period."""
-    scope = live.wait_scope
-    if scope is None:
-        return
-    grace = trio.current_time() + config.append_grace_s
-    if grace < scope.deadline:
-        scope.deadline = grace
-        live.timeout_reason = "client_disconnected"
+        return live.lifetime.take_outputs()
 
 
 @attrs.define(eq=False)
-class AppendHost:
+class LiveRollouts:
     """Every live append rollout of the server, and the nursery their loops run in."""
 
     engine: Engine
     config: ServerConfig
     nursery: trio.Nursery | None = None
-    live: dict[str, Live] = attrs.field(factory=dict)
-    sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
-    captured: list[Captured] | None = None  # every request and frame, when a rig asks for it
-    record_dir: Path | None = None  # write each connection's traffic here (rollout.service.record)
-    connections: int = 0  # connections accepted so far (numbers them for capture)
+    rollouts: dict[str, Live] = attrs.field(factory=dict)
     # Recently finished rollouts (id -> owner), so a late append hears "not suspended".
     finished: dict[str, str | None] = attrs.field(factory=dict)
     finished_limit: int = 10_000
+    changed: trio.Event = attrs.field(factory=trio.Event)  # set whenever one finishes
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -167,109 +209,73 @@ class AppendHost:
         self,
         prepared: Prepared,
         *,
-        sink: Emit,
-        sink_owner: object,
+        sink: Sink,
+        holder: object,
         owner: str | None,
         lane: str | None,
         billing: trio.Nursery | None,
     ) -> Live:
-        live = Live(prepared=prepared, owner=owner, lane=lane)
-        live.attach(sink, sink_owner)
-        prepared.rollout.emit = live.emit
-        self.live[live.id] = live
+        if len(self.rollouts) >= self.config.max_live_rollouts:
+            raise too_many_suspended(self.config.max_live_rollouts)
+        live = Live(prepared=prepared, owner=owner, lane=lane, config=self.config)
+        live.attach(sink, holder)
+        prepared.rollout.sink = live.relay
+        self.rollouts[live.id] = live
         self.engine.stats.live_rollouts += 1
-        assert self.nursery is not None, "AppendHost.run must be started first"
+        assert self.nursery is not None, "LiveRollouts.run must be started first"
         self.nursery.start_soon(self._drive, live, billing)
         return live
 
     async def _drive(self, live: Live, billing: trio.Nursery | None) -> None:
         try:
             await self.engine.run(
-                live.prepared, AppendTools(live, self.config), billing=billing, cancel=live.cancel
+                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel
             )
         finally:
-            live.state = "finished"
-            live.pending = {}
-            self.live.pop(live.id, None)
+            live.lifetime.handle(Step.FINISH)
+            self.rollouts.pop(live.id, None)
             self.engine.stats.live_rollouts -= 1
             self.finished[live.id] = live.owner
             if len(self.finished) > self.finished_limit:
                 del self.finished[next(iter(self.finished))]
             live.boundary.set()
             live.done.set()
+            self.changed.set()
+            self.changed = trio.Event()
 
     def find(self, response_id: str, owner: str | None) -> Live:
-        live = self.live.get(response_id)
+        live = self.rollouts.get(response_id)
         if live is not None and live.owner == owner:
             return live
         if response_id in self.finished and self.finished[response_id] == owner:
-            raise response_not_suspended(response_id, "finished")
+            raise response_not_suspended(response_id, State.FINISHED)
         raise response_not_found(response_id)
 
-    async def append(self, live: Live, items: Sequence[Item], work: Work) -> trio.Event:
-        """Validate the whole append, then apply it; see `check` and `apply`."""
-        self.check(live, items)
-        return await self.apply(live, items, work)
-
-    def check(self, live: Live, items: Sequence[Item]) -> None:
-        """Refuse the whole append unless every item is acceptable (nothing is applied)."""
-        if live.state != "suspended":
-            raise response_not_suspended(live.id, live.state)
-        if not items:
-            raise ProtocolError(
-                message="'input' must not be empty.", code="empty_input", param="input"
-            )
-        seen: set[str] = set()
-        answered = {o.call_id for o in live.outputs if isinstance(o, FunctionCallOutput)}
-        for i, item in enumerate(items):
-            if isinstance(item, FunctionCallOutput):
-                if item.call_id in answered or item.call_id in seen:
-                    raise ProtocolError(
-                        message=f"An output for call_id '{item.call_id}' was already appended.",
-                        code="duplicate_call_output",
-                        param=f"input[{i}].call_id",
-                    )
-                if item.call_id not in live.pending:
-                    raise ProtocolError(
-                        message=f"No pending tool call with call_id '{item.call_id}'.",
-                        code="unknown_call_id",
-                        param=f"input[{i}].call_id",
-                    )
-                seen.add(item.call_id)
-            elif not isinstance(item, Message):
-                raise ProtocolError(
-                    message="Only function_call_output items and messages can be appended.",
-                    code="invalid_value",
-                    param=f"input[{i}].type",
-                )
-
-    async def apply(self, live: Live, items: Sequence[Item], work: Work) -> trio.Event:
-        """Scan and tokenize each item into the context as it arrives; resume when every pending
-        call has its output. Returns the event that is set at the next pause or the end."""
+    def accept(self, live: Live, items: Sequence[Item], work: Work) -> trio.Event:
+        """Check and record an append in one step (no await: of two racing appends exactly one
+        wins); resume the loop when it completes the pending set. Returns the event set at the
+        next pause or the end (already set when the rollout keeps waiting)."""
         stored = normalize_input(items, new_id)
+        resumed = live.lifetime.accept(stored)
         r = live.prepared.rollout
         r.work.mark("received", work.created)
-        before = r.ctx.scan.tokens_scanned
-        for item in stored:  # each item is processed as it arrives
-            r.ctx.extend([item], work)
-            live.outputs.append(item)
-        live.prepared.input_items.extend(stored)
-        await self.engine.scan_latency(r.ctx.scan.tokens_scanned - before, work)
         r.work.merge(work)
-        answered = {o.call_id for o in live.outputs if isinstance(o, FunctionCallOutput)}
-        if live.state == "suspended" and all(cid in answered for cid in live.pending):
+        live.prepared.input_items.extend(stored)
+        if resumed:
             live.boundary = trio.Event()
             live.resumed.set()
         return live.boundary
 
-    def detach(self, sink_owner: object) -> None:
-        """A connection closed: park its suspended rollouts, stop its running ones."""
-        for live in list(self.live.values()):
-            if live.sink_owner is not sink_owner:
-                continue
-            live.sink = None
-            live.sink_owner = None
-            if live.state == "suspended":
-                park(live, self.config)
-            else:
-                live.cancel.cancel("client_disconnected")
+    def check_waiting(self, live: Live) -> None:
+        if live.state not in WAITING:
+            raise response_not_suspended(live.id, live.state)
+
+    def detach(self, holder: object) -> None:
+        """A connection closed: park its waiting rollouts, stop its running ones."""
+        for live in list(self.rollouts.values()):
+            if live.relay.holder is holder:
+                live.detach()
+
+    @property
+    def waiting(self) -> int:
+        return sum(1 for x in self.rollouts.values() if x.state in WAITING)

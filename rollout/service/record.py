@@ -61,7 +61,7 @@ from rollout.model.policy import (
 from rollout.service.capture import parse
 
 if TYPE_CHECKING:
-    from rollout.service.live import AppendHost
+    from rollout.service.service import Service
 
 # Buffered lines are written out (in a worker thread) once this much is pending, or when a line
 # comes in more than FLUSH_SECONDS after the last write, and always when the connection closes.
@@ -220,7 +220,7 @@ def _json_or_text(key: str, data: bytes | str) -> dict[str, Any]:
         return {"text": data.decode("utf-8", "replace") if isinstance(data, bytes) else data}
 
 
-def open_recorder(host: AppendHost, transport: str, number: int) -> Recorder | None:
+def open_recorder(host: Service, transport: str, number: int) -> Recorder | None:
     """The recorder of a new connection, when the server records (`host.record_dir`)."""
     directory = host.record_dir
     if directory is None:

@@ -20,24 +20,24 @@ from rollout.model.script import steps as parse_steps
 from rollout.server.listen import serve
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 from rollout.testing.thread import Endpoints, ServerThread
 
 
 class RolloutServer(Endpoints):
     """A running server for one test: where it is, its model, what it received, its faults."""
 
-    def __init__(self, engine: Engine, rollouts: AppendHost, host: str, port: int) -> None:
-        self.engine = engine
-        self.rollouts = rollouts
+    def __init__(self, service: Service, host: str, port: int) -> None:
+        self.service = service
+        self.engine = service.engine
         self.host = host
         self.port = port
 
     @property
     def requests(self) -> list[Captured]:
         """Every HTTP request and WebSocket frame received, parsed, in order."""
-        assert self.rollouts.captured is not None
-        return self.rollouts.captured
+        assert self.service.captured is not None
+        return self.service.captured
 
     def script(self, steps: Sequence[Step | Mapping[str, Any]], final: str = "Done.") -> None:
         """The model's steps from now on: Step objects (`rollout.call`, `rollout.text`, ...) or
@@ -78,11 +78,10 @@ class RolloutServer(Endpoints):
             )
 
 
-def _server_parts() -> tuple[Engine, AppendHost]:
-    engine = Engine(policy=ScriptedPolicy([]))
-    rollouts = AppendHost(engine, ServerConfig())
-    rollouts.captured = []
-    return engine, rollouts
+def _service() -> Service:
+    service = Service(Engine(policy=ScriptedPolicy([])), ServerConfig())
+    service.taps.captured = []
+    return service
 
 
 @pytest.fixture
@@ -92,14 +91,13 @@ def rollout_server(request: pytest.FixtureRequest) -> Iterator[RolloutServer]:
         # pytest-trio resolves this in the test's trio loop.
         yield request.getfixturevalue("_rollout_server_in_trio")
         return
-    engine, rollouts = _server_parts()
-    thread = ServerThread(engine, config=rollouts.config, rollouts=rollouts)
-    with thread:
-        yield RolloutServer(engine, rollouts, thread.host, thread.port)
+    service = _service()
+    with ServerThread(service=service) as thread:
+        yield RolloutServer(service, thread.host, thread.port)
 
 
 @pytest.fixture
 async def _rollout_server_in_trio(nursery: trio.Nursery) -> AsyncIterator[RolloutServer]:
-    engine, rollouts = _server_parts()
-    port = await nursery.start(functools.partial(serve, engine, rollouts=rollouts))
-    yield RolloutServer(engine, rollouts, "127.0.0.1", port)
+    service = _service()
+    port = await nursery.start(functools.partial(serve, service=service))
+    yield RolloutServer(service, "127.0.0.1", port)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
 from types import TracebackType
 
 import trio
 
 from rollout.engine.engine import Engine
 from rollout.server.listen import serve
+from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 
 
 class Endpoints:
@@ -43,12 +45,16 @@ class ServerThread(Endpoints):
         *,
         host: str = "127.0.0.1",
         config: ServerConfig | None = None,
-        rollouts: AppendHost | None = None,
+        record: str | Path | None = None,
+        capture: list[Captured] | None = None,
+        service: Service | None = None,
     ) -> None:
-        self.engine = engine or Engine()
+        self.service = service or Service(engine or Engine(), config or ServerConfig())
+        self.engine = self.service.engine
+        self.config = self.service.config
         self.host = host
-        self.config = config or ServerConfig()
-        self.rollouts = rollouts or AppendHost(self.engine, self.config)
+        self._record = record
+        self._capture = capture
         self.port = 0
         self._ready = threading.Event()
         self._thread: threading.Thread | None = None
@@ -66,8 +72,9 @@ class ServerThread(Endpoints):
                         self.engine,
                         host=self.host,
                         port=0,
-                        config=self.config,
-                        rollouts=self.rollouts,
+                        record=self._record,
+                        capture=self._capture,
+                        service=self.service,
                         task_status=task_status,
                     )
                 )

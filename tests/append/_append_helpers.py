@@ -20,7 +20,8 @@ from rollout.engine.engine import Engine
 from rollout.model.policy import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, call, text
 from rollout.model.profiles import InferenceProfile
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.live import LiveRollouts
+from rollout.service.service import Service
 from rollout.testing.thread import ServerThread
 
 MODEL = "gpt-test"
@@ -103,7 +104,7 @@ def decode_tools(tools: Sequence[dict[str, Any]]) -> list[Tool]:
 class Server:
     engine: Engine
     port: int
-    rollouts: AppendHost
+    rollouts: Service
 
     @property
     def base_url(self) -> str:
@@ -125,11 +126,9 @@ async def running(
     engine = Engine(policy=policy)
     if inference is not None:
         engine.inference = inference
-    host = AppendHost(engine, config or ServerConfig())
+    host = Service(engine, config or ServerConfig())
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine, config=config, rollouts=host)
-        )
+        port = await nursery.start(functools.partial(rollout.serve, service=host))
         yield Server(engine, port, host)
         nursery.cancel_scope.cancel()
 
@@ -217,6 +216,8 @@ def assert_contiguous(frames: Sequence[dict[str, Any]], start: int = 0) -> None:
     assert seqs == list(range(start, start + len(seqs))), seqs
 
 
-def append_host(server: Server | ServerThread) -> AppendHost:
-    """The server's AppendHost (its live append rollouts)."""
-    return server.rollouts
+def append_host(server: Server | ServerThread) -> LiveRollouts:
+    """The server's live append rollouts."""
+    if isinstance(server, ServerThread):
+        return server.service.live
+    return server.rollouts.live

@@ -362,7 +362,7 @@ async def test_cancel_while_running() -> None:
         assert_contiguous(ws.received)
         await ws.nothing(0.1)
     await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server).live == {}
+    assert append_host(server).rollouts == {}
 
 
 async def test_cancel_while_suspended() -> None:
@@ -400,7 +400,7 @@ async def test_append_timeout_ends_the_rollout() -> None:
         await ws.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
         assert (await ws.error())["code"] == "response_not_suspended"
     await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server).live == {}
+    assert append_host(server).rollouts == {}
 
 
 # -- disconnect, resume, grace ------------------------------------------------------------------
@@ -412,8 +412,8 @@ async def test_resume_from_a_new_connection() -> None:
             rid, frames = await start(first)
         # The first connection is closed; the rollout is parked, not finished.
         host = append_host(server)
-        await wait_for(lambda: host.live[rid].sink is None)
-        assert host.live[rid].state == "suspended"
+        await wait_for(lambda: host.rollouts[rid].sink is None)
+        assert host.rollouts[rid].state == "parked"  # suspended, with its client gone
         async with raw_ws(server.ws_url) as second:
             rest = await finish(second, rid, frames[-1])
             await second.nothing(0.1)
@@ -423,7 +423,7 @@ async def test_resume_from_a_new_connection() -> None:
         assert_contiguous(frames + rest)
         assert {response_id_of(f) for f in rest if f["type"] in TERMINAL} == {rid}
         await wait_for(lambda: server.engine.stats.billed == 1)
-        assert host.live == {}
+        assert host.rollouts == {}
 
 
 async def test_parked_rollout_is_finished_after_the_grace_period() -> None:
@@ -432,7 +432,7 @@ async def test_parked_rollout_is_finished_after_the_grace_period() -> None:
         async with raw_ws(server.ws_url) as ws:
             rid, frames = await start(ws)
         host = append_host(server)
-        await wait_for(lambda: host.live == {}, timeout=3)
+        await wait_for(lambda: host.rollouts == {}, timeout=3)
         await wait_for(lambda: server.engine.stats.billed == 1)
         assert server.engine.stats.responses == 1
         assert server.engine.stats.live_rollouts == 0
@@ -493,7 +493,7 @@ async def test_disconnect_while_running_ends_the_rollout() -> None:
             await ws.send(create_frame())
             await ws.until(lambda f: f["type"] == "response.output_text.delta")
         host = append_host(server)
-        await wait_for(lambda: host.live == {})
+        await wait_for(lambda: host.rollouts == {})
         await wait_for(lambda: server.engine.stats.billed == 1)
 
 
@@ -514,10 +514,10 @@ async def test_cancel_a_parked_rollout_from_a_new_connection() -> None:
         async with raw_ws(server.ws_url) as first:
             rid, _ = await start(first)
         host = append_host(server)
-        await wait_for(lambda: host.live[rid].sink is None)
+        await wait_for(lambda: host.rollouts[rid].sink is None)
         async with raw_ws(server.ws_url) as second:
             await second.send({"type": "response.cancel", "response_id": rid})
-            await wait_for(lambda: rid not in host.live)  # it was cancelled ...
+            await wait_for(lambda: rid not in host.rollouts)  # it was cancelled ...
             rest = await second.to_pause_or_end(timeout=1)  # ... but nobody is told
             assert types(rest) == ["response.incomplete"]
             assert rest[0]["response"]["incomplete_details"]["reason"] == "cancelled"

@@ -35,7 +35,7 @@ from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy, Step, text
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.live import LiveRollouts
 from rollout.testing.thread import ServerThread
 
 GRACE = 0.3
@@ -72,7 +72,7 @@ def shared_server() -> ServerThread:
 
 
 @functools.cache
-def shared_host(server: ServerThread) -> AppendHost:
+def shared_host(server: ServerThread) -> LiveRollouts:
     return append_host(server)
 
 
@@ -388,15 +388,16 @@ class AppendMachine(RuleBasedStateMachine):
             if r.state != "suspended" or r.id is None:
                 continue
             deadline = time.monotonic() + 1
-            live = host.live.get(r.id)
-            while (live is None or live.state != "suspended") and time.monotonic() < deadline:
+            expected = "parked" if r.parked else "suspended"
+            live = host.rollouts.get(r.id)
+            while (live is None or live.state != expected) and time.monotonic() < deadline:
                 if r.parked and r.id in host.finished:
                     break
                 time.sleep(0.005)
-                live = host.live.get(r.id)
+                live = host.rollouts.get(r.id)
             if r.parked and r.id in host.finished:
                 continue
-            assert live is not None and live.state == "suspended", r.lane
+            assert live is not None and live.state == expected, r.lane
             assert set(live.pending) == set(r.pending)
 
     @invariant()
@@ -413,9 +414,9 @@ class AppendMachine(RuleBasedStateMachine):
         host = self.host
         stats = self.server.engine.stats
         deadline = time.monotonic() + GRACE + 5
-        while host.live and time.monotonic() < deadline:
+        while host.rollouts and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert host.live == {}, list(host.live)
+        assert host.rollouts == {}, list(host.rollouts)
         # Every rollout ended and was recorded (billing runs in the background).
         while stats.responses < AppendMachine.created_total and time.monotonic() < deadline:
             time.sleep(0.02)

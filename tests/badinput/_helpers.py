@@ -31,7 +31,7 @@ import rollout
 from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy, Step, call, text
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 
 MODEL = "gpt-test"
 TIMEOUT = 5.0
@@ -79,7 +79,7 @@ def deep(levels: int) -> bytes:
 class Server:
     engine: Engine
     config: ServerConfig
-    rollouts: AppendHost
+    rollouts: Service
     port: int
 
 
@@ -89,11 +89,9 @@ async def running(**config: Any) -> AsyncIterator[Server]:
     task has ended, so whatever it logged (teardown too) is in `caplog`."""
     engine = Engine(policy=policy())
     cfg = ServerConfig(**config)
-    rollouts = AppendHost(engine, cfg)
+    rollouts = Service(engine, cfg)
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine, config=cfg, rollouts=rollouts)
-        )
+        port = await nursery.start(functools.partial(rollout.serve, service=rollouts))
         try:
             yield Server(engine, cfg, rollouts, port)
         finally:

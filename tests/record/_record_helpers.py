@@ -15,8 +15,6 @@ from openai import OpenAI
 
 from rollout.engine.engine import Engine
 from rollout.model.policy import Policy, ScriptedPolicy, call, text
-from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
 from rollout.service.record import replay_session
 from rollout.testing.thread import ServerThread
 
@@ -55,8 +53,7 @@ def run_tool(arguments: str) -> str:
 def server(policy: Policy, record: Path | None = None) -> Iterator[ServerThread]:
     """A server (recording into `record` if given); stopped, so its files are complete, on exit."""
     engine = Engine(policy=policy)
-    host = AppendHost(engine, ServerConfig(), record_dir=record)
-    with ServerThread(engine, rollouts=host) as s:
+    with ServerThread(engine, record=record) as s:
         yield s
 
 

@@ -31,7 +31,6 @@ from rollout.model.policy import (
 )
 from rollout.server.listen import serve
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
 from rollout.service.record import (
     FLUSH_BYTES,
     RecordedModel,
@@ -43,6 +42,7 @@ from rollout.service.record import (
     replay_session,
     script_from_recording,
 )
+from rollout.service.service import Service
 
 ANSWER = "Fixed the parser. See Source 1."
 STEPS: list[Step] = [
@@ -75,9 +75,9 @@ def two_conversations(ctx: Context) -> Step:
 @asynccontextmanager
 async def running(policy: Policy, record: Path | None = None) -> AsyncIterator[str]:
     engine = Engine(policy=policy)
-    host = AppendHost(engine, ServerConfig())
+    host = Service(engine, ServerConfig())
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(serve, engine, rollouts=host, record=record))
+        port = await nursery.start(functools.partial(serve, service=host, record=record))
         yield f"http://127.0.0.1:{port}"
         nursery.cancel_scope.cancel()
 

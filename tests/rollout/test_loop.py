@@ -13,7 +13,8 @@ from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, WebS
 from protocol.response import Response
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine, Prepared
-from rollout.engine.executors import ClientTools, EndResponse, WebSearch
+from rollout.engine.executors import EndResponse, WebSearch
+from rollout.engine.loop import Executor, Rollout, ToolCall
 from rollout.engine.work import Work
 from rollout.model import tokens as tok
 from rollout.model.policy import (
@@ -58,7 +59,7 @@ class Ran:
 
 
 async def drive(
-    engine: Engine, body: dict[str, Any], client: ClientTools | None = None, **kw: Any
+    engine: Engine, body: dict[str, Any], client: Executor | None = None, **kw: Any
 ) -> Ran:
     events: list[Event] = []
 
@@ -372,13 +373,19 @@ async def test_script_after_hosted_search_plays_the_next_step() -> None:
 
 @attrs.define
 class AnswerCalls:
-    """A client-tool executor that answers every call at once (as the append shape will)."""
+    """A client-tool executor that answers every call at once."""
 
-    async def call(self, calls: Sequence[FunctionCall], work: Work) -> Sequence[Item] | None:
-        del work
-        return [
-            FunctionCallOutput(id=f"fco_{c.call_id}", call_id=c.call_id, output="42") for c in calls
-        ]
+    scans = True
+
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+        del r
+        out: list[Item] = []
+        for c in calls:
+            assert isinstance(c.item, FunctionCall)
+            out.append(
+                FunctionCallOutput(id=f"fco_{c.item.call_id}", call_id=c.item.call_id, output="42")
+            )
+        return out
 
 
 async def test_client_tool_outputs_join_the_context() -> None:

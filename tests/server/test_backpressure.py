@@ -15,7 +15,7 @@ import rollout
 from rollout.model.policy import TextStep
 from rollout.server.wsconn import HIGH_WATER
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 
 LONG = " ".join(["word"] * 200_000)  # far more than socket buffers and the outbox hold
 
@@ -26,9 +26,9 @@ async def test_a_client_that_stops_reading_stalls_only_itself() -> None:
             lambda ctx: TextStep(text=LONG if "flood" in ctx.last_user_text else "ok")
         )
     )
-    host = AppendHost(engine, ServerConfig())
+    host = Service(engine, ServerConfig())
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine, rollouts=host))
+        port = await nursery.start(functools.partial(rollout.serve, service=host))
         # A raw client that sends one create and never reads a byte.
         sock = socket.create_connection(("127.0.0.1", port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
@@ -44,7 +44,7 @@ async def test_a_client_that_stops_reading_stalls_only_itself() -> None:
         await trio.sleep(0.5)  # the flood fills every buffer it can
         peak = 0
         for _ in range(20):
-            peak = max(peak, *(s.ws.queued for s in host.sessions))
+            peak = max(peak, *(s.shutdown.__self__.ws.queued for s in host.sessions))
             await trio.sleep(0.01)
         # Another connection is served at full speed meanwhile.
         start = time.perf_counter()
@@ -56,7 +56,7 @@ async def test_a_client_that_stops_reading_stalls_only_itself() -> None:
                     pass
         elapsed = time.perf_counter() - start
         for s in host.sessions:
-            peak = max(peak, s.ws.queued)
+            peak = max(peak, s.shutdown.__self__.ws.queued)
         sock.close()
         nursery.cancel_scope.cancel()
     assert peak <= HIGH_WATER + 64 * 1024, peak

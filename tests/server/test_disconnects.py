@@ -13,7 +13,7 @@ from trio_websocket import WebSocketConnection, open_websocket_url
 import rollout
 from rollout.model.profiles import InferenceProfile
 from rollout.service.config import ServerConfig
-from rollout.service.live import AppendHost
+from rollout.service.service import Service
 
 SLOW = InferenceProfile(name="slow", decode_tps=200)
 TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]
@@ -72,22 +72,20 @@ async def test_nothing_leaks_when_clients_vanish() -> None:
         inference=SLOW,
     )
     config = ServerConfig(append_grace_s=0.2)
-    host = AppendHost(engine, config)
+    host = Service(engine, config)
     scenarios: list[Callable[[WebSocketConnection], Awaitable[None]]] = [
         mid_stream,
         mid_suspension,
         mid_append,
     ]
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine, config=config, rollouts=host)
-        )
+        port = await nursery.start(functools.partial(rollout.serve, service=host))
         for scenario in scenarios:
             async with open_websocket_url(f"ws://127.0.0.1:{port}/v1/responses") as ws:
                 await scenario(ws)
             # The client is gone (closed mid-way); wait for the server to settle.
             with trio.fail_after(5):
-                while engine.stats.ws_connections or engine.running or host.live:
+                while engine.stats.ws_connections or engine.running or host.live.rollouts:
                     await trio.sleep(0.02)
         with trio.fail_after(5):
             while engine.stats.billed < engine.stats.responses or engine.stats.responses < 3:
@@ -95,5 +93,5 @@ async def test_nothing_leaks_when_clients_vanish() -> None:
         nursery.cancel_scope.cancel()
     assert engine.stats.live_rollouts == 0
     assert engine.stats.ws_connections == 0
-    assert not engine.running and not host.live
+    assert not engine.running and not host.live.rollouts
     assert engine.stats.responses == engine.stats.billed == 3

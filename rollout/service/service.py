@@ -1,0 +1,207 @@
+# The service layer: the one place that handles what clients ask for, whatever the transport.
+# A transport decodes nothing about shapes; it hands the service a request (or a frame, through
+# a WebSocket Session) and a Sink for the events, and the service does the rest: create in every
+# shape (chain: the engine runs one response; append: a live rollout that pauses), append,
+# cancel, live rollouts, the taps, and the decode of large bodies off the event loop. Adding a
+# client event means adding a method here (and a row in Session's table); a transport stays
+# framing only.
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import attrs
+import trio
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.items import Item
+from protocol.request import CreateRequest
+from protocol.response import Response
+from protocol.validate import validate_create
+from rollout.engine.context import Context, Route
+from rollout.engine.engine import Engine, Prepared
+from rollout.engine.executors import EndResponse
+from rollout.engine.loop import Sink
+from rollout.engine.work import Work
+from rollout.service.capture import Captured
+from rollout.service.config import ServerConfig
+from rollout.service.live import Live, LiveRollouts
+from rollout.service.taps import TapConfig
+
+T = TypeVar("T")
+#: Bodies and frames at least this large are decoded in a worker thread, so one huge request
+#: never stalls the event loop for every other client.
+OFF_LOOP_BYTES = 256 * 1024
+
+
+class Hold(enum.Enum):
+    """How long a transport's request holds an append rollout's events."""
+
+    UNTIL_PAUSE = "until_pause"  # HTTP: one response body per stretch between pauses
+    UNTIL_END = "until_end"  # WebSocket: the lane is busy for the rollout's whole life
+
+
+async def off_loop(fn: Callable[[Any], T], data: Any, size: int) -> T:
+    """`fn(data)` inline for small inputs (`size` bytes on the wire), in a worker thread for
+    large ones."""
+    if size < OFF_LOOP_BYTES:
+        return fn(data)
+    return await trio.to_thread.run_sync(fn, data)
+
+
+@attrs.define(eq=False)
+class Service:
+    engine: Engine
+    config: ServerConfig
+    live: LiveRollouts = attrs.field(init=False)
+    taps: TapConfig = attrs.field(factory=TapConfig)
+    sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
+
+    def __attrs_post_init__(self) -> None:
+        self.live = LiveRollouts(self.engine, self.config)
+
+    @property
+    def captured(self) -> list[Captured] | None:
+        return self.taps.captured
+
+    @property
+    def record_dir(self) -> Path | None:
+        return self.taps.record_dir
+
+    async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Own the live rollouts' nursery for as long as the server runs."""
+        await self.live.run(task_status)
+
+    # -- create ---------------------------------------------------------------------------------
+
+    async def prepare(
+        self,
+        req: CreateRequest,
+        work: Work,
+        sink: Sink,
+        *,
+        owner: str | None,
+        context: Context | None = None,
+        route: Route | None = None,
+    ) -> Prepared:
+        """Pre-inference work; raises ProtocolError before any event exists."""
+        return await self.engine.prepare(req, work, sink, base=context, route=route, owner=owner)
+
+    async def run(
+        self,
+        prepared: Prepared,
+        *,
+        holder: object,
+        hold: Hold,
+        billing: trio.Nursery | None = None,
+        lane: str | None = None,
+        closing: trio.Event | None = None,
+    ) -> None:
+        """Run a prepared create in its shape. Chain: the response runs to its end. Append: a
+        live rollout starts and this returns at its first pause (UNTIL_PAUSE) or its end, or when
+        `closing` is set (UNTIL_END). Billing blocks unless `billing` is given (WebSocket); an
+        append rollout's background billing runs in the live rollouts' nursery, which outlives
+        the connection."""
+        if prepared.request.shape != "append":
+            await self.engine.run(prepared, EndResponse(), billing=billing)
+            return
+        live = self.live.start(
+            prepared,
+            sink=prepared.rollout.sink,
+            holder=holder,
+            owner=prepared.owner,
+            lane=lane,
+            billing=self.live.nursery if billing is not None else None,
+        )
+        if hold is Hold.UNTIL_PAUSE:
+            await self._until(live, live.boundary, holder)
+        else:
+            await _until_either(live.done, closing)
+
+    async def create(
+        self, req: CreateRequest, work: Work, sink: Sink, *, owner: str | None, holder: object
+    ) -> Response:
+        """An HTTP create: prepare, run, and return the response as it stands when the request
+        lets go (its end, or an append rollout's first pause)."""
+        prepared = await self.prepare(req, work, sink, owner=owner)
+        await self.run(prepared, holder=holder, hold=Hold.UNTIL_PAUSE)
+        return prepared.rollout.stream.response
+
+    # -- append ---------------------------------------------------------------------------------
+
+    async def append(
+        self,
+        response_id: str,
+        items: Sequence[Item],
+        work: Work,
+        sink: Sink,
+        *,
+        owner: str | None,
+        holder: object,
+        hold: Hold,
+    ) -> None:
+        """Resume a suspended (or parked) rollout with tool outputs. The checks, the take-over
+        and the recording of the outputs happen in one synchronous step, so of two racing
+        appends exactly one is accepted. With UNTIL_PAUSE the events up to the next pause or the
+        end go to `sink` before this returns; with UNTIL_END the rollout's events go to `sink`
+        from now on (the WebSocket lane that holds it)."""
+        live = self.live.find(response_id, owner)
+        if hold is Hold.UNTIL_PAUSE:
+            self.live.check_waiting(live)  # running or finished: 409 before anything else
+        live.check_free(holder)
+        boundary = self.live.accept(live, items, work)
+        live.take_over(sink, holder)
+        if hold is Hold.UNTIL_PAUSE:
+            await self._until(live, boundary, holder)
+
+    async def _until(self, live: Live, boundary: trio.Event, holder: object) -> None:
+        """Let the rollout's events reach the holder until `boundary`, then let go of it."""
+        try:
+            await boundary.wait()
+        finally:
+            live.release(holder)
+
+    # -- cancel ---------------------------------------------------------------------------------
+
+    def cancel(
+        self, response_id: str, owner: str | None, sink: Sink | None = None, holder: object = None
+    ) -> Live:
+        """Stop a live rollout (it ends `incomplete`, reason `cancelled`). Over WebSocket the
+        canceller takes over a parked rollout, so its terminal event reaches someone."""
+        live = self.live.find(response_id, owner)
+        if sink is not None:
+            live.take_over(sink, holder)
+        live.cancel.cancel("cancelled")
+        return live
+
+    def find_live(self, response_id: str, owner: str | None) -> Live | None:
+        live = self.live.rollouts.get(response_id)
+        return live if live is not None and live.owner == owner else None
+
+    # -- decoding -------------------------------------------------------------------------------
+
+    async def decode_create(self, body: bytes | str, *, websocket: bool) -> CreateRequest:
+        req = await off_loop(codec.decode_create, body, len(body))
+        validate_create(req, websocket=websocket)
+        return req
+
+
+async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
+    if closing is None:
+        await done.wait()
+        return
+    async with trio.open_nursery() as nursery:
+
+        async def stop_on_close() -> None:
+            await closing.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(stop_on_close)
+        await done.wait()
+        nursery.cancel_scope.cancel()
+
+
+__all__ = ["OFF_LOOP_BYTES", "Hold", "ProtocolError", "Service", "off_loop"]

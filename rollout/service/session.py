@@ -1,0 +1,270 @@
+# One WebSocket-mode connection's service state: the client events of each text frame decoded and
+# dispatched (a table: create, append, cancel), lanes run as FIFO workers under the connection's
+# in-flight limit, and the connection-local cache that makes chaining cheap (the whole context of
+# each lane's latest response, extended in place by its continuation). The admission, pinning and
+# eviction rules are protocol.lanes' LaneBook; this module owns the tasks and queues that carry
+# them out. The transport (rollout.server.ws) gives it a sink per lane and a way to refuse.
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.lanes import Lane, LaneBook, LaneLimits
+from protocol.request import AppendRequest, CancelRequest, CreateRequest
+from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from rollout.engine.context import Context, Route
+from rollout.engine.loop import Disconnected, Sink
+from rollout.engine.work import Work
+from rollout.service.service import Hold, Service, off_loop
+from rollout.service.taps import Taps
+
+Refuse = Callable[[ProtocolError, Lane], Awaitable[None]]
+
+
+@attrs.frozen
+class Job:
+    request: CreateRequest
+    work: Work
+    size: int  # bytes of its frame (counted against the connection's queue limit)
+
+
+def _event_type(value: dict[str, Any]) -> str:
+    kind = value.get("type")
+    if kind not in EVENTS:
+        raise ProtocolError(
+            message=f"Unknown event type {str(kind)[:64]!r}; expected {_EXPECTED}.",
+            code="unknown_event_type",
+            param="type",
+        )
+    return str(kind)
+
+
+@attrs.define(eq=False)
+class Session:
+    service: Service
+    owner: str | None  # the API key the handshake authenticated, if keys are configured
+    taps: Taps
+    sink_for: Callable[[Lane], Sink]  # the transport's sink for a lane
+    refuse: Refuse  # the transport's error event, on a lane
+    shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
+    book: LaneBook[Context] = attrs.field(init=False)
+    lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
+    routes: dict[str, Route] = attrs.field(factory=dict)
+    in_flight: trio.Semaphore = attrs.field(init=False)
+    closing: trio.Event = attrs.field(factory=trio.Event)
+    responses: int = 0  # response.create frames accepted
+    _nursery: trio.Nursery | None = None
+    _billing: trio.Nursery | None = None
+
+    def __attrs_post_init__(self) -> None:
+        c = self.service.config
+        self.book = LaneBook(
+            LaneLimits(
+                max_lanes=c.max_lanes,
+                max_in_flight=c.max_in_flight,
+                max_queued=c.max_queued,
+                max_queued_bytes=c.max_queued_bytes,
+            )
+        )
+        self.in_flight = trio.Semaphore(c.max_in_flight)
+
+    @property
+    def closed(self) -> bool:
+        return self.closing.is_set()
+
+    async def serve(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
+        """Handle the client's frames until `receive` returns None (the connection closes)."""
+        # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
+        async with trio.open_nursery() as billing:
+            self._billing = billing
+            self.service.sessions.add(self)
+            try:
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    while (message := await receive()) is not None:
+                        await self.receive(message)
+                    self.close()
+            finally:
+                self.close()
+                self.service.sessions.discard(self)
+                self.service.live.detach(self)
+
+    def close(self) -> None:
+        """The client is gone: queued creates are dropped at once, lanes stop waiting on append
+        rollouts (they are parked by the service). A running response ends at its next event,
+        as `incomplete`, and is billed like any other."""
+        if self.closing.is_set():
+            return
+        self.closing.set()
+        for channel in self.lanes.values():
+            channel.close()
+
+    # -- frames in ------------------------------------------------------------------------------
+
+    async def receive(self, message: str | bytes) -> None:
+        await self.taps.frame(message)
+        if isinstance(message, bytes):
+            await self.refuse(
+                ProtocolError(
+                    message="Binary frames are not supported; send each event as a JSON text "
+                    "frame.",
+                    code="invalid_frame",
+                ),
+                None,
+            )
+            return
+        work = Work()
+        lane: Lane = None
+        value: object = None
+        try:
+            with work.stage("decode", items=1) as c:
+                c.tokens = len(message)
+                value = await off_loop(codec.loads, message, len(message))
+                if not isinstance(value, dict):
+                    raise ProtocolError(
+                        message="Each frame must be a JSON object with a 'type'.",
+                        code="invalid_type",
+                    )
+                lane = _lane_of(value)
+                kind = _event_type(value)
+                request = await off_loop(EVENTS[kind][0], value, len(message))
+            await EVENTS[kind][1](self, request, work, len(message))
+        except ProtocolError as exc:
+            if isinstance(value, dict) and value.get("type") == "response.create":
+                self.book.refused(value.get("previous_response_id"), lane)
+            await self.refuse(exc, lane)
+
+    async def _create(self, req: CreateRequest, work: Work, size: int) -> None:
+        lane = req.stream_id
+        if self.book.admit(lane, req.previous_response_id, size):
+            channel, jobs = trio.open_memory_channel[Job](math.inf)  # bounded by the book
+            self.lanes[lane] = channel
+            assert self._nursery is not None
+            self._nursery.start_soon(self._lane, lane, jobs)
+        self.lanes[lane].send_nowait(Job(req, work, size))
+        self.responses += 1
+
+    async def _append(self, append: AppendRequest, work: Work, size: int) -> None:
+        """`response.append`: resume a suspended rollout of this connection, or a parked one
+        whose connection is gone (same API key); its events come here from now on."""
+        del size
+        if append.response_id is None:
+            raise ProtocolError(
+                message="Missing required parameter: 'response_id'.",
+                code="missing_required_parameter",
+                param="response_id",
+            )
+        live = self.service.live.find(append.response_id, self.owner)
+        live.check_free(self)  # held by another connection: not found, on the frame's lane
+        try:
+            await self.service.append(
+                live.id,
+                append.input,
+                work,
+                self.sink_for(live.lane),
+                owner=self.owner,
+                holder=self,
+                hold=Hold.UNTIL_END,
+            )
+        except ProtocolError as exc:
+            await self.refuse(exc, live.lane)
+
+    async def _cancel(self, cancel: CancelRequest, work: Work, size: int) -> None:
+        del work, size
+        live = self.service.live.find(cancel.response_id, self.owner)
+        self.service.cancel(live.id, self.owner, self.sink_for(live.lane), self)
+
+    # -- lanes ----------------------------------------------------------------------------------
+
+    async def _lane(self, lane: Lane, jobs: trio.MemoryReceiveChannel[Job]) -> None:
+        async for job in jobs:
+            if self.closed:  # what is still queued is dropped at once
+                self.book.dequeued(job.size)
+                self.book.unpin(job.request.previous_response_id)
+                continue
+            async with self.in_flight:
+                self.book.dequeued(job.size)
+                if self.closed:
+                    self.book.unpin(job.request.previous_response_id)
+                    continue
+                try:
+                    await self._serve(lane, job)
+                except Disconnected:
+                    return
+
+    async def _serve(self, lane: Lane, job: Job) -> None:
+        req = job.request
+        parent = req.previous_response_id
+        try:
+            base = await self._base(lane, req, job.work)
+            prepared = await self.service.prepare(
+                req,
+                job.work,
+                self.sink_for(lane),
+                owner=self.owner,
+                context=base,
+                route=self.routes.get(req.model),
+            )
+        except ProtocolError as exc:
+            self.book.unpin(parent)
+            await self.refuse(exc, lane)
+            return
+        self.book.unpin(parent)
+        self.routes.setdefault(req.model, prepared.rollout.route)
+        await self.service.run(
+            prepared,
+            holder=self,
+            hold=Hold.UNTIL_END,
+            billing=self._billing,
+            lane=lane,
+            closing=self.closing,
+        )
+        response = prepared.rollout.stream.response
+        if response.status != "failed":
+            self.book.remember(lane, response.id, prepared.rollout.ctx)
+
+    async def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
+        """The context a create continues: the cached one in place, a copy of it (a fork), a
+        store restore (a miss), or a fresh one."""
+        parent = req.previous_response_id
+        if parent is None:
+            return Context()
+        taken = self.book.take(parent, lane)
+        if taken is None:
+            # A miss: the store may have it (store: true); otherwise previous_response_not_found.
+            return await self.service.engine.restore(parent, work, self.owner)
+        if taken.how == "in_place":
+            return taken.value
+        with work.stage("store", items=1):
+            return taken.value.fork()
+
+
+def _lane_of(value: dict[str, Any]) -> Lane:
+    """The frame's lane, if it names a valid one (errors about the frame are sent there)."""
+    stream_id = value.get("stream_id")
+    if stream_id is None:
+        return None
+    if not isinstance(stream_id, str) or not STREAM_ID.fullmatch(stream_id):
+        raise ProtocolError(message=INVALID_STREAM_ID, code="invalid_stream_id", param="stream_id")
+    return stream_id
+
+
+def _decode_create(value: dict[str, Any]) -> CreateRequest:
+    req = codec.decode_create(value)
+    validate_create(req, websocket=True)
+    return req
+
+
+#: The client events of WebSocket mode: type -> (decode, handle).
+EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
+    "response.create": (_decode_create, Session._create),
+    "response.append": (codec.decode_append, Session._append),
+    "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
+}
+_EXPECTED = ", ".join(repr(k) for k in list(EVENTS)[:-1]) + f" or {list(EVENTS)[-1]!r}"

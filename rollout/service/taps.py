@@ -1,0 +1,98 @@
+# Per-connection taps: what a test rig or an operator asked to see of the traffic. Capture (every
+# request and frame, parsed, for assertions), the recorder (JSONL files for replay), and the
+# counters of events sent and errors returned, in one place for every transport, so HTTP and
+# WebSocket cannot drift apart. A Taps does no framing: transports hand it what they send.
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import attrs
+
+from protocol.errors import ProtocolError
+from rollout.engine.work import Stats
+from rollout.service.capture import Captured, parse
+from rollout.service.record import Recorder
+
+
+@attrs.define(eq=False)
+class Taps:
+    transport: str  # "http" or "ws"
+    number: int  # the connection's number (from 1, in accept order)
+    stats: Stats
+    captured: list[Captured] | None = None
+    recorder: Recorder | None = None
+
+    # -- in -------------------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, list[str]],
+        body: bytes,
+        content_type: str | None,
+    ) -> None:
+        if self.captured is not None:
+            self.captured.append(Captured("http", f"{method} {path}", parse(body), self.number))
+        if self.recorder is not None:
+            await self.recorder.http_request(method, path, query, body, content_type)
+
+    async def frame(self, message: str | bytes) -> None:
+        if self.captured is not None:
+            body = parse(message) if isinstance(message, str) else None
+            label = "binary" if isinstance(message, bytes) else "text"
+            if isinstance(body, dict) and isinstance(body.get("type"), str):
+                label = body["type"]
+            self.captured.append(Captured("ws", label, body, self.number))
+        if self.recorder is not None:
+            await self.recorder.ws_frame(message)
+
+    # -- out ------------------------------------------------------------------------------------
+
+    async def event(self, data: bytes) -> None:
+        """An event about to be sent, as encoded for the wire."""
+        if self.recorder is not None:
+            await self.recorder.event(data)
+
+    def sent(self) -> None:
+        self.stats.events_sent += 1
+
+    async def error(self, exc: ProtocolError, frame: bytes | None = None) -> None:
+        """A refused request: counted by code; over WebSocket, recorded as its error event."""
+        self.stats.error(exc.code)
+        if frame is not None and self.recorder is not None:
+            await self.recorder.event(frame)
+
+    async def status(self, status: int, body: bytes | None = None) -> None:
+        """An HTTP reply: its JSON body, or (None) the start of an SSE stream."""
+        if self.recorder is not None:
+            await self.recorder.status(status, body)
+
+    async def aclose(self) -> None:
+        if self.recorder is not None:
+            await self.recorder.aclose()
+
+
+@attrs.define(eq=False)
+class TapConfig:
+    """What every connection of a server taps: capture into a list, record into a directory."""
+
+    captured: list[Captured] | None = None
+    record_dir: Path | None = None
+    connections: int = 0  # connections accepted so far (numbers them)
+
+    def number(self) -> int:
+        """A new connection's number."""
+        self.connections += 1
+        return self.connections
+
+    def open(self, transport: str, number: int, stats: Stats) -> Taps:
+        """The taps of connection `number` (an HTTP connection upgraded to a WebSocket keeps its
+        number; a recorder's file is created by its first line)."""
+        n = number
+        recorder = None
+        if self.record_dir is not None:
+            path = Path(self.record_dir) / f"conn-{n}-{transport}.jsonl"
+            recorder = Recorder(path, transport, n)
+        return Taps(transport, n, stats, self.captured, recorder)
