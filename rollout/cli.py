@@ -32,6 +32,9 @@ from rollout.service.config import ServerConfig
 from rollout.service.record import RecordingError, is_recording, script_from_recording
 from rollout.store.sqlite import SqliteStore, open_store
 
+#: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
+NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -293,7 +296,7 @@ def _compare(args: argparse.Namespace) -> int:
     written = write_results(Path(args.out), experiment, results, summaries)
     console.print("wrote " + ", ".join(str(p) for p in written))
     if not any(p.suffix == ".png" for p in written):
-        console.print("(no plots: install the plot extra, pip install 'rollout[plot]')")
+        console.print(NO_PLOTS)
     return 0
 
 
@@ -343,14 +346,10 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
         return 2
-    print(
-        f"rollout: serving http://{args.host}:{args.port}/v1 "
-        f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})",
-        file=sys.stderr,
-    )
+    banner = f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})"
     try:
         config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
-        trio.run(_serve_until_signalled, engine, args.host, args.port, config, args.record)
+        trio.run(_serve_until_signalled, engine, args.host, args.port, config, args.record, banner)
     except KeyboardInterrupt:
         pass
     except OSError as exc:
@@ -380,9 +379,15 @@ def api_keys(path: str | None, env: str | None) -> frozenset[str]:
 
 
 async def _serve_until_signalled(
-    engine: Engine, host: str, port: int, config: ServerConfig, record: str | None = None
+    engine: Engine,
+    host: str,
+    port: int,
+    config: ServerConfig,
+    record: str | None = None,
+    banner: str = "",
 ) -> None:
-    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once."""
+    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once.
+    Prints where it serves once the port is bound (so `--port 0` prints the port it got)."""
     stop = trio.Event()
 
     async def signals() -> None:
@@ -393,10 +398,22 @@ async def _serve_until_signalled(
                 print(f"rollout: {signal.Signals(signum).name}: shutting down", file=sys.stderr)
                 stop.set()
 
+    async def server(task_status: trio.TaskStatus[int]) -> None:
+        await serve(
+            engine,
+            host=host,
+            port=port,
+            config=config,
+            stop=stop,
+            record=record,
+            task_status=task_status,
+        )
+        nursery.cancel_scope.cancel()
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(signals)
-        await serve(engine, host=host, port=port, config=config, stop=stop, record=record)
-        nursery.cancel_scope.cancel()
+        bound = await nursery.start(server)
+        print(f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import contextlib
 import logging
 import time
 import zlib
+from collections.abc import Sequence
 
 import attrs
 import trio
@@ -23,9 +24,7 @@ from protocol.input import (
     normalize_input,
     resolve_references,
 )
-from protocol.items import (
-    Item,
-)
+from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, text_of
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route
@@ -115,7 +114,7 @@ class Engine:
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
         ctx = Context()
-        ctx.extend(items, work)
+        await extend(ctx, items, work)
         return ctx
 
     async def prepare(
@@ -143,7 +142,7 @@ class Engine:
         ctx = base
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
-        ctx.extend(items, work)
+        await extend(ctx, items, work)
         await self.scan_latency(ctx.scan.tokens_scanned - before, work)
         if route is None:
             route = await self.route(req.model, work)
@@ -272,6 +271,30 @@ class Engine:
             self.stats.billed += 1
             if self.costs.billing_s > 0:
                 await trio.sleep(self.costs.billing_s)
+
+
+#: Input whose text is at least this many characters is scanned and tokenized in a worker thread,
+#: so one huge request never stalls the event loop for every other client.
+OFF_LOOP_CHARS = 256 * 1024
+
+
+def _chars(item: Item) -> int:
+    if isinstance(item, Message):
+        return len(text_of(item.content)) + 16
+    if isinstance(item, FunctionCallOutput):
+        return len(text_of(item.output)) + 16
+    if isinstance(item, FunctionCall):
+        return len(item.arguments) + len(item.name) + 16
+    return 64
+
+
+async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
+    """`ctx.extend(items)`, off the event loop when the input is large (the context is not
+    shared while a request prepares it)."""
+    if sum(_chars(i) for i in items) < OFF_LOOP_CHARS:
+        ctx.extend(items, work)
+    else:
+        await trio.to_thread.run_sync(ctx.extend, items, work)
 
 
 @attrs.define(eq=False)

@@ -217,14 +217,18 @@ class Session:
             return
         self.book.unpin(parent)
         self.routes.setdefault(req.model, prepared.rollout.route)
-        await self.service.run(
-            prepared,
-            holder=self,
-            hold=Hold.UNTIL_END,
-            billing=self._billing,
-            lane=lane,
-            closing=self.closing,
-        )
+        try:
+            await self.service.run(
+                prepared,
+                holder=self,
+                hold=Hold.UNTIL_END,
+                billing=self._billing,
+                lane=lane,
+                closing=self.closing,
+            )
+        except ProtocolError as exc:  # refused before its first event (a server limit)
+            await self.refuse(exc, lane)
+            return
         response = prepared.rollout.stream.response
         if response.status != "failed":
             self.book.remember(lane, response.id, prepared.rollout.ctx)
