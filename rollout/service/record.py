@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import attrs
@@ -59,9 +59,6 @@ from rollout.model.policy import (
     WebSearchSpec,
 )
 from rollout.service.capture import parse
-
-if TYPE_CHECKING:
-    from rollout.service.service import Service
 
 # Buffered lines are written out (in a worker thread) once this much is pending, or when a line
 # comes in more than FLUSH_SECONDS after the last write, and always when the connection closes.
@@ -218,14 +215,6 @@ def _json_or_text(key: str, data: bytes | str) -> dict[str, Any]:
         return {key: orjson.loads(data)}
     except orjson.JSONDecodeError:
         return {"text": data.decode("utf-8", "replace") if isinstance(data, bytes) else data}
-
-
-def open_recorder(host: Service, transport: str, number: int) -> Recorder | None:
-    """The recorder of a new connection, when the server records (`host.record_dir`)."""
-    directory = host.record_dir
-    if directory is None:
-        return None
-    return Recorder(Path(directory) / f"conn-{number}-{transport}.jsonl", transport, number)
 
 
 # -- reading a recording ------------------------------------------------------------------------
