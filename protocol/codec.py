@@ -334,6 +334,8 @@ def _error_event_hook() -> Callable[[ErrorEvent], dict[str, Any]]:
         for key in ("sequence_number", "status"):
             if data[key] is None:
                 del data[key]
+        if data["error"].get("headers") is None:
+            data["error"].pop("headers", None)
         return data
 
     return hook

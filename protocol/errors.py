@@ -17,6 +17,7 @@ class ProtocolError(Exception):
     code: str | None = None
     param: str | None = None
     status: int = 400
+    headers: dict[str, str] | None = None  # HTTP headers the refusal carries (Retry-After, ...)
 
     def __str__(self) -> str:
         where = f" (param {self.param})" if self.param else ""

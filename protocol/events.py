@@ -136,6 +136,7 @@ class ErrorPayload:
     code: str | None
     message: str
     param: str | None
+    headers: dict[str, str] | None = None  # present only when the error stands for HTTP headers
 
 
 @attrs.frozen(kw_only=True)

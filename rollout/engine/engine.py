@@ -29,7 +29,7 @@ from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route
 from rollout.engine.executors import WebSearch
-from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults
+from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults, Plan
 from rollout.engine.ids import new_id
 from rollout.engine.loop import (
     Cancel,
@@ -167,6 +167,7 @@ class Engine:
         *,
         billing: trio.Nursery | None = None,
         cancel: Cancel | None = None,
+        plan: Plan | None = None,
     ) -> Outcome:
         """Run the loop to its end. Billing blocks before the terminal event, unless a nursery
         is given: then it runs there, overlapped with whatever comes next (WebSocket).
@@ -176,7 +177,7 @@ class Engine:
             return await self.warm_up(prepared, billing)
         cancel = cancel or Cancel()
         self.running.add(cancel)
-        plan = self.faults.next_plan() if self.faults is not None else NO_FAULTS
+        plan = plan or self.draw_faults()
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         outcome = Outcome("incomplete", reason="cancelled")
@@ -186,7 +187,7 @@ class Engine:
                 if plan.latency_s > 0:
                     with r.work.stage("fault"):
                         await trio.sleep(plan.latency_s)
-                if plan.error is not None:
+                if plan.error is not None:  # a failure inside the stream (model_error)
                     raise ProtocolError(
                         message=MESSAGES[plan.error], code=plan.error, type="server_error"
                     )
@@ -209,6 +210,10 @@ class Engine:
             self.running.discard(cancel)
         await self.finish(prepared, outcome, billing)
         return outcome
+
+    def draw_faults(self) -> Plan:
+        """The injected faults of the next response (none unless faults are configured)."""
+        return self.faults.next_plan() if self.faults is not None else NO_FAULTS
 
     async def warm_up(self, prepared: Prepared, billing: trio.Nursery | None) -> Outcome:
         """`generate: false`: state is prepared and cached, nothing is sampled.

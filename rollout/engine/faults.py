@@ -1,11 +1,17 @@
 # Fault injection for experiments and test rigs: an error rate per error code, a disconnect after
 # N events of a response, and added latency before sampling; each response's faults are drawn
-# from a seeded generator in the order responses start, so a run is reproducible.
+# from a seeded generator in the order responses start, so a run is reproducible. Errors fail the
+# way the real API fails: rate limits, quota, server errors and overload are refusals before any
+# byte of a stream (HTTP 429/500/503 with Retry-After, or a WebSocket `error` event with that
+# status), so clients' retry logic runs; `model_error` fails inside the stream
+# (`response.failed`), as a model failure does.
 from __future__ import annotations
 
 import random
 
 import attrs
+
+from protocol.errors import ProtocolError
 
 #: Codes a fault can inject, with the message a real server would give.
 MESSAGES = {
@@ -13,7 +19,24 @@ MESSAGES = {
     "rate_limit_exceeded": "Rate limit reached for requests. Please try again later.",
     "insufficient_quota": "You exceeded your current quota, please check your plan and billing "
     "details.",
+    "server_overloaded": "The engine is currently overloaded, please try again later.",
     "model_error": "The model failed to generate a response.",
+}
+#: Codes refused before the response starts: code -> (HTTP status, error type).
+REFUSED: dict[str, tuple[int, str]] = {
+    "rate_limit_exceeded": (429, "requests"),
+    "insufficient_quota": (429, "insufficient_quota"),
+    "server_error": (500, "server_error"),
+    "server_overloaded": (503, "server_error"),
+}
+RATE_LIMIT_HEADERS = {
+    "retry-after": "1",
+    "x-ratelimit-limit-requests": "500",
+    "x-ratelimit-remaining-requests": "0",
+    "x-ratelimit-reset-requests": "1s",
+    "x-ratelimit-limit-tokens": "200000",
+    "x-ratelimit-remaining-tokens": "0",
+    "x-ratelimit-reset-tokens": "1s",
 }
 
 
@@ -24,6 +47,20 @@ class Plan:
     error: str | None = None
     disconnect_after: int | None = None  # events of the response sent before the connection drops
     latency_s: float = 0.0
+
+    def refusal(self) -> ProtocolError | None:
+        """The refusal this plan's error stands for, if it fails before the stream starts."""
+        if self.error not in REFUSED:
+            return None
+        status, type_ = REFUSED[self.error]
+        headers = RATE_LIMIT_HEADERS if status == 429 else {"retry-after": "1"}
+        return ProtocolError(
+            message=MESSAGES[self.error],
+            type=type_,
+            code=self.error,
+            status=status,
+            headers=dict(headers),
+        )
 
 
 NO_FAULTS = Plan()

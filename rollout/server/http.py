@@ -179,6 +179,8 @@ class HttpConnection:
 
     async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
         await self.taps.error(exc)
+        if exc.headers:
+            extra = {**exc.headers, **(extra or {})}
         if exc.status in (429, 503):  # retryable: say when
             extra = {"retry-after": "1", **(extra or {})}
         await self.reply(exc.status, {"error": exc.payload()}, extra)

@@ -20,6 +20,7 @@ from protocol.items import FunctionCall, Item
 from protocol.lifetime import WAITING, Lifetime, State, response_not_suspended
 from protocol.lifetime import Event as Step
 from rollout.engine.engine import Engine, Prepared
+from rollout.engine.faults import Plan
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Cancel, Disconnected, EndRollout, Rollout, Sink, ToolCall
 from rollout.engine.work import Work
@@ -214,6 +215,7 @@ class LiveRollouts:
         owner: str | None,
         lane: str | None,
         billing: trio.Nursery | None,
+        plan: Plan | None = None,
     ) -> Live:
         if len(self.rollouts) >= self.config.max_live_rollouts:
             raise too_many_suspended(self.config.max_live_rollouts)
@@ -223,13 +225,13 @@ class LiveRollouts:
         self.rollouts[live.id] = live
         self.engine.stats.live_rollouts += 1
         assert self.nursery is not None, "LiveRollouts.run must be started first"
-        self.nursery.start_soon(self._drive, live, billing)
+        self.nursery.start_soon(self._drive, live, billing, plan)
         return live
 
-    async def _drive(self, live: Live, billing: trio.Nursery | None) -> None:
+    async def _drive(self, live: Live, billing: trio.Nursery | None, plan: Plan | None) -> None:
         try:
             await self.engine.run(
-                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel
+                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel, plan=plan
             )
         finally:
             live.lifetime.handle(Step.FINISH)

@@ -105,8 +105,12 @@ class Service:
         `closing` is set (UNTIL_END). Billing blocks unless `billing` is given (WebSocket); an
         append rollout's background billing runs in the live rollouts' nursery, which outlives
         the connection."""
+        plan = self.engine.draw_faults()
+        refusal = plan.refusal() if prepared.request.generate is not False else None
+        if refusal is not None:  # fails the way the real API does: before any event
+            raise refusal
         if prepared.request.shape != "append":
-            await self.engine.run(prepared, EndResponse(), billing=billing)
+            await self.engine.run(prepared, EndResponse(), billing=billing, plan=plan)
             return
         live = self.live.start(
             prepared,
@@ -115,6 +119,7 @@ class Service:
             owner=prepared.owner,
             lane=lane,
             billing=self.live.nursery if billing is not None else None,
+            plan=plan,
         )
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)

@@ -45,8 +45,8 @@ def test_sync_test_with_the_sdk(rollout_server):
 
 def test_sdk_over_websocket_and_a_fault(rollout_server):
     rollout_server.script([{"text": "hello"}])
-    rollout_server.fault(error="server_error")
     client = sdk(rollout_server)
+    rollout_server.fault(error="model_error")
     with client.responses.connect() as conn:
         conn.response.create(model="m", input="hi")
         types = []
@@ -54,9 +54,25 @@ def test_sdk_over_websocket_and_a_fault(rollout_server):
             types.append(event.type)
             if event.type in ("response.completed", "response.failed"):
                 break
-    assert types[-1] == "response.failed"  # the injected fault, for this response only
+    # The model failed inside the stream: an error event, then response.failed.
+    assert types[-2:] == ["error", "response.failed"]
+    rollout_server.fault(error="server_error")
+    with client.responses.connect() as conn:
+        conn.response.create(model="m", input="hi")
+        event = next(iter(conn))
+        assert event.type == "error" and event.status == 500  # refused before it started
     assert client.responses.create(model="m", input="again").output_text == "hello"
     assert rollout_server.requests[0].kind == "response.create"
+
+
+def test_the_sdk_retries_through_injected_rate_limits(rollout_server):
+    rollout_server.script([{"text": "through"}])
+    rollout_server.fault(error="rate_limit_exceeded")
+    rollout_server.fault(error="server_overloaded")
+    client = OpenAI(base_url=rollout_server.http_base_url, api_key="unused", max_retries=2)
+    assert client.responses.create(model="m", input="hi").output_text == "through"
+    # Two refusals (429, then 503), then the response: the SDK sent the request three times.
+    assert [r.kind for r in rollout_server.requests] == ["POST /v1/responses"] * 3
 
 
 def test_asyncio_program_with_the_async_sdk(rollout_server):
@@ -98,4 +114,4 @@ def test_the_fixture_works_in_sync_and_trio_tests(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_rig=RIG)
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)

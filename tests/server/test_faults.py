@@ -12,7 +12,7 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import ClientError, HttpClient
-from rollout.engine.faults import Faults, Plan, parse_errors
+from rollout.engine.faults import MESSAGES, Faults, Plan, parse_errors
 
 
 def test_plans_are_deterministic_under_a_seed() -> None:
@@ -70,17 +70,45 @@ async def sse(port: int) -> list[Any]:
         return seen
 
 
-async def test_injected_error_fails_the_response() -> None:
+async def test_injected_model_error_fails_the_response_inside_the_stream() -> None:
     async with trio.open_nursery() as nursery:
         port = await nursery.start(
-            functools.partial(rollout.serve, engine(Faults(errors={"server_error": 1.0})))
+            functools.partial(rollout.serve, engine(Faults(errors={"model_error": 1.0})))
         )
         async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
             body = {"model": "m", "input": "hi"}
             response = await http.json("POST", "/responses", body)
         nursery.cancel_scope.cancel()
     assert response["status"] == "failed"
-    assert response["error"]["code"] == "server_error"
+    assert response["error"]["code"] == "model_error"
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("rate_limit_exceeded", 429),
+        ("insufficient_quota", 429),
+        ("server_error", 500),
+        ("server_overloaded", 503),
+    ],
+)
+async def test_injected_refusals_are_http_statuses_before_any_byte(code: str, status: int) -> None:
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            functools.partial(rollout.serve, engine(Faults(errors={code: 1.0})))
+        )
+        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+            body = {"model": "m", "input": "hi", "stream": True}
+            got, head, chunks = await http.request("POST", "/responses", body)
+            data = b"".join([c async for c in chunks])
+        nursery.cancel_scope.cancel()
+    assert got == status
+    assert head["content-type"] == "application/json"  # no event stream was started
+    assert head["retry-after"] == "1"
+    if status == 429:
+        assert head["x-ratelimit-remaining-requests"] == "0"
+    error = orjson.loads(data)["error"]
+    assert error["code"] == code and error["message"] == MESSAGES[code]
 
 
 async def test_disconnect_after_n_events_over_sse_and_websocket() -> None:
