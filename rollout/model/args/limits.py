@@ -67,20 +67,20 @@ CHARS_PER_STEP: Final = 16
 
 @attrs.define
 class Budget:
-    """Steps spent by one call. `spend` raises LimitExceeded once more than `limit` are spent;
-    `used` never exceeds `limit` by more than the last charge."""
+    """Steps spent by one call. `spend` raises LimitExceeded instead of going past `limit`,
+    so `used` never exceeds `limit`."""
 
     limit: int
     used: int = 0
 
     def spend(self, steps: int, path: str) -> None:
-        self.used += steps
-        if self.used > self.limit:
+        if self.used + steps > self.limit:
             raise LimitExceeded(
                 path,
                 f"generating this value needs more than the work budget of {self.limit} steps "
                 "(Limits.max_steps); the schema asks for too much work",
             )
+        self.used += steps
 
     def chars(self, count: int, path: str) -> None:
         """Charge for building, copying or scanning `count` characters."""

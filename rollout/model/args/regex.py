@@ -128,7 +128,14 @@ class Pattern:
         self.min_length = min_length(self.root)
 
     def sample(
-        self, rng: Random, stretch: int, budget: Budget, cap: int, *, exact: bool = False
+        self,
+        rng: Random,
+        stretch: int,
+        budget: Budget,
+        cap: int,
+        *,
+        exact: bool = False,
+        path: str = "$",
     ) -> str | None:
         """A string the pattern matches (or None past `cap` characters). Repetitions take
         low..low+stretch rounds (capped by the quantifier), or exactly that many with `exact`,
@@ -140,7 +147,7 @@ class Pattern:
             nonlocal spent
             spent += 1
             if spent >= 64:
-                budget.spend(32, "$")
+                budget.spend(32, path)
                 spent = 0
             tag = node[0]
             if tag == "alt":

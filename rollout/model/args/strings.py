@@ -107,7 +107,7 @@ def _candidates(
         anchored_start = source.startswith(("^", "\\A"))
         anchored_end = source.endswith("$") and not source.endswith("\\$")
         for attempt in range(_PATTERN_ATTEMPTS):
-            got = pattern.sample(rng, _STRETCHES[attempt % len(_STRETCHES)], budget, cap)
+            got = pattern.sample(rng, _STRETCHES[attempt % len(_STRETCHES)], budget, cap, path=path)
             if got is None:
                 continue
             yield got
@@ -121,13 +121,13 @@ def _candidates(
             least, most = 0, lo
             while least < most:
                 middle = (least + most) // 2
-                got = pattern.sample(rng, middle, budget, cap, exact=True)
+                got = pattern.sample(rng, middle, budget, cap, exact=True, path=path)
                 if got is None or len(got) >= lo:
                     most = middle
                 else:
                     least = middle + 1
             for stretch in (least, least + 1, least + 2):
-                got = pattern.sample(rng, stretch, budget, cap, exact=True)
+                got = pattern.sample(rng, stretch, budget, cap, exact=True, path=path)
                 if got is not None:
                     yield got
 
@@ -141,7 +141,8 @@ def pattern_sample(source: str, rng: Random, patterns: Patterns, path: str) -> s
     except UnsupportedSchema:
         return None
     for stretch in _STRETCHES[:3]:
-        sample = pattern.sample(rng, stretch, patterns.budget, patterns.limits.max_string_length)
+        cap = patterns.limits.max_string_length
+        sample = pattern.sample(rng, stretch, patterns.budget, cap, path=path)
         if sample and patterns.search(source, sample, path):
             return sample
     return None
