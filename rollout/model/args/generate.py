@@ -23,6 +23,9 @@ from rollout.model.args.common import (
 from rollout.model.args.containers import array_value, object_value
 from rollout.model.args.limits import (
     DEFAULT_LIMITS,
+    MAX_REFS_ON_PATH,
+    NESTING_PER_DEPTH,
+    REF_REPEATS,
     Budget,
     LimitExceeded,
     Limits,
@@ -62,11 +65,9 @@ def generate_arguments(
 
 # Recursion through `$ref`: a reference entered more than _SOFT_RECURSION times on one path
 # switches its subtree to minimal values (no optional properties, minItems-long arrays,
-# null/ref-free branches first); more than _HARD_RECURSION times means the schema has no finite
+# null/ref-free branches first); more than REF_REPEATS times means the schema has no finite
 # instance.
 _SOFT_RECURSION: Final = 2
-_HARD_RECURSION: Final = 24
-_MAX_REFS_ON_PATH: Final = 200
 _P_NULL_FIRST: Final = 0.2  # chance that a nullable value is null
 _NODE_ATTEMPTS: Final = 4  # regenerations of a node whose value fails the final check
 _MINIMAL_TYPE_ORDER: Final = ("null", "boolean", "integer", "number", "string", "array", "object")
@@ -83,7 +84,7 @@ class _NoValidBranch(UnsupportedSchema):
 def _entered(ctx: Ctx, ref: str) -> Ctx:
     refs = (*ctx.refs, ref)
     count = refs.count(ref)
-    if count > _HARD_RECURSION or len(refs) > _MAX_REFS_ON_PATH:
+    if count > REF_REPEATS or len(refs) > MAX_REFS_ON_PATH:
         raise UnsupportedSchema(
             ctx.path, f"$ref {brief(ref)} recurses without end (no finite value satisfies it)"
         )
@@ -127,7 +128,7 @@ class _Generator:
 
     def _enter(self, path: str) -> None:
         self._nesting += 1
-        limit = 4 * self.limits.max_depth
+        limit = NESTING_PER_DEPTH * self.limits.max_depth
         if self._nesting > limit:
             self._nesting -= 1
             what = f"nesting {limit + 1} levels of objects, arrays, $ref, allOf and anyOf choices"

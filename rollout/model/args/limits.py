@@ -61,6 +61,14 @@ class Limits:
 
 DEFAULT_LIMITS: Final = Limits()
 
+# Fixed bounds. A `$ref` entered more than REF_REPEATS times on one path (or more than
+# MAX_REFS_ON_PATH references on it) means the schema has no finite instance; objects, arrays,
+# `$ref`/`allOf` and `anyOf`/`oneOf` choices open on one path are held to NESTING_PER_DEPTH *
+# Limits.max_depth, and validation to as many levels, which keeps Python's stack shallow.
+REF_REPEATS: Final = 24
+MAX_REFS_ON_PATH: Final = 200
+NESTING_PER_DEPTH: Final = 4
+
 # Characters built, copied or scanned per step of the budget.
 CHARS_PER_STEP: Final = 16
 

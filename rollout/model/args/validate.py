@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from rollout.model.args.common import canonical, has_type, is_number, json_equal
 from rollout.model.args.hints import FORMATS
-from rollout.model.args.limits import Budget, LimitExceeded, UnsupportedSchema
+from rollout.model.args.limits import NESTING_PER_DEPTH, Budget, LimitExceeded, UnsupportedSchema
 from rollout.model.args.match import Patterns
 
 
@@ -32,7 +32,7 @@ class Validator:
         self._patterns = patterns
         self._budget: Budget = patterns.budget
         self._formats = formats
-        self._max_depth = 4 * patterns.limits.max_depth
+        self._max_depth = NESTING_PER_DEPTH * patterns.limits.max_depth
 
     def is_valid(self, instance: Any, schema: Any) -> bool:
         try:
