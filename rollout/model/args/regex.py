@@ -1,11 +1,8 @@
-# Owns: reading a `pattern` into a small tree and sampling strings from it. The parser reads the
-# subset tool schemas use, exactly as Python's `re` reads it: literals and escapes, `.`, classes
-# (`[a-z0-9_-]`, `[^/]`, `\d \w \s` and negations), groups (capturing, `(?:...)`, named),
-# alternation, the quantifiers `* + ? {n} {n,} {n,m} {,m}` (greedy or lazy), anchors
-# `^ $ \A \Z \b \B`, lookarounds and global flags (`(?i)`, ...). Anything else (backreferences,
-# conditionals, scoped or verbose flags, possessive and atomic forms) is refused, so the matcher
-# (match.py) never needs a backtracking engine. Sampling stops at a length cap and is charged
-# to the caller's budget.
+# Owns: reading a `pattern` into a small tree, exactly as Python's `re` reads it, and sampling
+# strings from it. The subset: literals, escapes, `.`, classes, groups, alternation, greedy and
+# lazy quantifiers, anchors, lookarounds, global flags. Anything else (backreferences,
+# conditionals, scoped or verbose flags, possessive, atomic) is refused, so match.py never needs
+# a backtracking engine. Sampling stops at a length cap and is charged to the caller's budget.
 from __future__ import annotations
 
 import re
