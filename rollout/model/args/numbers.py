@@ -1,0 +1,181 @@
+# Owns: generating a number for a merged schema node: inside the (exclusive) bounds, a multiple
+# of every `multipleOf` (exactly, in fractions, then re-checked in floating point as validators
+# check it), near the typical values of the property's name. A fixed number of candidates is
+# tried, so the work does not grow with the numbers in the schema.
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from fractions import Fraction
+from random import Random
+from typing import Any
+
+from rollout.model.args.common import Ctx, brief, is_number
+from rollout.model.args.hints import number_hint
+from rollout.model.args.limits import Budget, UnsupportedSchema
+from rollout.model.args.validate import in_float_bounds, is_multiple
+
+
+def generate_number(
+    m: dict[str, Any], ctx: Ctx, rng: Random, budget: Budget, *, integer: bool
+) -> int | float:
+    what = "integer" if integer else "number"
+    low, low_open = _tightest(m, "minimum", "exclusiveMinimum", ctx.path, lower=True)
+    high, high_open = _tightest(m, "maximum", "exclusiveMaximum", ctx.path, lower=False)
+    bounds = _describe_bounds(low, low_open, high, high_open)
+    if low is not None and high is not None:
+        if low > high or (low == high and (low_open or high_open)):
+            raise UnsupportedSchema(ctx.path, f"no {what} satisfies {bounds}")
+    multiples: list[int | float] = m.get("__multiples__", [])
+    step: Fraction | None = None
+    for mult in multiples:  # charged by size: an lcm of many multipleOf grows long
+        step = _frac_decimal(mult) if step is None else _lcm(step, _frac_decimal(mult))
+        budget.spend(
+            1 + (step.numerator.bit_length() + step.denominator.bit_length()) // 64, ctx.path
+        )
+    if integer:
+        step = Fraction(1) if step is None else _lcm(step, Fraction(1))
+
+    def in_bounds(v: Fraction) -> bool:
+        if low is not None and (v < low or (low_open and v == low)):
+            return False
+        return not (high is not None and (v > high or (high_open and v == high)))
+
+    nice, nat_lo, nat_hi = number_hint(ctx.hint)
+    w_lo, w_hi = Fraction(nat_lo), Fraction(nat_hi)
+    if low is not None:
+        w_lo = max(w_lo, low)
+    if high is not None:
+        w_hi = min(w_hi, high)
+    if w_lo > w_hi:  # the natural range misses the bounds: stay near the bound(s)
+        span = max(Fraction(nat_hi - nat_lo), Fraction(10))
+        w_lo = low if low is not None else (high - span if high is not None else w_lo)
+        w_hi = high if high is not None else w_lo + span
+
+    def candidates() -> Iterator[Fraction]:
+        if nice and not ctx.minimal and rng.random() < 0.75:
+            shuffled = list(nice)
+            rng.shuffle(shuffled)
+            yield from (Fraction(v) for v in shuffled)
+        if step is not None:
+            k_lo, k_hi = _step_range(low, low_open, high, high_open, step)
+            if k_lo is not None and k_hi is not None and k_lo > k_hi:
+                return
+            wk_lo, wk_hi = math.ceil(w_lo / step), math.floor(w_hi / step)
+            wk_hi = max(wk_hi, wk_lo)
+            if k_lo is not None:
+                wk_lo = max(wk_lo, k_lo)
+                wk_hi = max(wk_hi, wk_lo)
+            if k_hi is not None:
+                wk_hi = min(wk_hi, k_hi)
+                wk_lo = min(wk_lo, wk_hi)
+            for _ in range(12):
+                yield rng.randint(wk_lo, wk_hi) * step
+            # Integral values pass float `multipleOf` checks that 0.1-style steps can fail.
+            for k in range(wk_lo, min(wk_hi, wk_lo + 200) + 1):
+                if (k * step).denominator == 1:
+                    yield k * step
+            for edge_k in (k_lo, k_hi, wk_lo, wk_hi):
+                if edge_k is not None:
+                    yield edge_k * step
+            return
+        for _ in range(12):
+            yield Fraction(round(rng.uniform(float(w_lo), float(w_hi)), 2))
+        if low is not None and high is not None:
+            yield Fraction((float(low) + float(high)) / 2)
+        for edge, toward in ((low, math.inf), (high, -math.inf)):
+            if edge is not None:
+                yield edge
+                yield Fraction(math.nextafter(float(edge), toward))
+
+    rounding = False
+    for v in candidates():  # a fixed number of them, whatever the bounds
+        budget.spend(1, ctx.path)
+        if not in_bounds(v) or (step is not None and v % step != 0):
+            continue
+        out = _json_number(v, integer)
+        if out is None:
+            continue
+        if in_float_bounds(out, m) and all(is_multiple(out, d) for d in multiples):
+            return out
+        rounding = True
+    detail = f" that is a multiple of {_fmt_frac(step)}" if step is not None else ""
+    if rounding:
+        detail += " (in floating point, as validators check multipleOf)"
+    raise UnsupportedSchema(
+        ctx.path, f"no {what} satisfies {bounds or 'the bounds'}{detail}".rstrip()
+    )
+
+
+def _tightest(
+    m: Mapping[str, Any], inclusive: str, exclusive: str, path: str, *, lower: bool
+) -> tuple[Fraction | None, bool]:
+    """The tighter of an inclusive and an exclusive bound, exactly, with whether it is open."""
+    best: Fraction | None = None
+    is_open = False
+    for key, open_ in ((inclusive, False), (exclusive, True)):
+        if key not in m:
+            continue
+        raw = m[key]
+        if not is_number(raw) or not (isinstance(raw, int) or math.isfinite(raw)):
+            raise UnsupportedSchema(path, f"{key} must be a finite number, got {brief(raw)}")
+        value = Fraction(raw)
+        tighter = best is None or (value > best if lower else value < best)
+        if tighter or (value == best and open_):
+            best, is_open = value, open_
+    return best, is_open
+
+
+def _step_range(
+    low: Fraction | None, low_open: bool, high: Fraction | None, high_open: bool, step: Fraction
+) -> tuple[int | None, int | None]:
+    """The range of k for which k * step lies within the bounds (None: unbounded)."""
+    k_lo = k_hi = None
+    if low is not None:
+        k_lo = math.ceil(low / step)
+        if low_open and k_lo * step == low:
+            k_lo += 1
+    if high is not None:
+        k_hi = math.floor(high / step)
+        if high_open and k_hi * step == high:
+            k_hi -= 1
+    return k_lo, k_hi
+
+
+def _frac_decimal(x: float) -> Fraction:
+    """`0.1` as 1/10 (its decimal spelling), not as the nearest binary fraction."""
+    return Fraction(x) if isinstance(x, int) else Fraction(repr(x))
+
+
+def _lcm(a: Fraction, b: Fraction) -> Fraction:
+    return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
+
+
+def _json_number(v: Fraction, integer: bool) -> int | float | None:
+    """`v` as JSON data: an int where exact and within 64 bits (what JSON encoders such as
+    orjson write), else a float (integral floats are JSON Schema integers); None past floats."""
+    if v.denominator == 1 and abs(v) < 2**63 and (integer or abs(v) < 2**53):
+        return int(v)
+    try:
+        return float(v)
+    except OverflowError:
+        return None
+
+
+def _fmt_frac(v: Fraction | None) -> str:
+    if v is None:
+        return "?"
+    if v.numerator.bit_length() > 256 or v.denominator.bit_length() > 256:
+        return f"~{float(v):g}" if abs(v) < 2**1000 else "<a number too long to show>"
+    return str(v.numerator) if v.denominator == 1 else repr(float(v))
+
+
+def _describe_bounds(
+    low: Fraction | None, low_open: bool, high: Fraction | None, high_open: bool
+) -> str:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if low_open else '>='} {_fmt_frac(low)}")
+    if high is not None:
+        parts.append(f"{'<' if high_open else '<='} {_fmt_frac(high)}")
+    return " and ".join(parts)
