@@ -25,11 +25,11 @@ from rollout.model.profiles import (
     cost_profile,
     inference_profile,
 )
+from rollout.model.recorded import RecordingError, is_recording, script_from_recording
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve
 from rollout.service.config import ServerConfig
-from rollout.service.record import RecordingError, is_recording, script_from_recording
 from rollout.store.sqlite import SqliteStore, open_store
 
 #: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.

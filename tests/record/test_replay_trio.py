@@ -1,7 +1,8 @@
 # Record and replay inside one trio loop (in-process servers, the project's own trio client): the
 # model side rebuilt step for step (web search, commentary with parallel calls, citations, a
 # model error, two conversations), concurrent WebSocket lanes, a refused frame, an append-shape
-# rollout over HTTP, and the recorder's own guarantees (chunked writes, nothing lost on close).
+# rollout over HTTP, the recorder's own guarantees (chunked writes, nothing lost on close), and
+# normalizing.
 from __future__ import annotations
 
 import functools
@@ -16,6 +17,7 @@ import trio
 from _record_helpers import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, tool_script
 
 from rollout.client import ClientError, HttpClient, collect, connect_ws
+from rollout.client.replay import normalize, replay_session
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.model.policy import (
@@ -29,19 +31,16 @@ from rollout.model.policy import (
     TextStep,
     search,
 )
-from rollout.server.listen import serve
-from rollout.service.config import ServerConfig
-from rollout.service.record import (
-    FLUSH_BYTES,
+from rollout.model.recorded import (
     RecordedModel,
-    Recorder,
     is_recording,
     load,
-    normalize,
     recorded_events,
-    replay_session,
     script_from_recording,
 )
+from rollout.server.listen import serve
+from rollout.service.config import ServerConfig
+from rollout.service.record import FLUSH_BYTES, Recorder
 from rollout.service.service import Service
 
 ANSWER = "Fixed the parser. See Source 1."
