@@ -17,61 +17,85 @@
 #   http out   "status" and "body" (a JSON reply), or "status" and "stream": true (an SSE stream
 #              starts) followed by one "event" line per SSE event
 #
-# An `out` line is recorded just before it is sent, so it precedes the client's reaction in `n`
-# (a send that then fails leaves its line). A recording replays two ways: its model
-# (`rollout.model.recorded.script_from_recording`, `rollout serve --script DIR`) and its client
-# side (`rollout.client.replay.replay_session`). GET /metrics replies, the
+# Each line is in the file when it happens: an `out` line is written before the event is sent,
+# so what a client has received is already recorded, also while its connection stays open
+# (how, without stalling the event loop on a slow disk: `Recorder`). A recording replays two
+# ways: its model (`rollout.model.recorded.script_from_recording`, `rollout serve --script DIR`)
+# and its client side (`rollout.client.replay.replay_session`). GET /metrics replies, the
 # WebSocket handshake and frames refused as too large are not recorded.
 from __future__ import annotations
 
 import base64
+import contextlib
 import itertools
+import logging
 import time
 from collections.abc import Mapping
+from io import FileIO
 from pathlib import Path
 from typing import Any
 
 import orjson
 import trio
 
-# Buffered lines are written out (in a worker thread) once this much is pending, or when a line
-# comes in more than FLUSH_SECONDS after the last write, and always when the connection closes.
-FLUSH_BYTES = 64 * 1024
-FLUSH_SECONDS = 1.0
+log = logging.getLogger("rollout")
 
 _ORDER = itertools.count()  # "n": orders lines across the connections (and files) of a process
 
-# -- recording ----------------------------------------------------------------------------------
+
+MAX_PENDING = 1024  # lines queued for the writer before recording waits (a slow disk pushes back)
 
 
 class Recorder:
-    """The lines of one connection, buffered in memory and written to its file.
+    """The lines of one connection, each written to its file as it happens.
 
-    Why buffer and write in a worker thread: a line is recorded for every event (each text delta)
-    inside the server's send path, so it must cost about as little as the send itself. Recording
-    is a list append of bytes built by concatenation (the event's JSON is spliced in as encoded,
-    never re-parsed); the file is written in chunks of FLUSH_BYTES with
-    `trio.to_thread.run_sync`, so a slow disk never stalls the event loop, only (briefly) the
-    task whose line filled the buffer, while others keep buffering. Each flush is shielded from
-    cancellation and the last one runs on close (also under cancellation, e.g. server shutdown),
-    so no line is lost. A file is created (truncated) by its first write: a connection that
-    recorded nothing (an HTTP connection upgraded to a WebSocket) leaves no file.
+    How a line reaches the disk at once without stalling the event loop: recording queues the
+    line (bytes built by concatenation: the event's JSON is spliced in as encoded, never
+    re-parsed) and wakes the recorder's writer task, which writes everything queued in one
+    worker-thread call (`trio.to_thread.run_sync`) and goes on while lines keep coming. A line
+    is in the file one worker-thread round trip after it was recorded; a slow disk makes the
+    batches bigger, never the loop slower; past `max_pending` queued lines, recording waits for
+    the disk (backpressure). The taps start the writer in the server's nursery (which outlives
+    each connection; rollout.service.taps); `aclose` stops and joins it. Without
+    a writer (none was started, or it was cancelled) each recording task writes its own line
+    from a worker thread and waits for it, one write in flight at a time. The file is
+    unbuffered: each write goes to the operating system, so a reader sees every line written.
+
+    Nothing is lost on close or cancellation: a line is queued before anything can be
+    cancelled, writes are shielded, a cancelled writer writes what is queued before it stops,
+    `aclose` writes what remains (also when cancelled, e.g. at server shutdown), and a line
+    after close is written at once, synchronously (rare). A file is created (truncated) by its
+    first write: a connection that recorded nothing (an HTTP connection upgraded to a
+    WebSocket) leaves no file. If writing fails (a full disk, a path that is not a directory)
+    the error is logged once and this connection stops recording; the connection goes on.
     """
 
-    def __init__(self, path: Path, transport: str, connection: int) -> None:
+    def __init__(
+        self, path: Path, transport: str, connection: int, max_pending: int = MAX_PENDING
+    ) -> None:
         self.path = path
         self.transport = transport
         self.connection = connection
+        self.max_pending = max_pending
         self.opened = time.perf_counter()
         self.closed = False
-        self.lines = 0
+        self.failed: str | None = None  # why recording stopped, if a write failed
+        self.lines = 0  # lines recorded (queued) so far
+        self.written = 0  # lines written so far (or dropped after a failure)
         self._tag = b'"transport":"%s","conn":%d' % (transport.encode(), connection)
-        self._buffer: list[bytes] = []
-        self._size = 0
-        self._last_write = self.opened
-        self._flushing = False
-        self._flushed = trio.Event()
+        self._pending: list[bytes] = []
+        self._writer = False  # the writer task is running
+        self._writing = False  # a write is in flight (one at a time)
+        self._closing = False
+        self._changed = trio.Event()  # set (and replaced) when a line is queued or written
+        self._stopped = trio.Event()  # the writer task has ended
+        self._file: FileIO | None = None  # open (unbuffered) from the first write to close
         self._created = False
+
+    def start(self, nursery: trio.Nursery) -> None:
+        """Run the writer task in `nursery` (until `aclose`)."""
+        self._writer = True
+        nursery.start_soon(self._write_as_queued)
 
     # -- what is recorded -----------------------------------------------------------------------
 
@@ -109,64 +133,124 @@ class Recorder:
         else:
             await self._add(b"out", b'"status":%d,"body":' % status + (body or b"null"))
 
-    # -- buffering and writing ------------------------------------------------------------------
+    # -- writing --------------------------------------------------------------------------------
 
     async def _add(self, direction: bytes, fields: bytes) -> None:
-        now = time.perf_counter()
         line = b'{"dir":"%s","t":%.6f,"n":%d,%s,%s}\n' % (
             direction,
-            now - self.opened,
+            time.perf_counter() - self.opened,
             next(_ORDER),
             self._tag,
             fields,
         )
-        self._buffer.append(line)
-        self._size += len(line)
         self.lines += 1
+        if self.failed is not None:
+            self.written += 1
+            return
+        self._pending.append(line)
         if self.closed:  # a straggler after close (rare): write it at once
-            self._write(self._take())
+            self._write_now()
             return
-        if not self._flushing and (
-            self._size >= FLUSH_BYTES or now - self._last_write >= FLUSH_SECONDS
-        ):
-            await self._flush()
+        self._notify()
+        mine = self.lines
+        while True:
+            if self._writer:  # it takes the line; wait only while too many are queued
+                if len(self._pending) <= self.max_pending:
+                    return
+                await self._changed.wait()
+            elif self.written >= mine:
+                return
+            elif self._writing:
+                await self._changed.wait()
+            else:
+                await self._write_pending()
 
-    def _take(self) -> bytes:
-        chunk = b"".join(self._buffer)
-        self._buffer.clear()
-        self._size = 0
-        return chunk
+    async def _write_as_queued(self) -> None:
+        """The writer task: every queued line, as soon as it is queued, until closed."""
+        try:
+            while self._pending or not self._closing:
+                if self._pending and not self._writing:
+                    await self._write_pending()
+                else:
+                    await self._changed.wait()
+        finally:
+            self._writer = False
+            with trio.CancelScope(shield=True):  # cancelled (server shutdown): write the rest
+                if self._pending and not self._writing:
+                    await self._write_pending()
+            self._stopped.set()
+            self._notify()
 
-    def _write(self, chunk: bytes) -> None:
-        if not chunk:
-            return
-        if not self._created:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("ab" if self._created else "wb") as f:
-            f.write(chunk)
-        self._created = True
-
-    async def _flush(self) -> None:
-        """Write what is buffered (and what arrives meanwhile) from a worker thread."""
-        self._flushing = True
-        self._flushed = trio.Event()
+    async def _write_pending(self) -> None:
+        """Write what is queued, and what is queued meanwhile, from a worker thread."""
+        self._writing = True
         try:
             with trio.CancelScope(shield=True):
-                while self._buffer:
-                    await trio.to_thread.run_sync(self._write, self._take())
+                while self._pending:
+                    chunk, count = b"".join(self._pending), len(self._pending)
+                    self._pending.clear()
+                    try:
+                        await trio.to_thread.run_sync(self._write, chunk)
+                    except OSError as exc:
+                        self._fail(exc)
+                    self.written += count
+                    self._notify()
         finally:
-            self._last_write = time.perf_counter()
-            self._flushing = False
-            self._flushed.set()
+            self._writing = False
+            self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def _write(self, chunk: bytes) -> None:
+        if self._file is None:
+            if not self._created:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("ab" if self._created else "wb", buffering=0)
+            self._created = True
+        view = memoryview(chunk)
+        while view:
+            view = view[self._file.write(view) :]
+
+    def _write_now(self) -> None:
+        chunk, count = b"".join(self._pending), len(self._pending)
+        self._pending.clear()
+        try:
+            self._write(chunk)
+        except OSError as exc:
+            self._fail(exc)
+        finally:
+            self.written += count
+            self._close_file()
+
+    def _fail(self, exc: OSError) -> None:
+        self.failed = f"{type(exc).__name__}: {exc}"
+        log.error("recording to %s stopped: %s", self.path, self.failed)
+        self.written += len(self._pending)
+        self._pending.clear()
+        self._close_file()
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
 
     async def aclose(self) -> None:
-        """Write every remaining line; later lines (if any) are written synchronously."""
+        """Write every remaining line, stop the writer and close the file; later lines (if
+        any) are written synchronously."""
         with trio.CancelScope(shield=True):
-            while self._flushing:
-                await self._flushed.wait()
-            if self._buffer:
-                await self._flush()
+            self._closing = True
+            self._notify()
+            if self._writer:
+                await self._stopped.wait()
+            while self._writing:
+                await self._changed.wait()
+            if self._pending:
+                await self._write_pending()
             self.closed = True
+            self._close_file()
 
 
 def _json_or_text(key: str, data: bytes | str) -> dict[str, Any]:
