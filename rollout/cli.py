@@ -226,6 +226,7 @@ def _load(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from rollout.experiments.bench import BENCHES, Figure, run
+    from rollout.experiments.procs import ChildError
 
     names = args.names or list(BENCHES)
     unknown = [n for n in names if n not in BENCHES]
@@ -241,7 +242,11 @@ def _bench(args: argparse.Namespace) -> int:
         if figure.passed is False:
             failed.append(figure.name)
 
-    trio.run(run, names, report)
+    try:
+        trio.run(run, names, report)
+    except ChildError as exc:
+        print(f"rollout bench: {exc}", file=sys.stderr)
+        return 2
     return 1 if failed else 0
 
 
