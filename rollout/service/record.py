@@ -92,10 +92,15 @@ class Recorder:
         self._file: FileIO | None = None  # open (unbuffered) from the first write to close
         self._created = False
 
-    def start(self, nursery: trio.Nursery) -> None:
-        """Run the writer task in `nursery` (until `aclose`)."""
+    def start(self, nursery: trio.Nursery) -> bool:
+        """Run the writer task in `nursery` (until `aclose`); False if the nursery is closed
+        (then each recording task writes its own line)."""
+        try:
+            nursery.start_soon(self._write_as_queued)
+        except RuntimeError:  # "Nursery is closed to new arrivals": a server that has stopped
+            return False
         self._writer = True
-        nursery.start_soon(self._write_as_queued)
+        return True
 
     # -- what is recorded -----------------------------------------------------------------------
 

@@ -234,3 +234,13 @@ async def test_a_keep_alive_clients_exchanges_are_in_the_file_while_it_is_connec
             assert turn.status == "completed"
             lines = await recorded(directory, "ws", ends_with("response.completed", 1))
             assert lines[0]["frame"]["input"] == "Over a WebSocket."
+
+
+async def test_a_closed_nursery_leaves_the_recording_tasks_writing(tmp_path: Path) -> None:
+    async with trio.open_nursery() as gone:
+        pass
+    recorder = Recorder(tmp_path / "conn-1-ws.jsonl", "ws", 1)
+    assert not recorder.start(gone)
+    await recorder.event(b'{"type":"a"}')  # written before it returns
+    assert types(recorder.path) == ["a"]
+    await recorder.aclose()
