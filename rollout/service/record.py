@@ -17,12 +17,13 @@
 #   http out   "status" and "body" (a JSON reply), or "status" and "stream": true (an SSE stream
 #              starts) followed by one "event" line per SSE event
 #
-# Each line is in the file when it happens: an `out` line is written before the event is sent,
-# so what a client has received is already recorded, also while its connection stays open
-# (how, without stalling the event loop on a slow disk: `Recorder`). A recording replays two
-# ways: its model (`rollout.model.recorded.script_from_recording`, `rollout serve --script DIR`)
-# and its client side (`rollout.client.replay.replay_session`). GET /metrics replies, the
-# WebSocket handshake and frames refused as too large are not recorded.
+# Each line reaches the file as it happens, also while its connection stays open: an `out` line
+# is queued just before the event is sent (so it precedes the client's reaction in `n`; a send
+# that then fails leaves its line) and written a worker-thread round trip later (how, without
+# stalling the event loop on a slow disk: `Recorder`). A recording replays two ways: its model
+# (`rollout.model.recorded.script_from_recording`, `rollout serve --script DIR`) and its client
+# side (`rollout.client.replay.replay_session`). GET /metrics replies, the WebSocket handshake
+# and frames refused as too large are not recorded.
 from __future__ import annotations
 
 import base64
