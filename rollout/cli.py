@@ -25,11 +25,11 @@ from rollout.model.profiles import (
     cost_profile,
     inference_profile,
 )
+from rollout.model.recorded import RecordingError, is_recording, script_from_recording
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve
 from rollout.service.config import ServerConfig
-from rollout.service.record import RecordingError, is_recording, script_from_recording
 from rollout.store.sqlite import SqliteStore, open_store
 
 #: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
@@ -226,6 +226,7 @@ def _load(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace) -> int:
     from rollout.experiments.bench import BENCHES, Figure, run
+    from rollout.experiments.procs import ChildError
 
     names = args.names or list(BENCHES)
     unknown = [n for n in names if n not in BENCHES]
@@ -241,7 +242,11 @@ def _bench(args: argparse.Namespace) -> int:
         if figure.passed is False:
             failed.append(figure.name)
 
-    trio.run(run, names, report)
+    try:
+        trio.run(run, names, report)
+    except ChildError as exc:
+        print(f"rollout bench: {exc}", file=sys.stderr)
+        return 2
     return 1 if failed else 0
 
 

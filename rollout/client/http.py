@@ -1,5 +1,6 @@
 # The trio HTTP client: one keep-alive HTTP/1.1 connection (h11), JSON replies and SSE streams
-# parsed into typed events (protocol.events); errors raise ClientError.
+# (framing by protocol.sse) parsed into typed events (protocol.events); errors raise ClientError.
+# `request` is the raw exchange (any method, path and body) that everything else is built on.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from protocol.events import (
     ErrorEvent,
     Event,
 )
+from protocol.sse import SSEDecoder
 
 
 class ClientError(Exception):
@@ -59,12 +61,15 @@ class HttpClient:
             self._stream = None
 
     async def _connect(self) -> trio.SocketStream:
-        if self._stream is None or self._conn.our_state is h11.MUST_CLOSE:
+        """The connection for the next request: the open one if its last exchange completed on
+        both sides, otherwise a new one (after a close, an error or an unread body)."""
+        states = (self._conn.our_state, self._conn.their_state)
+        if self._stream is not None and states == (h11.DONE, h11.DONE):
+            self._conn.start_next_cycle()
+        elif self._stream is None or states != (h11.IDLE, h11.IDLE):
             await self.aclose()
             self._stream = await trio.open_tcp_stream(self.host, self.port)
             self._conn = h11.Connection(h11.CLIENT)
-        elif self._conn.our_state is h11.DONE:
-            self._conn.start_next_cycle()
         return self._stream
 
     async def _send(self, event: Any) -> None:
@@ -90,20 +95,35 @@ class HttpClient:
                     raise ConnectionError("the server closed the connection mid-response") from None
 
     async def request(
-        self, method: str, path: str, body: Any = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content: bytes | None = None,
+        content_type: str = "application/json",
     ) -> tuple[int, dict[str, str], AsyncIterator[bytes]]:
-        """Send a request; the status, headers and an iterator over the body's chunks."""
+        """Send a request to `path` (after the base URL's path): `body` as JSON, or `content`
+        as given (with `content_type` when not empty). Returns the status, the headers
+        (lower-case names) and an iterator over the body's chunks."""
         await self._connect()
-        data = b"" if body is None else orjson.dumps(body)
+        if content is None:
+            content = b"" if body is None else orjson.dumps(body)
+            typed = body is not None
+        else:
+            typed = bool(content)
+        data = content
         headers = [("host", f"{self.host}:{self.port}"), ("content-length", str(len(data)))]
-        if body is not None:
-            headers.append(("content-type", "application/json"))
+        if typed:
+            headers.append(("content-type", content_type))
         if self.api_key:
             headers.append(("authorization", f"Bearer {self.api_key}"))
         await self._send(h11.Request(method=method, target=self.prefix + path, headers=headers))
         await self._send(h11.Data(data=data))
         await self._send(h11.EndOfMessage())
         response = await self._next()
+        while isinstance(response, h11.InformationalResponse):  # e.g. 100 Continue
+            response = await self._next()
         if not isinstance(response, h11.Response):
             raise ConnectionError(f"unexpected {response!r}")
         head = {k.decode().lower(): v.decode() for k, v in response.headers}
@@ -141,21 +161,18 @@ class HttpClient:
         return await self.json("POST", f"/responses/{response_id}/cancel")
 
     async def events(self, path: str, body: Any) -> AsyncIterator[Event]:
-        """POST and stream the SSE events (an error status raises ClientError)."""
+        """POST and stream the SSE events (an error status raises ClientError; a stream the
+        decoder refuses, protocol.sse.SSEError)."""
         status, head, chunks = await self.request("POST", path, body)
         if status >= 400 or not head.get("content-type", "").startswith("text/event-stream"):
             data = b"".join([c async for c in chunks])
             value = orjson.loads(data) if data else {}
             error = value.get("error") if isinstance(value, dict) else None
             raise ClientError(status, error or {"message": "expected an SSE stream"})
-        buffer = b""
+        decoder = SSEDecoder()
         async for chunk in chunks:
-            buffer += chunk
-            while b"\n\n" in buffer:
-                block, buffer = buffer.split(b"\n\n", 1)
-                for line in block.split(b"\n"):
-                    if line.startswith(b"data: "):
-                        yield _event(orjson.loads(line[6:]))
+            for message in decoder.feed(chunk):
+                yield _event(orjson.loads(message.data))
 
 
 def _event(value: dict[str, Any]) -> Event:

@@ -4,14 +4,9 @@
 from __future__ import annotations
 
 import functools
-import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import attrs
 import orjson
@@ -21,6 +16,7 @@ from trio_websocket import open_websocket_url, serve_websocket
 from rollout.client import HttpClient
 from rollout.engine.engine import Engine
 from rollout.experiments.compare import run_one, turn_overheads
+from rollout.experiments.procs import running
 from rollout.experiments.workloads import WORKLOADS, Latency, Workload
 from rollout.model.policy import ScriptedPolicy, TextStep
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
@@ -166,49 +162,10 @@ trio.run(main)
 """
 
 
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-class _Subprocess:
-    """A server in its own process (as in a deployment: the client does not share its CPU)."""
-
-    def __init__(self, code: str) -> None:
-        # The server's stderr goes to a file, shown only if it fails to start: a killed server's
-        # last words are not part of the results.
-        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in __exit__
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", code],
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.proc.kill()
-            self.log.seek(0)
-            raise RuntimeError("bench server failed to start:\n" + self.log.read().decode())
-        self.port = int(line)
-
-    def __enter__(self) -> _Subprocess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-
-
 async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 8000) -> None:
-    with _Subprocess(_MEMORY_SERVER) as server:
-        port = server.port
-        proc = server.proc
-        base_url = f"http://127.0.0.1:{port}/v1"
-        baseline = _rss_mb(proc.pid)
+    async with running(_MEMORY_SERVER) as server:
+        base_url = f"http://127.0.0.1:{server.port}/v1"
+        baseline = server.rss_mb()
         history = WORKLOADS["long"].build(0).request["input"]
         words = 0
         items = []
@@ -238,7 +195,7 @@ async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 800
         async with trio.open_nursery() as nursery:
             for _ in range(10):
                 nursery.start_soon(worker, per)
-        rss = _rss_mb(proc.pid)
+        rss = server.rss_mb()
     report(Figure("memory.baseline_rss", baseline, "MB"))
     report(
         Figure("memory.suspended_rollouts", paused, "rollouts", f"={rollouts}", paused == rollouts)
@@ -280,31 +237,32 @@ async def first_token(report: Report, samples: int = 200) -> None:
     ).decode()
     ours: list[float] = []
     raw: list[float] = []
-    with _Subprocess(_TEXT_SERVER) as server, _Subprocess(_ECHO_SERVER) as echo:
-        async with (
-            open_websocket_url(
-                f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
-            ) as ws,
-            open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
-        ):
-            payload = "x" * len(create)
-            for i in range(samples + 20):  # interleaved; the first 20 warm both up
-                start = time.perf_counter()
-                await ws.send_message(create)
-                first = None
-                while True:
-                    message = str(await ws.get_message())
-                    if first is None and '"response.output_text.delta"' in message[:60]:
-                        first = time.perf_counter() - start
-                    if '"response.completed"' in message[:60]:
-                        break
-                start = time.perf_counter()
-                await ews.send_message(payload)
-                await ews.get_message()
-                echo_s = time.perf_counter() - start
-                if i >= 20 and first is not None:
-                    ours.append(first)
-                    raw.append(echo_s)
+    async with (
+        running(_TEXT_SERVER) as server,
+        running(_ECHO_SERVER) as echo,
+        open_websocket_url(
+            f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
+        ) as ws,
+        open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
+    ):
+        payload = "x" * len(create)
+        for i in range(samples + 20):  # interleaved; the first 20 warm both up
+            start = time.perf_counter()
+            await ws.send_message(create)
+            first = None
+            while True:
+                message = str(await ws.get_message())
+                if first is None and '"response.output_text.delta"' in message[:60]:
+                    first = time.perf_counter() - start
+                if '"response.completed"' in message[:60]:
+                    break
+            start = time.perf_counter()
+            await ews.send_message(payload)
+            await ews.get_message()
+            echo_s = time.perf_counter() - start
+            if i >= 20 and first is not None:
+                ours.append(first)
+                raw.append(echo_s)
     o, r = statistics.median(ours), statistics.median(raw)
     report(Figure("first_token.warm_connection", o * 1000, "ms"))
     report(Figure("first_token.raw_round_trip", r * 1000, "ms"))

@@ -3,49 +3,27 @@
 # every event stream (sequence numbers contiguous from 0, no duplicates, one terminal event and it
 # is `response.completed`, N pauses, no event of another response) and reports errors, lost and
 # duplicated events and the per-turn overhead (append sent -> first event of the next step,
-# measured by the client) in the bench format: `name value unit target pass|fail|info`.
+# measured by the client) in the bench format: `name value unit target pass|fail|info`. The
+# connections are rollout.experiments.load_client; the server runs in a child process (procs).
 from __future__ import annotations
 
 import logging
-import os
 import resource
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import IO, Any
 
 import attrs
-import orjson
 import trio
-from trio_websocket import ConnectionClosed as WsConnectionClosed
-from trio_websocket import (
-    ConnectionRejected,
-    HandshakeError,
-    WebSocketConnection,
-    open_websocket_url,
-)
 
 from rollout.experiments.bench import Figure
+from rollout.experiments.load_client import Conn, Phase, run_connection
+from rollout.experiments.procs import ChildError, ChildServer
 
-TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
 FD_MARGIN = 64  # descriptors beyond one per connection (listener, pipes, logs, imports)
-FENCE_ID = "resp_load_fence"  # an id no server knows: its error reply ends a connection's stream
-EXEC_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "exec",
-    "description": "Run a shell command and return its output.",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}},
-        "required": ["cmd"],
-        "additionalProperties": False,
-    },
-}
 
 
 class LoadError(Exception):
@@ -108,256 +86,6 @@ def serve_main(argv: Sequence[str]) -> None:
 
 
 _SERVER = "import sys; from rollout.experiments.load import serve_main; serve_main(sys.argv[1:])"
-
-
-class ServerProcess:
-    """`rollout.serve` in a child process (the client does not share its CPU); stderr is kept in
-    a file so that its ERROR lines can be counted afterwards."""
-
-    def __init__(self, calls: int, max_connections: int) -> None:
-        self.log: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop)
-        self.output = ""  # the server's stderr, read by stop()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(calls), str(max_connections)],
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-        )
-        self.port = 0
-
-    async def start(self, timeout: float = 60.0) -> int:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        line = b""
-        with trio.move_on_after(timeout):
-            line = await trio.to_thread.run_sync(stdout.readline, abandon_on_cancel=True)
-        if not line.strip().isdigit():
-            self.stop()
-            raise LoadError("the server process did not start: " + self.output[-2000:].strip())
-        self.port = int(line)
-        return self.port
-
-    def log_errors(self) -> list[str]:
-        """The ERROR/CRITICAL lines the server logged (each may be followed by a traceback)."""
-        return [
-            line
-            for line in self.output.splitlines()
-            if line.startswith(("ERROR ", "CRITICAL ")) or line.startswith("Traceback")
-        ]
-
-    def cpu_seconds(self) -> float:
-        """CPU time (user + system) the server process has used so far; nan off Linux."""
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return float("nan")
-
-    def stop(self) -> int | None:
-        """Kill the server and keep its stderr (`output`); returns its exit code if it had exited
-        by itself (a crash)."""
-        code = self.proc.poll()
-        if code is None:
-            self.proc.kill()
-        self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-        if not self.log.closed:
-            self.log.seek(0)
-            self.output = self.log.read().decode(errors="replace")
-            self.log.close()
-        return code
-
-
-# -- one connection ------------------------------------------------------------------------------
-
-
-@attrs.define
-class Conn:
-    """What one connection saw."""
-
-    index: int
-    response_id: str | None = None
-    frames: int = 0
-    seqs: list[int] = attrs.field(factory=list)
-    terminals: list[str] = attrs.field(factory=list)
-    pauses: int = 0
-    overheads: list[float] = attrs.field(factory=list)  # seconds, one per append
-    errors: list[str] = attrs.field(factory=list)
-    finished: bool = False  # the stream was read to its end (terminal event and fence reply)
-
-    @property
-    def lost(self) -> int:
-        return max(self.seqs) + 1 - len(set(self.seqs)) if self.seqs else 0
-
-    @property
-    def duplicated(self) -> int:
-        return len(self.seqs) - len(set(self.seqs))
-
-    @property
-    def completed(self) -> bool:
-        return self.finished and self.terminals == ["response.completed"] and not self.errors
-
-
-def _create_frame() -> str:
-    return orjson.dumps(
-        {
-            "type": "response.create",
-            "shape": "append",
-            "model": "load-test",
-            "input": "Run the steps, one exec call each.",
-            "tools": [EXEC_TOOL],
-            "store": False,
-        }
-    ).decode()
-
-
-def _append_frame(response_id: str, call_ids: list[str]) -> str:
-    outputs = [
-        {"type": "function_call_output", "call_id": cid, "output": "exit 0"} for cid in call_ids
-    ]
-    return orjson.dumps(
-        {"type": "response.append", "response_id": response_id, "input": outputs}
-    ).decode()
-
-
-def _fence_frame() -> str:
-    return orjson.dumps({"type": "response.append", "response_id": FENCE_ID, "input": []}).decode()
-
-
-def _is_fence_reply(frame: dict[str, Any]) -> bool:
-    error = frame.get("error")
-    return isinstance(error, dict) and error.get("code") == "response_not_found"
-
-
-async def _rollout(ws: WebSocketConnection, conn: Conn, calls: int) -> None:
-    """One append rollout on an open connection, checked event by event; then a fence (an
-    append to an unknown id) whose error reply shows that nothing followed the terminal event."""
-    await ws.send_message(_create_frame())
-    sent: float | None = None
-    fenced = False
-    while True:
-        message = await ws.get_message()
-        now = time.perf_counter()
-        if sent is not None:
-            conn.overheads.append(now - sent)
-            sent = None
-        conn.frames += 1
-        try:
-            frame = orjson.loads(message)
-        except orjson.JSONDecodeError:
-            conn.errors.append("invalid JSON from the server")
-            return
-        if not isinstance(frame, dict):
-            conn.errors.append("a frame that is not a JSON object")
-            return
-        kind = frame.get("type")
-        if kind == "error":
-            if fenced and _is_fence_reply(frame):
-                conn.finished = True
-                return
-            error = frame.get("error") or {}
-            conn.errors.append(f"error event: {error.get('code')}: {error.get('message')}")
-            return
-        seq = frame.get("sequence_number")
-        if not isinstance(seq, int):
-            conn.errors.append(f"{kind} without a sequence_number")
-        else:
-            if conn.seqs and seq < conn.seqs[-1] and seq not in conn.seqs:
-                conn.errors.append(f"sequence_number {seq} after {conn.seqs[-1]} (out of order)")
-            conn.seqs.append(seq)
-        snapshot = frame.get("response")
-        rid = frame.get("response_id") or (
-            snapshot.get("id") if isinstance(snapshot, dict) else None
-        )
-        if rid is not None:
-            if conn.response_id is None:
-                conn.response_id = rid
-            elif rid != conn.response_id:
-                conn.errors.append(f"{kind} of another response {rid!r}")
-        if kind in TERMINAL:
-            conn.terminals.append(kind)
-            if fenced:
-                conn.errors.append(f"a second terminal event ({kind})")
-                continue  # keep reading to the fence
-            if kind != "response.completed":
-                conn.errors.append(f"ended with {kind}: {_reason(snapshot)}")
-            if conn.pauses != calls:
-                conn.errors.append(f"{conn.pauses} pauses, expected {calls}")
-            fenced = True
-            await ws.send_message(_fence_frame())
-        elif kind == "response.done":
-            conn.pauses += 1
-            if fenced:
-                conn.errors.append("a pause after the terminal event")
-                continue
-            if conn.response_id is None:
-                conn.errors.append("a pause before any event naming the response")
-                return
-            pending = frame.get("pending_calls") or []
-            call_ids = [c["call_id"] for c in pending if isinstance(c, dict) and "call_id" in c]
-            if not call_ids:
-                conn.errors.append("a pause without pending calls")
-                return
-            sent = time.perf_counter()
-            await ws.send_message(_append_frame(conn.response_id, call_ids))
-
-
-def _reason(snapshot: Any) -> str:
-    if not isinstance(snapshot, dict):
-        return "?"
-    details = snapshot.get("incomplete_details") or snapshot.get("error")
-    if isinstance(details, dict):
-        return str(details.get("reason") or details.get("code") or details)
-    return str(details) if details else "?"
-
-
-@attrs.define(eq=False)
-class Phase:
-    """Shared by the connections of a run: the start signal (every connection is open, or has
-    failed to open), the time bound, and how many connections are open (now and at most)."""
-
-    deadline: trio.CancelScope
-    go: trio.Event = attrs.field(factory=trio.Event)
-    now: int = 0
-    peak: int = 0
-
-
-async def _connection(url: str, conn: Conn, calls: int, opened: trio.Event, phase: Phase) -> None:
-    """Open, report it (`opened`), wait for every other connection to be open, then run the
-    rollout: all of them run concurrently."""
-    try:
-        async with open_websocket_url(
-            url, connect_timeout=30, disconnect_timeout=5, max_message_size=1 << 24
-        ) as ws:
-            phase.now += 1
-            phase.peak = max(phase.peak, phase.now)
-            opened.set()
-            try:
-                await phase.go.wait()
-                await _rollout(ws, conn, calls)
-            finally:
-                phase.now -= 1
-    except HandshakeError as exc:
-        cause = exc.__cause__ or exc.__context__
-        if isinstance(cause, OSError):  # trio-websocket wraps a failed connect
-            conn.errors.append(f"connection failed: {type(cause).__name__}: {cause}")
-        elif isinstance(exc, ConnectionRejected):
-            body = (exc.body or b"").decode(errors="replace")[:200]
-            conn.errors.append(f"handshake refused: HTTP {exc.status_code} {body}".rstrip())
-        else:
-            conn.errors.append(f"handshake failed: {type(exc).__name__} {exc}".rstrip())
-    except WsConnectionClosed as exc:
-        conn.errors.append(f"connection closed by the server: {exc.reason}")
-    except OSError as exc:
-        conn.errors.append(f"connection failed: {type(exc).__name__}: {exc}")
-    except Exception as exc:  # anything else is still one connection's error, not the run's
-        conn.errors.append(f"client error: {type(exc).__name__}: {exc}")
-    finally:
-        opened.set()
-        if phase.deadline.cancel_called and not conn.finished and not conn.errors:
-            conn.errors.append("timed out")
 
 
 # -- the run -------------------------------------------------------------------------------------
@@ -469,11 +197,13 @@ async def run_load(
     if connections < 1 or calls < 0 or timeout <= 0 or batch < 1:
         raise LoadError("--connections must be >= 1, --calls >= 0 and --timeout > 0")
     raise_nofile(connections + FD_MARGIN)
-    server: ServerProcess | None = None
+    server: ChildServer | None = None
     if url is None:
-        server = ServerProcess(calls, connections + 100)
+        server = ChildServer(_SERVER, [str(calls), str(connections + 100)])
         try:
             port = await server.start()
+        except ChildError as exc:
+            raise LoadError(str(exc)) from None
         except BaseException:
             server.stop()
             raise
@@ -494,7 +224,7 @@ async def run_load(
                     for conn in conns[first : first + batch]:
                         event = trio.Event()
                         opened.append(event)
-                        nursery.start_soon(_connection, url, conn, calls, event, phase)
+                        nursery.start_soon(run_connection, url, conn, calls, event, phase)
                     for event in opened:
                         await event.wait()
                 open_seconds = time.perf_counter() - start

@@ -68,6 +68,7 @@ async def serve(
                 connections.start_soon(handle, stream)
 
     async with trio.open_nursery() as nursery:
+        service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:

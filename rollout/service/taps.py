@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import attrs
+import trio
 
 from protocol.errors import ProtocolError
 from rollout.engine.work import Stats
@@ -81,6 +82,7 @@ class TapConfig:
     captured: list[Captured] | None = None
     record_dir: Path | None = None
     connections: int = 0  # connections accepted so far (numbers them)
+    nursery: trio.Nursery | None = None  # where recorders' writer tasks run (the server's own)
 
     def number(self) -> int:
         """A new connection's number."""
@@ -95,4 +97,6 @@ class TapConfig:
         if self.record_dir is not None:
             path = Path(self.record_dir) / f"conn-{n}-{transport}.jsonl"
             recorder = Recorder(path, transport, n)
+            if self.nursery is not None:
+                recorder.start(self.nursery)
         return Taps(transport, n, stats, self.captured, recorder)

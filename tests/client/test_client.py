@@ -1,14 +1,18 @@
-"""The trio client's own API: create, append and cancel over both transports, typed events."""
+"""The trio client's own API: create, append and cancel over both transports, typed events, raw
+HTTP requests, and SSE in any WHATWG framing."""
 
 from __future__ import annotations
 
 import functools
 
+import orjson
+import pytest
 import trio
 
 import rollout
+from protocol import codec
 from protocol.events import PauseEvent, ResponseEvent, TextDeltaEvent
-from rollout.client import HttpClient, collect, connect_ws
+from rollout.client import ClientError, HttpClient, collect, connect_ws
 
 TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]
 BODY = {"model": "m", "input": "go", "tools": TOOLS, "shape": "append"}
@@ -60,4 +64,71 @@ async def test_http_create_append_and_cancel() -> None:
             cancelled = await http.cancel(second.response_id)
             assert cancelled["status"] == "incomplete"
             assert cancelled["incomplete_details"]["reason"] == "cancelled"
+        nursery.cancel_scope.cancel()
+
+
+async def test_raw_requests_and_a_request_after_an_unread_body() -> None:
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(functools.partial(rollout.serve, engine()))
+        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+            status, head, chunks = await http.request(
+                "POST", "/responses", content=b"model=m", content_type="text/plain"
+            )
+            refused = orjson.loads(b"".join([c async for c in chunks]))
+            assert status == 415 and head["content-type"] == "application/json"
+            assert refused["error"]["code"] == "unsupported_media_type"
+            status, _, _ = await http.request("GET", "/responses/resp_nope")  # body left unread
+            assert status == 404
+            # The unread body leaves that exchange unfinished: the next one gets a new connection.
+            with pytest.raises(ClientError) as missing:
+                await http.json("GET", "/responses/resp_nope")
+            assert missing.value.status == 404
+            content = orjson.dumps({"model": "m", "input": "go", "tools": TOOLS})
+            status, _, chunks = await http.request("POST", "/responses", content=content)
+            reply = orjson.loads(b"".join([c async for c in chunks]))
+            assert status == 200 and reply["status"] == "completed"
+        nursery.cancel_scope.cancel()
+
+
+def reframe(stream: bytes) -> bytes:
+    """The same SSE events as another server may frame them: CRLF line ends, a comment before
+    each event, and each JSON payload split over two `data:` lines."""
+    out = []
+    for block in stream.split(b"\n\n")[:-1]:
+        kind, data = block.split(b"\n")
+        first, rest = data.split(b",", 1)
+        out.append(
+            b": keep-alive\r\n" + kind + b"\r\n" + first + b",\r\ndata:" + rest + b"\r\n\r\n"
+        )
+    return b"".join(out)
+
+
+async def test_sse_from_another_framing_decodes_to_the_same_events() -> None:
+    """The client decodes any WHATWG event stream (protocol.sse), here CRLF-framed, with
+    comments and multi-line data, sent a few bytes at a time."""
+    create = {**BODY, "stream": True}
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(functools.partial(rollout.serve, engine()))
+        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+            _, _, chunks = await http.request("POST", "/responses", create)
+            stream = b"".join([c async for c in chunks])
+        expected = [orjson.loads(line[6:]) for line in stream.split(b"\n") if line[:6] == b"data: "]
+        body = reframe(stream)
+
+        async def other_server(conn: trio.SocketStream) -> None:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                request += await conn.receive_some(65536)
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            await conn.send_all(head + b"content-length: %d\r\n\r\n" % len(body))
+            for i in range(0, len(body), 7):
+                await conn.send_all(body[i : i + 7])
+
+        [listener] = await nursery.start(
+            functools.partial(trio.serve_tcp, other_server, 0, host="127.0.0.1")
+        )
+        other = listener.socket.getsockname()[1]
+        async with HttpClient(f"http://127.0.0.1:{other}/v1") as http:
+            events = [e async for e in http.events("/responses", create)]
+        assert [codec.to_json(e) for e in events] == expected
         nursery.cancel_scope.cancel()

@@ -27,3 +27,13 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
     assert main(["bench", "nope"]) == 2
     assert "overhead" in capsys.readouterr().err
     assert set(BENCHES) == {"overhead", "events", "memory", "first-token", "ideal"}
+
+
+def test_cli_bench_reports_a_server_that_did_not_start(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("rollout.experiments.bench._MEMORY_SERVER", "raise SystemExit('broken')")
+    assert main(["bench", "memory"]) == 2
+    err = capsys.readouterr().err
+    assert "rollout bench: the server process did not start: broken" in err
+    assert "Traceback" not in err

@@ -13,9 +13,9 @@ import orjson
 import trio
 from openai import OpenAI
 
+from rollout.client.replay import replay_session
 from rollout.engine.engine import Engine
 from rollout.model.policy import Policy, ScriptedPolicy, call, text
-from rollout.service.record import replay_session
 from rollout.testing.thread import ServerThread
 
 MODEL = "gpt-test"

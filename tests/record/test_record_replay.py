@@ -28,13 +28,12 @@ from _record_helpers import (
     ws_session,
 )
 
+from rollout.client.replay import normalize, replay_session
 from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, TextStep
-from rollout.service.record import (
+from rollout.model.recorded import (
     RecordedModel,
-    normalize,
     recorded_events,
     replay_requests,
-    replay_session,
     script_from_recording,
 )
 

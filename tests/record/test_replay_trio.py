@@ -1,7 +1,7 @@
 # Record and replay inside one trio loop (in-process servers, the project's own trio client): the
 # model side rebuilt step for step (web search, commentary with parallel calls, citations, a
 # model error, two conversations), concurrent WebSocket lanes, a refused frame, an append-shape
-# rollout over HTTP, and the recorder's own guarantees (chunked writes, nothing lost on close).
+# rollout over HTTP, and normalizing. The recorder's own guarantees are in test_recorder.py.
 from __future__ import annotations
 
 import functools
@@ -10,12 +10,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 import trio
 from _record_helpers import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, tool_script
 
 from rollout.client import ClientError, HttpClient, collect, connect_ws
+from rollout.client.replay import normalize, replay_session
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.model.policy import (
@@ -29,19 +29,15 @@ from rollout.model.policy import (
     TextStep,
     search,
 )
-from rollout.server.listen import serve
-from rollout.service.config import ServerConfig
-from rollout.service.record import (
-    FLUSH_BYTES,
+from rollout.model.recorded import (
     RecordedModel,
-    Recorder,
     is_recording,
     load,
-    normalize,
     recorded_events,
-    replay_session,
     script_from_recording,
 )
+from rollout.server.listen import serve
+from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 
 ANSWER = "Fixed the parser. See Source 1."
@@ -177,39 +173,6 @@ async def test_lanes_a_refused_frame_and_http_append_replay(tmp_path: Path) -> N
     async with running(tool_script(2, offset=5)) as url:
         changed = await replay_session(directory, url, timeout=1)
     assert normalize(changed) != normalize(recorded_events(directory))
-
-
-async def test_recorder_writes_in_chunks_and_loses_nothing_on_close(tmp_path: Path) -> None:
-    path = tmp_path / "deep" / "conn-7-ws.jsonl"
-    recorder = Recorder(path, "ws", 7)
-    event = orjson.dumps({"type": "response.output_text.delta", "delta": "x" * 100})
-    count = 0
-    while not path.exists():  # the first chunk is written once FLUSH_BYTES are buffered
-        await recorder.event(event)
-        count += 1
-    assert FLUSH_BYTES <= path.stat().st_size < FLUSH_BYTES + 300  # one chunk, one line over
-    await recorder.ws_frame('{"type": "response.create"}')
-    await recorder.ws_frame("not json")
-    await recorder.ws_frame(b"\x00\x01")
-    with trio.CancelScope() as scope:
-        scope.cancel()
-        await recorder.aclose()  # cancelled: still writes everything
-    await recorder.event(b'{"type":"late"}')  # after close: written at once
-    rows = [orjson.loads(line) for line in path.read_bytes().splitlines()]
-    assert len(rows) == count + 4 == recorder.lines
-    assert [r["n"] for r in rows] == sorted(r["n"] for r in rows)
-    assert rows[count]["frame"] == {"type": "response.create"}
-    assert rows[count + 1]["text"] == "not json"
-    assert rows[count + 2]["binary"] == "AAE="
-    assert rows[-1]["event"] == {"type": "late"} and rows[-1]["dir"] == "out"
-
-
-def test_an_unused_recorder_leaves_no_file(tmp_path: Path) -> None:
-    async def main() -> None:
-        await Recorder(tmp_path / "conn-1-http.jsonl", "http", 1).aclose()
-
-    trio.run(main)
-    assert not any(tmp_path.iterdir())
 
 
 async def test_normalize_keeps_equal_ids_equal() -> None:
