@@ -453,7 +453,7 @@ class HttpConnection:
         after = _query(request, "starting_after", "")
         if after and not _digits(after.removeprefix("-")):
             raise errors.invalid(
-                f"Invalid 'starting_after': expected an integer, got {after[:40]!r}.",
+                f"Invalid 'starting_after': expected an integer, got {errors.clip(repr(after))}.",
                 param="starting_after",
                 code="invalid_value",
             )
@@ -481,7 +481,8 @@ class HttpConnection:
         order = _query(request, "order", "desc")
         if order not in ("asc", "desc"):
             raise errors.invalid(
-                f"Invalid value: {order!r}. Supported values are: 'asc' and 'desc'.",
+                f"Invalid value: {errors.clip(repr(order))}. Supported values are: 'asc' and "
+                "'desc'.",
                 param="order",
                 code="invalid_value",
             )
@@ -493,7 +494,9 @@ class HttpConnection:
             ids = [getattr(i, "id", None) for i in items]
             if after not in ids:
                 raise errors.invalid(
-                    f"Item with id '{after}' not found.", param="after", code="invalid_value"
+                    f"Item with id '{errors.clip(after)}' not found.",
+                    param="after",
+                    code="invalid_value",
                 )
             items = items[ids.index(after) + 1 :]
         page = items[:limit]
@@ -544,7 +547,7 @@ def _require_json(request: Request) -> None:
     ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
     if ctype != JSON:
         raise ProtocolError(
-            message=f"Unsupported Content-Type {ctype[:80]!r}; send application/json.",
+            message=f"Unsupported Content-Type {errors.clip(repr(ctype))}; send application/json.",
             code="unsupported_media_type",
             status=415,
         )
@@ -589,7 +592,8 @@ def _int_query(request: Request, name: str, default: int, low: int, high: int) -
     raw = _query(request, name, str(default))
     if not _digits(raw) or not low <= int(raw) <= high:
         raise errors.invalid(
-            f"Invalid '{name}': expected an integer from {low} to {high}, got {raw[:40]!r}.",
+            f"Invalid '{name}': expected an integer from {low} to {high}, got "
+            f"{errors.clip(repr(raw))}.",
             param=name,
             code="invalid_value",
         )

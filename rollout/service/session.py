@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, clip
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
@@ -38,7 +38,7 @@ def _event_type(value: dict[str, Any]) -> str:
     kind = value.get("type")
     if kind not in EVENTS:
         raise ProtocolError(
-            message=f"Unknown event type {str(kind)[:64]!r}; expected {_EXPECTED}.",
+            message=f"Unknown event type {clip(repr(kind))}; expected {_EXPECTED}.",
             code="unknown_event_type",
             param="type",
         )

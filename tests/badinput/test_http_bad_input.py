@@ -16,6 +16,7 @@ import orjson
 import pytest
 import trio
 from _helpers import (
+    ANY,
     EXEC_TOOL,
     MODEL,
     HttpResponse,
@@ -379,6 +380,65 @@ ROWS: list[Row] = [
         400,
         "previous_response_not_found",
         "previous_response_id",
+    ),
+    # -- huge values: the error message echoes them truncated ------------------------------------
+    Row("shape-huge", post(body(shape="x" * 60_000)), 400, "invalid_value", "shape"),
+    Row(
+        "tool-choice-huge",
+        post(body(tool_choice="s" * 60_000)),
+        400,
+        "invalid_value",
+        "tool_choice",
+    ),
+    Row(
+        "item-type-huge",
+        post(item(type="t" * 60_000)),
+        400,
+        "invalid_value",
+        "input[0].type",
+    ),
+    Row("metadata-key-huge", post(body(metadata={"k" * 60_000: 5})), 400, "invalid_type", ANY),
+    Row(
+        "fco-unknown-call-id-huge",
+        post(item(type="function_call_output", call_id="c" * 60_000, output="x")),
+        400,
+        "invalid_value",
+        "input[0].call_id",
+    ),
+    Row(
+        "item-reference-huge",
+        post(item(type="item_reference", id="i" * 60_000)),
+        400,
+        "invalid_value",
+        "input[0].id",
+    ),
+    Row("path-huge", get("/v1/nothing/" + "p" * 7000), 404, None),
+    Row(
+        "get-id-huge",
+        get("/v1/responses/resp_" + "x" * 7000),
+        404,
+        "response_not_found",
+    ),
+    Row(
+        "input-items-order-huge",
+        lambda c: get(f"/v1/responses/{c.stored}/input_items?order=" + "u" * 7000),
+        400,
+        "invalid_value",
+        "order",
+    ),
+    Row(
+        "input-items-after-huge",
+        lambda c: get(f"/v1/responses/{c.stored}/input_items?after=" + "m" * 7000),
+        400,
+        "invalid_value",
+        "after",
+    ),
+    Row(
+        "append-unknown-call-id-huge",
+        append(lambda c: {"input": [output("c" * 60_000)]}),
+        400,
+        "unknown_call_id",
+        "input[0].call_id",
     ),
     # -- fields this server or this transport refuses --------------------------------------------
     Row(
