@@ -11,6 +11,7 @@ import trio
 from rollout.engine.engine import Engine
 from rollout.model import tokens
 from rollout.server.http import HttpConnection
+from rollout.server.limits import Limits
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -50,11 +51,15 @@ async def serve(
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
 
+    limits = Limits(config.max_open_connections, config.max_body_bytes_in_flight, engine.stats)
+
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            await HttpConnection(stream, service).run()
+            await HttpConnection(stream, service, limits=limits).run()
         except Exception:
             log.exception("connection handler failed")
+        finally:
+            limits.leave()
 
     async def accept(listener: trio.SocketListener, connections: trio.Nursery) -> None:
         async with listener:
@@ -65,7 +70,10 @@ async def serve(
                     log.warning("accept failed: %s", exc)
                     await trio.sleep(0.1)
                     continue
-                connections.start_soon(handle, stream)
+                if limits.admit():
+                    connections.start_soon(handle, stream)
+                else:
+                    connections.start_soon(limits.refuse, stream)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(service.serve)

@@ -195,7 +195,8 @@ class RawHttp:
         del self.buf[:n]
         return out
 
-    async def read_response(self, timeout: float = TIMEOUT) -> HttpResponse:
+    async def read_response(self, timeout: float = TIMEOUT, *, head: bool = False) -> HttpResponse:
+        """The next response; `head`: it answers a HEAD request, so it has no body."""
         with trio.fail_after(timeout):
             while True:
                 status_line = (await self._line()).decode("latin-1")
@@ -208,6 +209,8 @@ class RawHttp:
                     headers[name.lower()] = value.strip()
                 if not 100 <= int(status) < 200:
                     break
+            if head:
+                return HttpResponse(int(status), headers, b"")
             if headers.get("transfer-encoding") == "chunked":
                 body = bytearray()
                 while size := int((await self._line()).split(b";")[0], 16):
