@@ -349,16 +349,26 @@ def _serve(args: argparse.Namespace) -> int:
     banner = f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})"
     try:
         config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
-        trio.run(_serve_until_signalled, engine, args.host, args.port, config, args.record, banner)
-    except KeyboardInterrupt:
-        pass
+        forced = trio.run(
+            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner
+        )
+    except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
+        if not _only_interrupts(exc):
+            raise
+        return 128 + signal.SIGINT
     except OSError as exc:
         print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     finally:
         if isinstance(engine.store, SqliteStore):
             engine.store.close()
-    return 0
+    return 0 if forced is None else 128 + forced
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_interrupts(e) for e in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def api_keys(path: str | None, env: str | None) -> frozenset[str]:
@@ -385,17 +395,23 @@ async def _serve_until_signalled(
     config: ServerConfig,
     record: str | None = None,
     banner: str = "",
-) -> None:
-    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once.
+) -> int | None:
+    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
+    (everything is cancelled; the number of that signal is returned, for the exit status).
     Prints where it serves once the port is bound (so `--port 0` prints the port it got)."""
     stop = trio.Event()
+    forced: list[int] = []
 
     async def signals() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
+                name = signal.Signals(signum).name
                 if stop.is_set():
-                    raise KeyboardInterrupt
-                print(f"rollout: {signal.Signals(signum).name}: shutting down", file=sys.stderr)
+                    print(f"rollout: second {name}: stopping now", file=sys.stderr, flush=True)
+                    forced.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+                print(f"rollout: {name}: shutting down", file=sys.stderr, flush=True)
                 stop.set()
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
@@ -414,6 +430,7 @@ async def _serve_until_signalled(
         nursery.start_soon(signals)
         bound = await nursery.start(server)
         print(f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True)
+    return forced[0] if forced else None
 
 
 if __name__ == "__main__":

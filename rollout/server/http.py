@@ -239,6 +239,7 @@ class HttpConnection:
                     served = await self._serve(request)
                 finally:
                     self.engine.stats.http_in_flight -= 1
+                    self.engine.notify()
                     logs.event(
                         "http_request",
                         request_id=self.request_id,
