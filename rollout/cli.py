@@ -119,7 +119,29 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="on SIGINT/SIGTERM, how long running responses may take to finish",
+        help="on SIGINT/SIGTERM, how long running responses may take to finish (a second "
+        "signal stops at once, exit status 128 + the signal's number)",
+    )
+    s.add_argument(
+        "--max-open-connections",
+        type=int,
+        default=ServerConfig().max_open_connections,
+        metavar="N",
+        help="TCP connections at once (HTTP and WebSocket); more are refused with 503",
+    )
+    s.add_argument(
+        "--max-body-bytes-in-flight",
+        type=int,
+        default=ServerConfig().max_body_bytes_in_flight,
+        metavar="BYTES",
+        help="bytes of request bodies held at once, server-wide; a request past it gets 503",
+    )
+    s.add_argument(
+        "--ws-idle-timeout",
+        type=float,
+        default=ServerConfig().ws_idle_timeout_s,
+        metavar="SECONDS",
+        help="close a WebSocket that sent no frame for this long while nothing ran on it",
     )
     s.add_argument("--log-level", default="INFO", help="logging level")
 
@@ -305,6 +327,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.tool_calls < 0 or args.parallel < 1:
         print("rollout: --tool-calls must be >= 0 and --parallel >= 1", file=sys.stderr)
         return 2
+    if min(args.max_open_connections, args.max_body_bytes_in_flight, args.ws_idle_timeout) <= 0:
+        print(
+            "rollout: --max-open-connections, --max-body-bytes-in-flight and --ws-idle-timeout "
+            "must be positive",
+            file=sys.stderr,
+        )
+        return 2
     try:
         engine = Engine(
             policy=DefaultPolicy(
@@ -348,7 +377,13 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     banner = f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})"
     try:
-        config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
+        config = ServerConfig(
+            shutdown_grace_s=args.shutdown_grace,
+            api_keys=keys,
+            max_open_connections=args.max_open_connections,
+            max_body_bytes_in_flight=args.max_body_bytes_in_flight,
+            ws_idle_timeout_s=args.ws_idle_timeout,
+        )
         forced = trio.run(
             _serve_until_signalled, engine, args.host, args.port, config, args.record, banner
         )
