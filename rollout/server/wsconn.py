@@ -129,8 +129,6 @@ class WsConnection:
     # -- receiving ------------------------------------------------------------------------------
 
     async def get_message(self) -> str | bytes | TooLarge:
-        if self._closed is not None:
-            raise self._closed
         try:
             return await self._inbox.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
