@@ -12,7 +12,7 @@ from cattrs.errors import AttributeValidationNote, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.preconf.orjson import make_converter
 
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,
@@ -87,13 +87,14 @@ def _locate(exc: BaseException) -> tuple[Path, str, str]:
         return step + path, template, code
     if isinstance(exc, KeyError):
         return (), "Missing required parameter: '{param}'.", "missing_required_parameter"
-    return (), f"Invalid value for '{{param}}': {exc}", "invalid_value"
+    return (), f"Invalid value for '{{param}}': {clip(str(exc), 200)}", "invalid_value"
 
 
 def format_path(path: Path) -> str:
     out = ""
     for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else step)
+        name = clip(str(step))  # a key of a client's object can be any length
+        out += f"[{step}]" if isinstance(step, int) else (f".{name}" if out else name)
     return out
 
 
@@ -151,7 +152,7 @@ def _literal_hook(t: Any) -> Callable[[object, object], Any]:
         if not any(value == a and type(value) is type(a) for a in allowed):
             raise _Invalid(
                 (),
-                f"Invalid value: {value!r}. Supported values are: {supported}.",
+                f"Invalid value: {clip(repr(value))}. Supported values are: {supported}.",
                 "invalid_value",
             )
         return value
@@ -272,7 +273,7 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
         if cls is None:
             raise _Invalid(
                 ("type",),
-                f"Invalid value: {tag!r}. Supported values are: {supported}.",
+                f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
                 "invalid_value",
             )
         if tag == "message" and "type" not in value:
@@ -424,7 +425,9 @@ def decode_event(data: bytes | str | Mapping[str, Any]) -> Event:
         return fast
     cls = CLASS_BY_TYPE.get(value["type"])
     if cls is None:
-        raise ProtocolError(message=f"Unknown event type {value['type']!r}.", param="type")
+        raise ProtocolError(
+            message=f"Unknown event type {clip(repr(value['type']))}.", param="type"
+        )
     return structure(value, cls)
 
 

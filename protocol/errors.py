@@ -7,10 +7,23 @@ from typing import Any
 
 import attrs
 
+ECHO = 64  # characters of a client's value an error message repeats
+MAX_MESSAGE = 1024  # characters of any error message (and of `param`)
+
+
+def clip(text: str, limit: int = ECHO) -> str:
+    """A value the client sent, as an error message may repeat it: cut to `limit` characters,
+    with its length said when it was cut (a 1 MB field must not make a 1 MB error). Every
+    message that echoes client input goes through here; pass `repr(value)` for a non-string."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
 
 @attrs.define(eq=False)
 class ProtocolError(Exception):
-    """A request the server refuses, with everything the wire needs to say why."""
+    """A request the server refuses, with everything the wire needs to say why. The message
+    and `param` are bounded (MAX_MESSAGE) however they were built."""
 
     message: str
     type: str = "invalid_request_error"
@@ -18,6 +31,11 @@ class ProtocolError(Exception):
     param: str | None = None
     status: int = 400
     headers: dict[str, str] | None = None  # HTTP headers the refusal carries (Retry-After, ...)
+
+    def __attrs_post_init__(self) -> None:
+        self.message = clip(self.message, MAX_MESSAGE)
+        if self.param is not None:
+            self.param = clip(self.param, MAX_MESSAGE)
 
     def __str__(self) -> str:
         where = f" (param {self.param})" if self.param else ""
@@ -34,7 +52,7 @@ def invalid(message: str, param: str | None = None, code: str | None = None) -> 
 
 def previous_response_not_found(response_id: str) -> ProtocolError:
     return ProtocolError(
-        message=f"Previous response with id '{response_id}' not found.",
+        message=f"Previous response with id '{clip(response_id)}' not found.",
         code="previous_response_not_found",
         param="previous_response_id",
     )
@@ -42,19 +60,23 @@ def previous_response_not_found(response_id: str) -> ProtocolError:
 
 def response_not_found(response_id: str) -> ProtocolError:
     return ProtocolError(
-        message=f"Response with id '{response_id}' not found.",
+        message=f"Response with id '{clip(response_id)}' not found.",
         code="response_not_found",
         status=404,
     )
 
 
 def not_found_path(method: str, path: str) -> ProtocolError:
-    return ProtocolError(message=f"Unknown request URL: {method} {path}.", status=404)
+    return ProtocolError(
+        message=f"Unknown request URL: {clip(method)} {clip(path, 256)}.", status=404
+    )
 
 
 def method_not_allowed(method: str, path: str) -> ProtocolError:
     return ProtocolError(
-        message=f"Method {method} is not allowed for {path}.", code="method_not_allowed", status=405
+        message=f"Method {clip(method)} is not allowed for {clip(path, 256)}.",
+        code="method_not_allowed",
+        status=405,
     )
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable, Container, Sequence, Set
 import attrs
 
 from protocol import errors
+from protocol.errors import clip
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -83,7 +84,8 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
             known = item.call_id in calls or item.call_id in open_calls
             if item.call_id in answered or not known:
                 raise errors.invalid(
-                    f"No tool call found for function call output with call_id {item.call_id}.",
+                    "No tool call found for function call output with call_id "
+                    f"{clip(item.call_id)}.",
                     param=f"input[{i}].call_id",
                     code="invalid_value",
                 )
@@ -92,7 +94,7 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
         elif isinstance(item, ItemReference):
             if item.id not in ids and item.id not in known_ids:
                 raise errors.invalid(
-                    f"Item with id '{item.id}' not found.",
+                    f"Item with id '{clip(item.id)}' not found.",
                     param=f"input[{i}].id",
                     code="invalid_value",
                 )
@@ -101,7 +103,7 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
     unanswered = (set(open_calls) | calls) - answered
     if unanswered:
         raise errors.invalid(
-            f"No tool output found for function call {min(unanswered)}.",
+            f"No tool output found for function call {clip(min(unanswered))}.",
             param="input",
             code="invalid_value",
         )

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, clip
 from protocol.items import FunctionCallOutput, Item, Message
 
 
@@ -58,7 +58,7 @@ class IllegalTransition(RuntimeError):
 
 def response_not_suspended(response_id: str, state: State) -> ProtocolError:
     return ProtocolError(
-        message=f"Response '{response_id}' is {state.value}, not waiting for tool outputs.",
+        message=f"Response '{clip(response_id)}' is {state.value}, not waiting for tool outputs.",
         code="response_not_suspended",
         param="response_id",
         status=409,
@@ -110,14 +110,14 @@ class Lifetime:
             if isinstance(item, FunctionCallOutput):
                 if item.call_id in self._answered or item.call_id in seen:
                     raise ProtocolError(
-                        message=f"An output for call_id '{item.call_id[:64]}' was already "
+                        message=f"An output for call_id '{clip(item.call_id)}' was already "
                         "appended.",
                         code="duplicate_call_output",
                         param=f"input[{i}].call_id",
                     )
                 if item.call_id not in self.pending:
                     raise ProtocolError(
-                        message=f"No pending tool call with call_id '{item.call_id[:64]}'.",
+                        message=f"No pending tool call with call_id '{clip(item.call_id)}'.",
                         code="unknown_call_id",
                         param=f"input[{i}].call_id",
                     )

@@ -2,7 +2,7 @@
 # transport-specific fields). Pure functions raising ProtocolError with the offending `param`.
 import re
 
-from protocol.errors import invalid, previous_response_not_found
+from protocol.errors import clip, invalid, previous_response_not_found
 from protocol.items import FunctionTool
 from protocol.request import CreateRequest
 
@@ -91,7 +91,7 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             if len(key) > 64 or len(value) > 512:
                 raise invalid(
                     "'metadata' keys are at most 64 and values at most 512 characters.",
-                    param=f"metadata.{key[:64]}",
+                    param=f"metadata.{clip(key)}",
                     code="invalid_value",
                 )
     _check_tools(req)
@@ -110,14 +110,14 @@ def _check_tools(req: CreateRequest) -> None:
             continue
         if not TOOL_NAME.fullmatch(tool.name):
             raise invalid(
-                f"Invalid 'tools[{i}].name': {tool.name[:80]!r}. Expected a string of letters, "
-                "digits, underscores and hyphens, at most 64 characters.",
+                f"Invalid 'tools[{i}].name': {clip(repr(tool.name))}. Expected a string of "
+                "letters, digits, underscores and hyphens, at most 64 characters.",
                 param=f"tools[{i}].name",
                 code="invalid_value",
             )
         if tool.name in names:
             raise invalid(
-                f"Duplicate tool name {tool.name!r}.",
+                f"Duplicate tool name {clip(repr(tool.name))}.",
                 param=f"tools[{i}].name",
                 code="invalid_value",
             )
@@ -132,7 +132,8 @@ def _check_tools(req: CreateRequest) -> None:
     choice = req.tool_choice
     if isinstance(choice, str) and choice not in ("none", "auto", "required"):
         raise invalid(
-            f"Invalid value: {choice!r}. Supported values are: 'none', 'auto' and 'required'.",
+            f"Invalid value: {clip(repr(choice))}. Supported values are: 'none', 'auto' and "
+            "'required'.",
             param="tool_choice",
             code="invalid_value",
         )

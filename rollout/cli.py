@@ -119,7 +119,29 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="on SIGINT/SIGTERM, how long running responses may take to finish",
+        help="on SIGINT/SIGTERM, how long running responses may take to finish (a second "
+        "signal stops at once, exit status 128 + the signal's number)",
+    )
+    s.add_argument(
+        "--max-open-connections",
+        type=int,
+        default=ServerConfig().max_open_connections,
+        metavar="N",
+        help="TCP connections at once (HTTP and WebSocket); more are refused with 503",
+    )
+    s.add_argument(
+        "--max-body-bytes-in-flight",
+        type=int,
+        default=ServerConfig().max_body_bytes_in_flight,
+        metavar="BYTES",
+        help="bytes of request bodies held at once, server-wide; a request past it gets 503",
+    )
+    s.add_argument(
+        "--ws-idle-timeout",
+        type=float,
+        default=ServerConfig().ws_idle_timeout_s,
+        metavar="SECONDS",
+        help="close a WebSocket that sent no frame for this long while nothing ran on it",
     )
     s.add_argument("--log-level", default="INFO", help="logging level")
 
@@ -310,6 +332,13 @@ def _serve(args: argparse.Namespace) -> int:
     if args.tool_calls < 0 or args.parallel < 1:
         print("rollout: --tool-calls must be >= 0 and --parallel >= 1", file=sys.stderr)
         return 2
+    if min(args.max_open_connections, args.max_body_bytes_in_flight, args.ws_idle_timeout) <= 0:
+        print(
+            "rollout: --max-open-connections, --max-body-bytes-in-flight and --ws-idle-timeout "
+            "must be positive",
+            file=sys.stderr,
+        )
+        return 2
     try:
         engine = Engine(
             policy=DefaultPolicy(
@@ -353,17 +382,33 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     banner = f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})"
     try:
-        config = ServerConfig(shutdown_grace_s=args.shutdown_grace, api_keys=keys)
-        trio.run(_serve_until_signalled, engine, args.host, args.port, config, args.record, banner)
-    except KeyboardInterrupt:
-        pass
+        config = ServerConfig(
+            shutdown_grace_s=args.shutdown_grace,
+            api_keys=keys,
+            max_open_connections=args.max_open_connections,
+            max_body_bytes_in_flight=args.max_body_bytes_in_flight,
+            ws_idle_timeout_s=args.ws_idle_timeout,
+        )
+        forced = trio.run(
+            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner
+        )
+    except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
+        if not _only_interrupts(exc):
+            raise
+        return 128 + signal.SIGINT
     except OSError as exc:
         print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     finally:
         if isinstance(engine.store, SqliteStore):
             engine.store.close()
-    return 0
+    return 0 if forced is None else 128 + forced
+
+
+def _only_interrupts(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_interrupts(e) for e in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def api_keys(path: str | None, env: str | None) -> frozenset[str]:
@@ -390,17 +435,23 @@ async def _serve_until_signalled(
     config: ServerConfig,
     record: str | None = None,
     banner: str = "",
-) -> None:
-    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once.
+) -> int | None:
+    """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
+    (everything is cancelled; the number of that signal is returned, for the exit status).
     Prints where it serves once the port is bound (so `--port 0` prints the port it got)."""
     stop = trio.Event()
+    forced: list[int] = []
 
     async def signals() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
             async for signum in received:
+                name = signal.Signals(signum).name
                 if stop.is_set():
-                    raise KeyboardInterrupt
-                print(f"rollout: {signal.Signals(signum).name}: shutting down", file=sys.stderr)
+                    print(f"rollout: second {name}: stopping now", file=sys.stderr, flush=True)
+                    forced.append(signum)
+                    nursery.cancel_scope.cancel()
+                    return
+                print(f"rollout: {name}: shutting down", file=sys.stderr, flush=True)
                 stop.set()
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
@@ -419,6 +470,7 @@ async def _serve_until_signalled(
         nursery.start_soon(signals)
         bound = await nursery.start(server)
         print(f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True)
+    return forced[0] if forced else None
 
 
 if __name__ == "__main__":

@@ -73,7 +73,14 @@ class Engine:
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
+    changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
+
+    def notify(self) -> None:
+        """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
+        `changed` (the shutdown drain), then arm a fresh event."""
+        self.changed.set()
+        self.changed = trio.Event()
 
     @property
     def loop_env(self) -> LoopEnv:
@@ -208,6 +215,7 @@ class Engine:
             )
         finally:
             self.running.discard(cancel)
+            self.notify()
         await self.finish(prepared, outcome, billing)
         return outcome
 

@@ -140,6 +140,8 @@ class Stats:
     ws_connections: int = 0
     live_rollouts: int = 0  # append rollouts whose loop exists (running or suspended)
     http_in_flight: int = 0  # HTTP requests being answered
+    open_connections: int = 0  # TCP connections being served (HTTP and WebSocket)
+    body_bytes_in_flight: int = 0  # bytes of request bodies held by the requests reading them
     events_sent: int = 0
     errors: dict[str, int] = attrs.field(factory=dict)
     latency: dict[str, Histogram] = attrs.field(factory=dict)  # per response, per stage

@@ -71,7 +71,10 @@ def serve_main(argv: Sequence[str]) -> None:
         sys.exit(3)
     steps = [rollout.call("exec", {"cmd": f"step {i}"}) for i in range(calls)]
     engine = rollout.Engine(policy=rollout.ScriptedPolicy([*steps, rollout.text("done")]))
-    config = ServerConfig(max_connections=max_connections)
+    config = ServerConfig(
+        max_connections=max_connections,
+        max_open_connections=max(max_connections + FD_MARGIN, ServerConfig().max_open_connections),
+    )
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

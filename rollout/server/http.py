@@ -1,7 +1,8 @@
 # HTTP/1.1 on trio with h11: the Responses REST surface (create as JSON or SSE, retrieve,
-# delete, input_items, cancel), keep-alive, body and header limits, and the standard error
-# envelope. A WebSocket upgrade on /v1/responses is handed to `upgrade` (the WebSocket module)
-# with the bytes already read, so both transports share one port.
+# delete, input_items, cancel), HEAD wherever GET is, keep-alive, body and header limits (and
+# the server-wide body budget), and the standard error envelope. A WebSocket upgrade on
+# /v1/responses is handed to `upgrade` (the WebSocket module) with the bytes already read, so
+# both transports share one port.
 from __future__ import annotations
 
 import hmac
@@ -24,6 +25,8 @@ from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
 from rollout.engine.work import Work
 from rollout.server import logs
+from rollout.server.closing import linger_close
+from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.metrics import render as render_metrics
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
@@ -47,6 +50,10 @@ class Request:
 
 class _Closed(Exception):
     """The peer went away or the connection must close; nothing more to send."""
+
+
+class _BodyTooLarge(Exception):
+    """The body being read declares more than the limit (a chunk's size says so)."""
 
 
 @attrs.define(eq=False)
@@ -114,27 +121,41 @@ class HttpConnection:
     status: int = 0  # of the current request's response, for the access log
     number: int = 0  # this connection's number (for capture)
     taps: Taps = attrs.field(init=False)
+    limits: Limits | None = None  # server-wide counters (made here if not given)
     _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
+    _head_only: bool = False  # the current request is HEAD: its response has no body
+    _reserved: int = 0  # bytes of the body budget the current request holds
+    _body_seen: int = 0  # bytes of the current request's body received so far
+    _linger: bool = False  # close lingering: the peer may still be sending (see closing.py)
 
     def __attrs_post_init__(self) -> None:
         self.number = self.service.taps.number()
         self.engine = self.service.engine
         self.config = self.service.config
         self.taps = self.service.taps.open("http", self.number, self.engine.stats)
+        if self.limits is None:
+            self.limits = Limits(
+                self.config.max_open_connections,
+                self.config.max_body_bytes_in_flight,
+                self.engine.stats,
+            )
         self.conn = h11.Connection(
             h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
         )
 
     # -- I/O ------------------------------------------------------------------------------------
 
-    async def _next(self, timeout: float) -> Any:
+    async def _next(self, timeout: float, body_limit: int | None = None) -> Any:
         """The next h11 event. Waiting for a request head, `timeout` is the idle limit until its
-        first byte, then the head must be complete within the header timeout."""
+        first byte, then the head must be complete within the header timeout. Reading a body
+        within `body_limit`, a chunk declaring more raises _BodyTooLarge before it is read."""
         with trio.move_on_after(timeout) as scope:
             while True:
                 event = self.conn.next_event()
                 if event is not h11.NEED_DATA:
                     return event
+                if body_limit is not None and self._body_seen + _chunk_left(self.conn) > body_limit:
+                    raise _BodyTooLarge()
                 if self.conn.their_state is h11.IDLE and self._head:
                     scope.deadline = min(
                         scope.deadline, trio.current_time() + self.config.header_timeout_s
@@ -157,6 +178,8 @@ class HttpConnection:
     async def _send(self, event: Any) -> None:
         if isinstance(event, h11.Response):
             self.status = event.status_code
+        elif isinstance(event, h11.Data) and self._head_only:
+            return  # HEAD: the head a GET would get, no body (h11 frames it as empty)
         data = self.conn.send(event)
         if data:
             try:
@@ -183,6 +206,8 @@ class HttpConnection:
             extra = {**exc.headers, **(extra or {})}
         if exc.status in (429, 503):  # retryable: say when
             extra = {"retry-after": "1", **(extra or {})}
+        if self.conn.their_state is not h11.DONE:
+            self._linger = True  # answered before the request was read to its end
         await self.reply(exc.status, {"error": exc.payload()}, extra)
 
     # -- the connection -------------------------------------------------------------------------
@@ -205,6 +230,7 @@ class HttpConnection:
                     return
                 self.request_id = new_id("req")
                 request = _request(event)
+                self._head_only = request.method == "HEAD"
                 if _is_upgrade(request):
                     await self._upgrade(request)
                     return
@@ -215,6 +241,7 @@ class HttpConnection:
                     served = await self._serve(request)
                 finally:
                     self.engine.stats.http_in_flight -= 1
+                    self.engine.notify()
                     logs.event(
                         "http_request",
                         request_id=self.request_id,
@@ -233,14 +260,25 @@ class HttpConnection:
             return
         finally:
             await self.taps.aclose()  # first: closing the stream raises if cancelled
-            with trio.move_on_after(1):
-                await self.stream.aclose()
+            if self._linger:
+                await linger_close(self.stream)
+            else:
+                with trio.move_on_after(1):
+                    await self.stream.aclose()
 
     async def _upgrade(self, request: Request) -> None:
         """Vet a WebSocket handshake here (plain HTTP refusals), then hand the connection over."""
         try:
             if request.path.rstrip("/") != "/v1/responses":
                 raise errors.not_found_path(request.method, request.path)
+            connection = request.headers.get("connection", "").lower().split(",")
+            upgrade = request.headers.get("upgrade", "").strip().lower()
+            if "upgrade" not in (token.strip() for token in connection) or upgrade != "websocket":
+                raise ProtocolError(
+                    message="A WebSocket handshake needs 'Connection: Upgrade' and "
+                    "'Upgrade: websocket'.",
+                    code="bad_websocket_handshake",
+                )
             version = request.headers.get("sec-websocket-version", "").strip()
             if not version:
                 raise ProtocolError(
@@ -275,14 +313,18 @@ class HttpConnection:
             await self.error(exc, extra)
             return
         self.engine.stats.ws_connections += 1
+        # What was read past the request head (frames sent in the same write) is frame data.
+        trailing = bytes(self.conn.trailing_data[0])
+        head = bytes(self._head[: len(self._head) - len(trailing)])
         try:
             await serve_websocket(
                 self.stream,
-                bytes(self._head),
+                head,
                 self.service,
                 self.owner,
                 self.request_id,
                 self.number,
+                trailing=trailing,
             )
         finally:
             self.engine.stats.ws_connections -= 1
@@ -314,26 +356,36 @@ class HttpConnection:
             await self.error(ProtocolError(message=message, code="bad_request", status=status))
 
     async def _read_body(self, request: Request) -> bool:
-        """Read the body within the limit; False after answering 413 (connection closes)."""
+        """Read the body within the limit and the server's body budget; False after answering
+        413 or 503 (the connection closes)."""
         length = request.headers.get("content-length")
         limit = self.config.max_body_bytes
-        if length is not None and _digits(length) and int(length) > limit:
+        declared = _integer(length) if length is not None else None
+        if length is not None and _digits(length) and (declared is None or declared > limit):
             await self.error(errors.body_too_large(limit), {"connection": "close"})
             return False
+        if declared and not self._reserve(declared):
+            return await self._over_budget()
         if self.conn.client_is_waiting_for_100_continue:
             await self._send(
                 h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
             )
         chunks: list[bytes] = []
-        size = 0
+        self._body_seen = 0
         deadline = trio.current_time() + self.config.header_timeout_s  # for the whole body
         while True:
-            event = await self._next(max(0.0, deadline - trio.current_time()))
+            try:
+                event = await self._next(max(0.0, deadline - trio.current_time()), limit)
+            except _BodyTooLarge:
+                await self.error(errors.body_too_large(limit), {"connection": "close"})
+                return False
             if isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > limit:
+                self._body_seen += len(event.data)
+                if self._body_seen > limit:
                     await self.error(errors.body_too_large(limit), {"connection": "close"})
                     return False
+                if declared is None and not self._reserve(len(event.data)):
+                    return await self._over_budget()
                 chunks.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage):
                 request.body = b"".join(chunks)
@@ -341,8 +393,29 @@ class HttpConnection:
             else:
                 raise _Closed()
 
+    def _reserve(self, n: int) -> bool:
+        assert self.limits is not None
+        if not self.limits.reserve(n):
+            return False
+        self._reserved += n
+        return True
+
+    async def _over_budget(self) -> bool:
+        assert self.limits is not None
+        extra = {"connection": "close", "retry-after": "1"}
+        await self.error(too_many_body_bytes(self.limits.max_body_bytes), extra)
+        return False
+
     async def _serve(self, request: Request) -> bool:
         """Answer one request. False when the connection must close afterwards."""
+        try:
+            return await self._answer(request)
+        finally:  # the body is let go of: its bytes go back to the server's budget
+            assert self.limits is not None
+            self.limits.release(self._reserved)
+            self._reserved = 0
+
+    async def _answer(self, request: Request) -> bool:
         try:
             if not await self._read_body(request):
                 return False
@@ -369,6 +442,7 @@ class HttpConnection:
         return not ambiguous
 
     async def _route(self, request: Request) -> None:
+        """Dispatch by path and method; HEAD is answered as GET is (with no body)."""
         if request.path == "/metrics":
             _allowed(request.method, request.path, "GET")
             return await self.metrics()
@@ -382,7 +456,7 @@ class HttpConnection:
             return await self.create(request)
         if len(rest) == 1:
             _allowed(m, request.path, "GET", "DELETE")
-            if m == "GET":
+            if m != "DELETE":
                 return await self.retrieve(rest[0], request)
             return await self.delete(rest[0])
         if len(rest) == 2 and rest[1] == "input_items":
@@ -453,13 +527,13 @@ class HttpConnection:
             await self.reply(200, codec.encode(record.response))
             return
         after = _query(request, "starting_after", "")
-        if after and not _digits(after.removeprefix("-")):
+        start = _integer(after, signed=True) if after else -1
+        if start is None:
             raise errors.invalid(
-                f"Invalid 'starting_after': expected an integer, got {after[:40]!r}.",
+                f"Invalid 'starting_after': expected an integer, got {errors.clip(repr(after))}.",
                 param="starting_after",
                 code="invalid_value",
             )
-        start = int(after) if after else -1
         sink = SseSink(self)
         for event in replay(record.response):
             if event.sequence_number is not None and event.sequence_number > start:
@@ -483,7 +557,8 @@ class HttpConnection:
         order = _query(request, "order", "desc")
         if order not in ("asc", "desc"):
             raise errors.invalid(
-                f"Invalid value: {order!r}. Supported values are: 'asc' and 'desc'.",
+                f"Invalid value: {errors.clip(repr(order))}. Supported values are: 'asc' and "
+                "'desc'.",
                 param="order",
                 code="invalid_value",
             )
@@ -495,7 +570,9 @@ class HttpConnection:
             ids = [getattr(i, "id", None) for i in items]
             if after not in ids:
                 raise errors.invalid(
-                    f"Item with id '{after}' not found.", param="after", code="invalid_value"
+                    f"Item with id '{errors.clip(after)}' not found.",
+                    param="after",
+                    code="invalid_value",
                 )
             items = items[ids.index(after) + 1 :]
         page = items[:limit]
@@ -546,7 +623,7 @@ def _require_json(request: Request) -> None:
     ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
     if ctype != JSON:
         raise ProtocolError(
-            message=f"Unsupported Content-Type {ctype[:80]!r}; send application/json.",
+            message=f"Unsupported Content-Type {errors.clip(repr(ctype))}; send application/json.",
             code="unsupported_media_type",
             status=415,
         )
@@ -557,11 +634,30 @@ def _digits(value: str) -> bool:
     return value.isascii() and value.isdigit()
 
 
+def _integer(value: str, *, signed: bool = False) -> int | None:
+    """`value` as an integer if it is ASCII digits (after a '-' when `signed`), at most 18 of
+    them; else None. (int() of 5,000 digits raises ValueError; no limit here needs more.)"""
+    digits = value[1:] if signed and value.startswith("-") else value
+    if not _digits(digits) or len(digits) > 18:
+        return None
+    return int(value)
+
+
+def _chunk_left(conn: h11.Connection) -> int:
+    """Bytes still to come in the chunk of a chunked body being read, by its declared size.
+    h11 parses the size but does not expose it (ChunkedReader._bytes_in_chunk); 0 if unknown."""
+    left = getattr(getattr(conn, "_reader", None), "_bytes_in_chunk", 0)
+    return left if isinstance(left, int) else 0
+
+
 def _is_upgrade(request: Request) -> bool:
     return request.method == "GET" and "websocket" in request.headers.get("upgrade", "").lower()
 
 
 def _allowed(method: str, path: str, *allowed: str) -> None:
+    if "GET" in allowed:  # HEAD goes wherever GET does (RFC 9110 §9.3.2)
+        i = allowed.index("GET") + 1
+        allowed = (*allowed[:i], "HEAD", *allowed[i:])
     if method not in allowed:
         exc = errors.method_not_allowed(method, path)
         exc.param = None
@@ -589,10 +685,12 @@ def _query(request: Request, name: str, default: str) -> str:
 
 def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
     raw = _query(request, name, str(default))
-    if not _digits(raw) or not low <= int(raw) <= high:
+    value = _integer(raw)
+    if value is None or not low <= value <= high:
         raise errors.invalid(
-            f"Invalid '{name}': expected an integer from {low} to {high}, got {raw[:40]!r}.",
+            f"Invalid '{name}': expected an integer from {low} to {high}, got "
+            f"{errors.clip(repr(raw))}.",
             param=name,
             code="invalid_value",
         )
-    return int(raw)
+    return value

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
 
+from protocol.lifetime import WAITING
 from rollout.engine.engine import Engine
 from rollout.model import tokens
+from rollout.server.closing import LINGER_S
 from rollout.server.http import HttpConnection
+from rollout.server.limits import Limits
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -50,11 +54,15 @@ async def serve(
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
 
+    limits = Limits(config.max_open_connections, config.max_body_bytes_in_flight, engine.stats)
+
     async def handle(stream: trio.SocketStream) -> None:
         try:
-            await HttpConnection(stream, service).run()
+            await HttpConnection(stream, service, limits=limits).run()
         except Exception:
             log.exception("connection handler failed")
+        finally:
+            limits.leave()
 
     async def accept(listener: trio.SocketListener, connections: trio.Nursery) -> None:
         async with listener:
@@ -65,7 +73,10 @@ async def serve(
                     log.warning("accept failed: %s", exc)
                     await trio.sleep(0.1)
                     continue
-                connections.start_soon(handle, stream)
+                if limits.admit():
+                    connections.start_soon(handle, stream)
+                else:
+                    connections.start_soon(limits.refuse, stream)
 
     async with trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
@@ -89,18 +100,49 @@ async def serve(
 
 async def drain(service: Service, grace: float) -> None:
     """Graceful shutdown after the listeners stopped: let running responses finish for up to
-    `grace` seconds, end the rest (and every suspended append rollout) with
-    `response.incomplete` (reason `shutdown`), then close WebSockets with 1001."""
+    `grace` seconds (append rollouts that wait for tool outputs do not hold it up), end the rest
+    (and every suspended append rollout) with `response.incomplete` (reason `shutdown`), then
+    close WebSockets with 1001. Waits on events (a loop or request ending, a rollout pausing),
+    never by polling."""
     engine = service.engine
     with trio.move_on_after(grace):
-        while engine.running or engine.stats.http_in_flight:
-            await trio.sleep(0.01)
+        await _until(lambda: not _busy(service), lambda: _running_events(service))
     for cancel in list(engine.running):
         cancel.cancel("shutdown")
     for live in list(service.live.rollouts.values()):
         live.cancel.cancel("shutdown")
     with trio.move_on_after(2):
-        while engine.running or service.live.rollouts or engine.stats.http_in_flight:
-            await trio.sleep(0.01)
-    for session in list(service.sessions):
-        await session.shutdown()
+        await _until(
+            lambda: not (engine.running or service.live.rollouts or engine.stats.http_in_flight),
+            lambda: [engine.changed, service.live.changed],
+        )
+    with trio.move_on_after(LINGER_S + 1):  # each close waits for its client's close frame
+        async with trio.open_nursery() as closing:
+            for session in list(service.sessions):
+                closing.start_soon(session.shutdown)
+
+
+def _busy(service: Service) -> bool:
+    """Work that the grace period waits for: HTTP requests, and loops other than append
+    rollouts waiting for their client's tool outputs."""
+    waiting = {live.cancel for live in service.live.rollouts.values() if live.state in WAITING}
+    return bool(service.engine.stats.http_in_flight or service.engine.running - waiting)
+
+
+def _running_events(service: Service) -> list[trio.Event]:
+    """What ends being busy: a loop or request ending, or a running rollout pausing."""
+    lives = [live for live in service.live.rollouts.values() if live.state not in WAITING]
+    return [service.engine.changed, *(live.boundary for live in lives)]
+
+
+async def _until(done: Callable[[], bool], events: Callable[[], list[trio.Event]]) -> None:
+    """Wait until `done()`, checking it again each time one of `events()` is set."""
+    while not done():
+        async with trio.open_nursery() as nursery:
+            for event in events():
+                nursery.start_soon(_set_then_cancel, event, nursery.cancel_scope)
+
+
+async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()

@@ -27,6 +27,18 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
         [("", stats.ws_connections)],
     )
     metric(
+        "rollout_open_connections",
+        "gauge",
+        "Open TCP connections (HTTP and WebSocket).",
+        [("", stats.open_connections)],
+    )
+    metric(
+        "rollout_request_body_bytes",
+        "gauge",
+        "Bytes of request bodies held by the requests reading them.",
+        [("", stats.body_bytes_in_flight)],
+    )
+    metric(
         "rollout_http_requests_in_flight",
         "gauge",
         "HTTP requests being answered.",

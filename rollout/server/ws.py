@@ -1,12 +1,14 @@
 # The WebSocket transport of WebSocket mode on /v1/responses: framing only. It completes the
 # handshake (vetted by the HTTP layer), reads text frames and hands each to the connection's
 # service Session, and frames events as JSON text frames on each lane's Sink (with `stream_id` on
-# named lanes). Connection-level limits live here too: the frame size limit (1009) and the
-# connection age limit. Everything about shapes, lanes and the cache is rollout.service.
+# named lanes). Connection-level limits live here too: the frame size limit (1009), the
+# connection age limit and the idle limit. Everything about shapes, lanes and the cache is
+# rollout.service.
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 
 import attrs
@@ -19,6 +21,7 @@ from protocol.events import ErrorEvent, ErrorPayload, Event
 from protocol.lanes import Lane
 from rollout.engine.loop import Disconnected
 from rollout.server import logs
+from rollout.server.closing import LINGER_S
 from rollout.server.wsconn import TooLarge, WsClosed, WsConnection
 from rollout.service.service import Service
 from rollout.service.session import Session
@@ -72,24 +75,30 @@ async def serve_websocket(
     owner: str | None,
     request_id: str = "",
     number: int = 0,
+    *,
+    trailing: bytes = b"",
 ) -> None:
-    """Complete the handshake (already vetted by the HTTP layer) and run the session."""
+    """Complete the handshake (already vetted by the HTTP layer) and run the session.
+    `trailing`: bytes read after the handshake request (the first frames)."""
     started = time.perf_counter()
     async with trio.open_nursery() as nursery:
         ws = WsConnection(stream, service.config.max_frame_bytes)
         try:
-            await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())])
+            await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())], trailing)
         except (WsClosed, RemoteProtocolError, trio.BrokenResourceError):
             await stream.aclose()  # the HTTP layer vetted the handshake; this is a rare leftover
             return
         logs.event("ws_open", request_id=request_id)
         conn = WsTransport(ws, service, service.taps.open("ws", number, service.engine.stats))
         session = Session(service, owner, conn.taps, conn.sink_for, conn.refuse, conn.shutdown)
+        session.on_active = conn.active
         age = trio.CancelScope()
         try:
             nursery.start_soon(conn.age_limit, age)
+            nursery.start_soon(conn.idle_limit)
             await session.serve(conn.receive)
             age.cancel()
+            conn.stop_idle_limit()
         finally:
             closed = ws.closed
             logs.event(
@@ -112,6 +121,9 @@ class WsTransport:
     service: Service
     taps: Taps
     _sinks: dict[Lane, LaneSink] = attrs.field(factory=dict)
+    idle: trio.CancelScope = attrs.field(factory=trio.CancelScope)  # its deadline: the idle limit
+    _active: int = 0  # the session's creates queued, running or suspended
+    _idle_stopped: bool = False
 
     def sink_for(self, lane: Lane) -> LaneSink:
         sink = self._sinks.get(lane)
@@ -127,14 +139,11 @@ class WsTransport:
             return None
         if isinstance(message, TooLarge):
             limit = self.service.config.max_frame_bytes
-            await self.refuse(
-                ProtocolError(
-                    message=f"The frame is larger than the limit of {limit} bytes.",
-                    code="frame_too_large",
-                ),
-                None,
+            error = ProtocolError(
+                message=f"The frame is larger than the limit of {limit} bytes.",
+                code="frame_too_large",
             )
-            await self.ws.aclose(1009, "message too big")
+            await self._error_and_close(error, 1009, "message too big")
             return None
         return message
 
@@ -148,16 +157,57 @@ class WsTransport:
         """The server is stopping: close with 1001 (Going Away)."""
         await self.ws.aclose(1001, "server shutting down")
 
+    async def _error_and_close(self, exc: ProtocolError, code: int, reason: str) -> None:
+        """An `error` event, then the close: a client that does not read (its outbox full)
+        does not hold the close up for longer than LINGER_S."""
+        with trio.move_on_after(LINGER_S):
+            await self.refuse(exc, None)
+        await self.ws.aclose(code, reason)
+
     async def age_limit(self, scope: trio.CancelScope) -> None:
         with scope:
             await trio.sleep(self.service.config.ws_max_age_s)
             minutes = self.service.config.ws_max_age_s / 60
-            await self.refuse(
-                ProtocolError(
-                    message=f"Responses websocket connection limit reached ({minutes:g} "
-                    "minutes). Create a new websocket connection to continue.",
-                    code="websocket_connection_limit_reached",
-                ),
-                None,
+            error = ProtocolError(
+                message=f"Responses websocket connection limit reached ({minutes:g} minutes). "
+                "Create a new websocket connection to continue.",
+                code="websocket_connection_limit_reached",
             )
-            await self.ws.aclose(1000, "connection age limit reached")
+            await self._error_and_close(error, 1000, "connection age limit reached")
+
+    # -- the idle limit -------------------------------------------------------------------------
+
+    def _restart_idle_clock(self) -> None:
+        """A client frame arrived (or the last create ended): the idle clock starts over,
+        unless the session has work in progress (then it is stopped)."""
+        if self._active:
+            self.idle.deadline = math.inf
+        else:
+            self.idle.deadline = trio.current_time() + self.service.config.ws_idle_timeout_s
+
+    def stop_idle_limit(self) -> None:
+        self._idle_stopped = True
+        self.idle.cancel()
+
+    def active(self, count: int) -> None:
+        """The session's creates in progress (queued, running or suspended) are `count`."""
+        self._active = count
+        self._restart_idle_clock()
+
+    async def idle_limit(self) -> None:
+        """Close a connection on which no frame came for ws_idle_timeout_s while nothing ran
+        (an `error` event `websocket_idle_timeout`, then close 1000): silent sockets must not
+        hold connection slots for the hour of the age limit."""
+        self._restart_idle_clock()
+        self.ws.on_frame = self._restart_idle_clock
+        with self.idle:
+            await trio.sleep_forever()
+        if not self.idle.cancelled_caught or self._idle_stopped:
+            return  # (the session ended first)
+        seconds = self.service.config.ws_idle_timeout_s
+        error = ProtocolError(
+            message=f"No event on this websocket connection for {seconds:g} seconds; it was "
+            "closed. Create a new websocket connection to continue.",
+            code="websocket_idle_timeout",
+        )
+        await self._error_and_close(error, 1000, "idle timeout")

@@ -2,25 +2,32 @@
 # HTTP). Why not trio-websocket: its send path writes every message with its own socket send,
 # and a response begins with four or five small events; here frames queued while the writer is
 # busy go out together in one write (a measured 3x on time to first token), the outbox is
-# bounded (a client that stops reading stalls its own sender, not the server's memory), and a
-# too-large message can be answered with an error event before the close 1009.
+# bounded (a client that stops reading stalls its own sender, and the reader stops reading its
+# pings, so neither grows the server's memory), a too-large message can be answered with an
+# error event before the close 1009, and a close lingers until the peer's close frame.
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import attrs
 import trio
 from wsproto import ConnectionType, WSConnection
+from wsproto.connection import ConnectionState
 from wsproto.events import (
     AcceptConnection,
     BytesMessage,
     CloseConnection,
     Ping,
+    RejectConnection,
     Request,
     TextMessage,
 )
 from wsproto.utilities import RemoteProtocolError
 
+from rollout.server.closing import LINGER_S, discard_input, half_close
+
 RECEIVE = 256 * 1024
-HIGH_WATER = 256 * 1024  # queued outgoing bytes before a sender waits for the writer
+HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before senders wait
 
 
 class WsClosed(Exception):
@@ -67,11 +74,15 @@ class WsConnection:
         self._max = max_message_size
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
         self._out = bytearray()
+        self._writing = 0  # bytes the writer took from the outbox and is sending
         self._wake = trio.Event()
         self._drained = trio.Event()
         self._drained.set()
         self._closed: WsClosed | None = None
         self._writer_done = trio.Event()
+        self._reader_done = trio.Event()
+        self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
+        self.on_frame: Callable[[], None] | None = None  # called at each frame received
 
     @property
     def closed(self) -> WsClosed | None:
@@ -79,18 +90,30 @@ class WsConnection:
 
     @property
     def queued(self) -> int:
-        """Bytes waiting in the outbox (bounded by HIGH_WATER plus one message)."""
-        return len(self._out)
+        """Bytes in the outbox: waiting, and being written (bounded by HIGH_WATER plus one
+        message, or plus the pongs of one read)."""
+        return len(self._out) + self._writing
 
     async def accept(
         self,
         head: bytes,
         nursery: trio.Nursery,
         headers: list[tuple[bytes, bytes]] | None = None,
+        trailing: bytes = b"",
     ) -> None:
-        """Complete the handshake whose request bytes (`head`) were already read."""
-        self._ws.receive_data(head)
-        for event in self._ws.events():
+        """Complete the handshake whose request bytes (`head`) were already read; `trailing`
+        is what came after them in the same reads (frames the client sent without waiting
+        for the 101): it is the start of the frame data. A handshake wsproto refuses gets
+        wsproto's HTTP rejection, then WsClosed."""
+        try:
+            self._ws.receive_data(head)
+            events = list(self._ws.events())
+        except RemoteProtocolError as exc:
+            hint = exc.event_hint
+            if isinstance(hint, RejectConnection):
+                await self._stream.send_all(self._ws.send(hint))
+            raise WsClosed(1002, "bad WebSocket handshake") from None
+        for event in events:
             if isinstance(event, Request):
                 # No extensions: permessage-deflate, if offered, is declined.
                 accept = AcceptConnection(extra_headers=headers or [])
@@ -98,6 +121,8 @@ class WsConnection:
                 break
         else:
             raise WsClosed(1002, "no WebSocket handshake")
+        if trailing:
+            self._ws.receive_data(trailing)
         nursery.start_soon(self._reader)
         nursery.start_soon(self._writer)
 
@@ -110,13 +135,20 @@ class WsConnection:
             raise self._closed or WsClosed() from None
 
     async def _reader(self) -> None:
+        """Frames in, until the peer's close frame or EOF; after a close of ours it keeps
+        reading (dropping messages) so the peer's close frame is seen (see `aclose`). Reading
+        waits while the outbox is over HIGH_WATER: pongs are writes too."""
         parts: list[str | bytes] = []
         size = 0
         dropping = False
         try:
-            while self._closed is None:
+            while True:
                 for event in self._ws.events():
+                    if self.on_frame is not None:
+                        self.on_frame()
                     if isinstance(event, TextMessage | BytesMessage):
+                        if self._closed is not None:
+                            continue  # closing: nothing more is delivered
                         size += len(event.data)
                         if size > self._max:
                             if not dropping:
@@ -134,12 +166,13 @@ class WsConnection:
                                 await self._send_inbox.send(_join(parts))
                             parts, size, dropping = [], 0, False
                     elif isinstance(event, Ping):
-                        self._queue(self._ws.send(event.response()))
-                    elif isinstance(event, CloseConnection):
-                        if self._closed is None:
-                            self._closed = WsClosed(event.code, event.reason or "")
+                        if self._ws.state is ConnectionState.OPEN:
                             self._queue(self._ws.send(event.response()))
+                    elif isinstance(event, CloseConnection):
+                        self._on_close(event)
                         return
+                if self.queued > HIGH_WATER:
+                    await self._drained.wait()  # backpressure: read no more until it drains
                 data = await self._stream.receive_some(RECEIVE)
                 if not data:
                     self._closed = self._closed or WsClosed(1006, "connection dropped")
@@ -148,11 +181,30 @@ class WsConnection:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._closed = self._closed or WsClosed(1006, "connection dropped")
         except RemoteProtocolError as exc:
-            self._closed = self._closed or WsClosed(1002, str(exc))
-            self._queue(self._ws.send(CloseConnection(code=1002, reason="protocol error")))
+            self._fail(1002, str(exc))
         finally:
             self._send_inbox.close()
+            self._reader_done.set()
             self._wake.set()
+
+    def _on_close(self, event: CloseConnection) -> None:
+        """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
+        invalid UTF-8: 1007), which it reports as a close event while the state stays OPEN."""
+        state = self._ws.state
+        if state is ConnectionState.REMOTE_CLOSING:  # the peer closes: answer it
+            self._closed = self._closed or WsClosed(event.code, event.reason or "")
+            self._queue(self._ws.send(event.response()))
+        elif state is not ConnectionState.CLOSED:  # not a close frame: the input is broken
+            self._fail(event.code, event.reason or "protocol error")
+        # CLOSED: the peer answered our close; nothing more to read
+
+    def _fail(self, code: int, reason: str) -> None:
+        """Fail the connection: a close frame with `code` (unless one of ours left already);
+        what the peer sends from now on cannot be parsed and is discarded while closing."""
+        self._unparseable = True
+        self._closed = self._closed or WsClosed(code, reason)
+        if self._ws.state is ConnectionState.OPEN:
+            self._queue(self._ws.send(CloseConnection(code=code, reason=reason[:100] or None)))
 
     # -- sending --------------------------------------------------------------------------------
 
@@ -171,7 +223,7 @@ class WsConnection:
             self._queue(self._ws.send(TextMessage(data=message)))
         else:
             self._queue(_text_frame(message))
-        if len(self._out) > HIGH_WATER:
+        if self.queued > HIGH_WATER:
             await self._drained.wait()
             if self._closed is not None and self._closed.code == 1006:
                 raise self._closed
@@ -187,9 +239,10 @@ class WsConnection:
                 await self._wake.wait()
                 self._wake = trio.Event()
                 if self._out:
-                    data = bytes(self._out)
-                    self._out.clear()
+                    data, self._out = self._out, bytearray()
+                    self._writing = len(data)
                     await self._stream.send_all(data)
+                    self._writing = 0
                 if not self._out:
                     self._drained.set()
                 if self._closed is not None and not self._out:
@@ -209,12 +262,22 @@ class WsConnection:
         await self._stream.aclose()
 
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
-        """Send a close frame (unless closed already), flush what is queued, close the stream."""
+        """Send a close frame (unless closed already), flush what is queued, then linger: read
+        on until the peer's close frame or EOF (or LINGER_S), so the peer gets our close frame
+        rather than a reset from closing a socket with unread input; then close the stream."""
         if self._closed is None:
             self._closed = WsClosed(code, reason)
-            if self._ws.state.name == "OPEN":
+            if self._ws.state is ConnectionState.OPEN:
                 self._queue(self._ws.send(CloseConnection(code=code, reason=reason or None)))
         self._wake.set()
-        with trio.move_on_after(2):
-            await self._writer_done.wait()
-        await self._stream.aclose()
+        try:
+            with trio.move_on_after(LINGER_S):
+                await self._writer_done.wait()
+                await self._reader_done.wait()
+                if self._unparseable:  # its close frame cannot be found: wait for its EOF
+                    await half_close(self._stream)
+                    await discard_input(self._stream)
+        finally:
+            with trio.move_on_after(1) as scope:
+                scope.shield = True
+                await self._stream.aclose()

@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, clip
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
@@ -38,7 +38,7 @@ def _event_type(value: dict[str, Any]) -> str:
     kind = value.get("type")
     if kind not in EVENTS:
         raise ProtocolError(
-            message=f"Unknown event type {str(kind)[:64]!r}; expected {_EXPECTED}.",
+            message=f"Unknown event type {clip(repr(kind))}; expected {_EXPECTED}.",
             code="unknown_event_type",
             param="type",
         )
@@ -59,6 +59,8 @@ class Session:
     in_flight: trio.Semaphore = attrs.field(init=False)
     closing: trio.Event = attrs.field(factory=trio.Event)
     responses: int = 0  # response.create frames accepted
+    active: int = 0  # creates queued, running or suspended (their lane holds them)
+    on_active: Callable[[int], None] | None = None  # told `active` when it changes (idle limit)
     _nursery: trio.Nursery | None = None
     _billing: trio.Nursery | None = None
 
@@ -149,6 +151,12 @@ class Session:
             self._nursery.start_soon(self._lane, lane, jobs)
         self.lanes[lane].send_nowait(Job(req, work, size))
         self.responses += 1
+        self._active_by(+1)
+
+    def _active_by(self, delta: int) -> None:
+        self.active += delta
+        if self.on_active is not None:
+            self.on_active(self.active)
 
     async def _append(self, append: AppendRequest, work: Work, size: int) -> None:
         """`response.append`: resume a suspended rollout of this connection, or a parked one
@@ -184,19 +192,22 @@ class Session:
 
     async def _lane(self, lane: Lane, jobs: trio.MemoryReceiveChannel[Job]) -> None:
         async for job in jobs:
-            if self.closed:  # what is still queued is dropped at once
-                self.book.dequeued(job.size)
-                self.book.unpin(job.request.previous_response_id)
-                continue
-            async with self.in_flight:
-                self.book.dequeued(job.size)
-                if self.closed:
+            try:
+                if self.closed:  # what is still queued is dropped at once
+                    self.book.dequeued(job.size)
                     self.book.unpin(job.request.previous_response_id)
                     continue
-                try:
-                    await self._serve(lane, job)
-                except Disconnected:
-                    return
+                async with self.in_flight:
+                    self.book.dequeued(job.size)
+                    if self.closed:
+                        self.book.unpin(job.request.previous_response_id)
+                        continue
+                    try:
+                        await self._serve(lane, job)
+                    except Disconnected:
+                        return
+            finally:
+                self._active_by(-1)
 
     async def _serve(self, lane: Lane, job: Job) -> None:
         req = job.request

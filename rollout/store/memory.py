@@ -4,6 +4,8 @@
 # real cost of chaining without a connection cache.
 from __future__ import annotations
 
+import hmac
+from collections.abc import Callable
 from typing import Protocol
 
 import attrs
@@ -17,12 +19,22 @@ class StoredResponse:
     response: Response
     input_items: list[Item]
     previous_response_id: str | None = None
-    owner: str | None = None  # the API key that created it; other keys cannot see it
+    # The API key that created it (other keys cannot see it), or, from a store that keeps no
+    # keys (SQLite), its keyed hash; `hashed` then turns a key into that form.
+    owner: str | None = None
+    hashed: Callable[[str], str] | None = attrs.field(default=None, eq=False, repr=False)
+
+    def owned_by(self, key: str | None) -> bool:
+        """Whether `key` (None: no authentication) created this response (constant time)."""
+        if key is None or self.owner is None:
+            return key is None and self.owner is None
+        mine = self.hashed(key) if self.hashed is not None else key
+        return hmac.compare_digest(mine.encode(), self.owner.encode())
 
 
 def visible(record: StoredResponse | None, owner: str | None) -> StoredResponse | None:
     """The record if `owner` may see it (isolation by API key), else None."""
-    return record if record is not None and record.owner == owner else None
+    return record if record is not None and record.owned_by(owner) else None
 
 
 class ChainBroken(LookupError):

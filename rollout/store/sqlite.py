@@ -1,11 +1,17 @@
 # The durable response store (`rollout serve --store sqlite:PATH`): one SQLite file in WAL mode,
 # one table of responses (orjson of the wire form), one connection used only from worker threads
 # (`trio.to_thread`, one call at a time), one transaction per write. It owns that connection and
-# the file's schema; encoding and decoding stay on the trio thread. Also `open_store(spec)`, which
-# turns a `--store` spec into a store.
+# the file's schema (versioned; an older file is migrated on open). API keys are not stored: the
+# `owner` column holds an HMAC of the key under the file's own secret (docs/reliability.md).
+# Encoding and decoding stay on the trio thread. Also `open_store(spec)`, which turns a `--store`
+# spec into a store.
 from __future__ import annotations
 
+import hashlib
+import hmac
+import logging
 import os
+import secrets
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +26,7 @@ from protocol.response import Response
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 
 T = TypeVar("T")
+log = logging.getLogger("rollout.store.sqlite")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -31,6 +38,10 @@ CREATE TABLE IF NOT EXISTS responses (
     input_items BLOB
 )
 """
+META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB)"
+# PRAGMA user_version of the file: 0 is a file without it (made before owners were hashed, its
+# `owner` column holds API keys), 1 hashes owners with the secret in `meta`.
+VERSION = 1
 
 # The chain ending at ?, newest first (depth 0), one row per link found. If the deepest row still
 # names a previous response, that one is missing: the chain is broken there.
@@ -62,11 +73,15 @@ class SqliteStore:
             # commits (the file stays consistent). FULL also fsyncs the WAL on every commit.
             conn.execute(f"PRAGMA synchronous={_pragma(synchronous)}")
             conn.execute("PRAGMA busy_timeout=5000")
-            conn.execute(SCHEMA)
+            self._secret = _prepare(conn, self.path)
         except BaseException:
             conn.close()
             raise
         self._conn: sqlite3.Connection | None = conn
+
+    def owner_hash(self, key: str) -> str:
+        """What the `owner` column holds for `key`: HMAC-SHA256 under this file's secret."""
+        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -89,10 +104,13 @@ class SqliteStore:
 
     async def put(self, record: StoredResponse) -> None:
         response = record.response
+        owner = record.owner
+        if owner is not None and record.hashed is None:  # (a record read back is hashed)
+            owner = self.owner_hash(owner)
         row = (
             response.id,
             record.previous_response_id,
-            record.owner,
+            owner,
             response.created_at,
             orjson.dumps(codec.to_json(response)),
             orjson.dumps(codec.to_json(record.input_items)),
@@ -124,6 +142,7 @@ class SqliteStore:
         previous, response, input_items, owner = row
         return StoredResponse(
             owner=owner,
+            hashed=self.owner_hash,
             response=codec.structure(orjson.loads(response), Response),
             input_items=_items(orjson.loads(input_items)),
             previous_response_id=previous,
@@ -177,6 +196,45 @@ class SqliteStore:
         return count
 
 
+class StoreVersionError(ValueError):
+    """The file was made by a newer rollout, whose schema this one does not know."""
+
+
+def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
+    """Make or migrate the schema (one transaction, taken before reading the version, so two
+    processes opening one old file migrate it once) and return the owner secret."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > VERSION:
+            raise StoreVersionError(
+                f"{path} has schema version {version}, made by a newer rollout; this one reads "
+                f"version {VERSION} (and migrates older files)"
+            )
+        conn.execute(SCHEMA)
+        conn.execute(META)
+        if version < 1:  # API keys in plain text, or a new file: hash them under a new secret
+            secret = secrets.token_bytes(32)
+            conn.execute("INSERT INTO meta (key, value) VALUES ('owner_secret', ?)", (secret,))
+            rows = conn.execute("SELECT id, owner FROM responses WHERE owner IS NOT NULL")
+            hashed = [
+                (hmac.new(secret, owner.encode(), hashlib.sha256).hexdigest(), rid)
+                for rid, owner in rows.fetchall()
+            ]
+            conn.executemany("UPDATE responses SET owner = ? WHERE id = ?", hashed)
+            conn.execute(f"PRAGMA user_version = {VERSION}")
+            if hashed:
+                log.warning("%s: migrated: %d API keys replaced by keyed hashes", path, len(hashed))
+        row = conn.execute("SELECT value FROM meta WHERE key = 'owner_secret'").fetchone()
+        if row is None or not isinstance(row[0], bytes) or len(row[0]) < 16:
+            raise StoreVersionError(f"{path} has no owner secret in its meta table")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return bytes(row[0])
+
+
 def _items(values: list[Any]) -> list[Item]:
     return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
 
@@ -202,9 +260,9 @@ def open_store(spec: str) -> Store:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             return SqliteStore(path)
-        except (OSError, sqlite3.Error) as exc:
+        except (OSError, sqlite3.Error, StoreVersionError) as exc:
             raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
     raise ValueError(f"unknown store {spec!r}: use 'memory' or 'sqlite:PATH'")
 
 
-__all__ = ["SqliteStore", "open_store"]
+__all__ = ["SqliteStore", "StoreVersionError", "open_store"]

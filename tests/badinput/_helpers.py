@@ -37,6 +37,8 @@ MODEL = "gpt-test"
 TIMEOUT = 5.0
 ANSWER = "Still here."
 ANY: Any = object()  # "any value" in an expectation
+MAX_MESSAGE = 512  # characters of an error message, however large the value it echoes
+MAX_PARAM = 256  # characters of an error's `param`, however long a client's key
 
 EXEC_TOOL: dict[str, Any] = {
     "type": "function",
@@ -112,10 +114,13 @@ def assert_no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
 def check_error(
     error: Any, *, code: str | None, param: str | None, type_: str = "invalid_request_error"
 ) -> None:
-    """The error object: all four keys, `type`, `code`, `param` as expected (ANY: not checked)."""
+    """The error object: all four keys, `type`, `code`, `param` as expected (ANY: not checked).
+    The message and `param` are short whatever the client sent (values are echoed truncated)."""
     assert isinstance(error, dict), error
     assert set(error) == {"message", "type", "param", "code"}, error
     assert isinstance(error["message"], str) and error["message"], error
+    assert len(error["message"]) <= MAX_MESSAGE, (len(error["message"]), error["message"][:300])
+    assert error["param"] is None or len(error["param"]) <= MAX_PARAM, error["param"][:300]
     for key, want in (("type", type_), ("code", code), ("param", param)):
         if want is not ANY:
             assert error[key] == want, (key, error)
@@ -190,7 +195,8 @@ class RawHttp:
         del self.buf[:n]
         return out
 
-    async def read_response(self, timeout: float = TIMEOUT) -> HttpResponse:
+    async def read_response(self, timeout: float = TIMEOUT, *, head: bool = False) -> HttpResponse:
+        """The next response; `head`: it answers a HEAD request, so it has no body."""
         with trio.fail_after(timeout):
             while True:
                 status_line = (await self._line()).decode("latin-1")
@@ -203,6 +209,8 @@ class RawHttp:
                     headers[name.lower()] = value.strip()
                 if not 100 <= int(status) < 200:
                     break
+            if head:
+                return HttpResponse(int(status), headers, b"")
             if headers.get("transfer-encoding") == "chunked":
                 body = bytearray()
                 while size := int((await self._line()).split(b";")[0], 16):

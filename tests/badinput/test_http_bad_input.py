@@ -16,6 +16,7 @@ import orjson
 import pytest
 import trio
 from _helpers import (
+    ANY,
     EXEC_TOOL,
     MODEL,
     HttpResponse,
@@ -70,6 +71,8 @@ class Row:
     header: tuple[str, str] | None = None  # another header the response must carry
     closes_between: tuple[float, float] = (0.0, 2.0)  # seconds to the close (status None)
     timeout: float = 5.0  # for the response
+    ctype: str = "application/json"  # of the response
+    method_head: bool = False  # a HEAD request: headers as for GET, no body
     bug: str | None = None  # a known server bug: the row is a strict xfail
 
 
@@ -113,6 +116,10 @@ def append(ctx_body: Callable[[Ctx], Any], **kw: Any) -> Callable[[Ctx], bytes]:
 
 def get(path: str) -> bytes:
     return http_request("GET", path)
+
+
+def head_of(path: str) -> bytes:
+    return http_request("HEAD", path)
 
 
 def head(text: str) -> bytes:
@@ -380,6 +387,65 @@ ROWS: list[Row] = [
         "previous_response_not_found",
         "previous_response_id",
     ),
+    # -- huge values: the error message echoes them truncated ------------------------------------
+    Row("shape-huge", post(body(shape="x" * 60_000)), 400, "invalid_value", "shape"),
+    Row(
+        "tool-choice-huge",
+        post(body(tool_choice="s" * 60_000)),
+        400,
+        "invalid_value",
+        "tool_choice",
+    ),
+    Row(
+        "item-type-huge",
+        post(item(type="t" * 60_000)),
+        400,
+        "invalid_value",
+        "input[0].type",
+    ),
+    Row("metadata-key-huge", post(body(metadata={"k" * 60_000: 5})), 400, "invalid_type", ANY),
+    Row(
+        "fco-unknown-call-id-huge",
+        post(item(type="function_call_output", call_id="c" * 60_000, output="x")),
+        400,
+        "invalid_value",
+        "input[0].call_id",
+    ),
+    Row(
+        "item-reference-huge",
+        post(item(type="item_reference", id="i" * 60_000)),
+        400,
+        "invalid_value",
+        "input[0].id",
+    ),
+    Row("path-huge", get("/v1/nothing/" + "p" * 7000), 404, None),
+    Row(
+        "get-id-huge",
+        get("/v1/responses/resp_" + "x" * 7000),
+        404,
+        "response_not_found",
+    ),
+    Row(
+        "input-items-order-huge",
+        lambda c: get(f"/v1/responses/{c.stored}/input_items?order=" + "u" * 7000),
+        400,
+        "invalid_value",
+        "order",
+    ),
+    Row(
+        "input-items-after-huge",
+        lambda c: get(f"/v1/responses/{c.stored}/input_items?after=" + "m" * 7000),
+        400,
+        "invalid_value",
+        "after",
+    ),
+    Row(
+        "append-unknown-call-id-huge",
+        append(lambda c: {"input": [output("c" * 60_000)]}),
+        400,
+        "unknown_call_id",
+        "input[0].call_id",
+    ),
     # -- fields this server or this transport refuses --------------------------------------------
     Row(
         "stream-id-over-http",
@@ -453,7 +519,7 @@ ROWS: list[Row] = [
         http_request("PATCH", "/v1/responses/resp_1", b"{}"),
         405,
         "method_not_allowed",
-        allow="GET, DELETE",
+        allow="GET, HEAD, DELETE",
     ),
     Row("get-cancel", get("/v1/responses/resp_1/cancel"), 405, "method_not_allowed", allow="POST"),
     Row("get-append", lambda c: get(c.append_path), 405, "method_not_allowed", allow="POST"),
@@ -462,8 +528,34 @@ ROWS: list[Row] = [
         http_request("DELETE", "/v1/responses/resp_1/input_items"),
         405,
         "method_not_allowed",
-        allow="GET",
+        allow="GET, HEAD",
     ),
+    # HEAD: answered like GET without a body wherever GET is, 405 (no body) elsewhere
+    Row("head-retrieve", lambda c: head_of(f"/v1/responses/{c.stored}"), 200, method_head=True),
+    Row(
+        "head-retrieve-stream",
+        lambda c: head_of(f"/v1/responses/{c.stored}?stream=true"),
+        200,
+        method_head=True,
+        ctype="text/event-stream",
+    ),
+    Row(
+        "head-input-items",
+        lambda c: head_of(f"/v1/responses/{c.stored}/input_items"),
+        200,
+        method_head=True,
+    ),
+    Row(
+        "head-metrics",
+        head_of("/metrics"),
+        200,
+        method_head=True,
+        ctype="text/plain; version=0.0.4",
+    ),
+    Row("head-unknown-id", head_of("/v1/responses/resp_missing"), 404, method_head=True),
+    Row("head-unknown-path", head_of("/v1/nothing"), 404, method_head=True),
+    Row("head-create", head_of("/v1/responses"), 405, method_head=True, allow="POST"),
+    Row("head-cancel", head_of("/v1/responses/resp_1/cancel"), 405, method_head=True, allow="POST"),
     Row("path-unknown", get("/v1/nothing"), 404, None),
     Row("path-root", get("/"), 404, None),
     Row("path-v2", post(body(), "/v2/responses"), 404, None),
@@ -532,6 +624,27 @@ ROWS: list[Row] = [
     Row(
         "retrieve-starting-after-superscript-digit",
         lambda c: get(f"/v1/responses/{c.stored}?stream=true&starting_after=%C2%B3"),
+        400,
+        "invalid_value",
+        "starting_after",
+    ),
+    Row(
+        "input-items-limit-5000-digits",
+        lambda c: get(f"/v1/responses/{c.stored}/input_items?limit=" + "9" * 5000),
+        400,
+        "invalid_value",
+        "limit",
+    ),
+    Row(
+        "retrieve-starting-after-5000-digits",
+        lambda c: get(f"/v1/responses/{c.stored}?stream=true&starting_after=" + "7" * 5000),
+        400,
+        "invalid_value",
+        "starting_after",
+    ),
+    Row(
+        "retrieve-starting-after-minus-5000-digits",
+        lambda c: get(f"/v1/responses/{c.stored}?stream=true&starting_after=-" + "7" * 5000),
         400,
         "invalid_value",
         "starting_after",
@@ -680,6 +793,13 @@ ROWS: list[Row] = [
         keep=False,
     ),
     Row(
+        "content-length-5000-digits",
+        head("POST /v1/responses HTTP/1.1\nHost: test\nContent-Length: " + "9" * 5000 + "\n\n"),
+        400,
+        "bad_request",
+        keep=False,
+    ),
+    Row(
         "content-length-negative",
         head("POST /v1/responses HTTP/1.1\nHost: test\nContent-Length: -1\n\n"),
         400,
@@ -706,6 +826,24 @@ ROWS: list[Row] = [
         400,
         "bad_request",
         keep=False,
+    ),
+    Row(
+        "chunk-size-20-hex-digits",
+        head("POST /v1/responses HTTP/1.1\nHost: test\nTransfer-Encoding: chunked\n\n")
+        + b"ffffffffffffffffffff\r\n{",
+        413,
+        "request_too_large",
+        keep=False,
+        timeout=0.25,  # at once, not at the header timeout (0.3 s)
+    ),
+    Row(
+        "chunk-size-over-limit",
+        head("POST /v1/responses HTTP/1.1\nHost: test\nTransfer-Encoding: chunked\n\n")
+        + b"%x\r\n{" % (LIMIT + 1),
+        413,
+        "request_too_large",
+        keep=False,
+        timeout=0.25,
     ),
     Row(
         "chunked-and-content-length",
@@ -819,6 +957,23 @@ ROWS: list[Row] = [
         header=("sec-websocket-version", "13"),
     ),
     Row(
+        "ws-upgrade-without-connection-upgrade",
+        head(UPGRADE.replace("Connection: Upgrade\n", "") + "Sec-WebSocket-Version: 13\n\n"),
+        400,
+        "bad_websocket_handshake",
+        keep=False,
+    ),
+    Row(
+        "ws-upgrade-connection-keep-alive-only",
+        head(
+            UPGRADE.replace("Connection: Upgrade", "Connection: keep-alive")
+            + "Sec-WebSocket-Version: 13\n\n"
+        ),
+        400,
+        "bad_websocket_handshake",
+        keep=False,
+    ),
+    Row(
         "ws-upgrade-missing-key",
         head(
             UPGRADE.replace("Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\n", "")
@@ -896,20 +1051,23 @@ async def send_row(conn: RawHttp, row: Row, ctx: Ctx) -> float:
 
 def check_response(row: Row, r: HttpResponse) -> None:
     assert r.status == row.status, (r.status, r.body[:300])
-    assert r.headers["content-type"] == "application/json", r.headers
+    assert r.headers["content-type"] == row.ctype, r.headers
     assert r.headers["x-request-id"].startswith("req_"), r.headers
     if not row.keep:  # (the close itself is checked after the response)
         assert r.headers.get("connection", "close") == "close", r.headers
     if row.status == 413:
         assert r.headers.get("connection") == "close", r.headers
+    if row.allow is not None:
+        assert r.headers["allow"] == row.allow
+    if row.method_head:  # the head a GET would get: its framing, and no body follows
+        assert "content-length" in r.headers or "transfer-encoding" in r.headers, r.headers
+        return
     if row.status == 200:
         assert r.json()["status"] == "completed", r.body[:300]
         return
     envelope = r.json()
     assert isinstance(envelope, dict) and set(envelope) == {"error"}, envelope
     check_error(envelope["error"], code=row.code, param=row.param)
-    if row.allow is not None:
-        assert r.headers["allow"] == row.allow
     if row.header is not None:
         assert r.headers.get(row.header[0]) == row.header[1], r.headers
 
@@ -939,7 +1097,7 @@ async def test_http_bad_input(row: Row, caplog: pytest.LogCaptureFixture) -> Non
             if row.status is None:
                 assert not conn.buf, f"expected a silent close, got {bytes(conn.buf[:300])!r}"
             else:
-                check_response(row, await conn.read_response(row.timeout))
+                check_response(row, await conn.read_response(row.timeout, head=row.method_head))
                 if row.keep:
                     await http_create(conn)
                 else:

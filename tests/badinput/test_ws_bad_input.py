@@ -20,6 +20,7 @@ import orjson
 import pytest
 import trio
 from _helpers import (
+    ANY,
     CLOSE,
     CONTINUATION,
     EXEC_TOOL,
@@ -290,6 +291,38 @@ ROWS: list[Row] = [
         400,
         "previous_response_not_found",
         "previous_response_id",
+    ),
+    # -- huge values: the error message echoes them truncated ------------------------------------
+    Row("shape-huge", create(shape="x" * 30_000), 400, "invalid_value", "shape"),
+    Row(
+        "event-type-huge",
+        {"type": "response." + "t" * 30_000},
+        400,
+        "unknown_event_type",
+        "type",
+    ),
+    Row("metadata-key-huge", create(metadata={"k" * 30_000: 5}), 400, "invalid_type", ANY),
+    Row(
+        "append-unknown-id-huge",
+        append_frame("resp_" + "x" * 30_000, [output("call_x")]),
+        404,
+        "response_not_found",
+        "response_id",
+    ),
+    Row(
+        "append-unknown-call-id-huge",
+        lambda c: append_frame(c.rid, [output("c" * 30_000)]),
+        400,
+        "unknown_call_id",
+        "input[0].call_id",
+        lane="bg",
+    ),
+    Row(
+        "cancel-unknown-id-huge",
+        {"type": "response.cancel", "response_id": "resp_" + "x" * 30_000},
+        404,
+        "response_not_found",
+        "response_id",
     ),
     # -- stream_id ------------------------------------------------------------------------------
     Row("stream-id-empty", create(stream_id=""), 400, "invalid_stream_id", "stream_id"),

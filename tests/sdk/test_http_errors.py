@@ -190,9 +190,9 @@ def test_unknown_response_id_is_404_everywhere(client: OpenAI, http: httpx.Clien
     [
         ("PUT", "/responses", "POST"),
         ("GET", "/responses", "POST"),
-        ("PATCH", "/responses/resp_1", "GET, DELETE"),
-        ("POST", "/responses/resp_1", "GET, DELETE"),
-        ("DELETE", "/responses/resp_1/input_items", "GET"),
+        ("PATCH", "/responses/resp_1", "GET, HEAD, DELETE"),
+        ("POST", "/responses/resp_1", "GET, HEAD, DELETE"),
+        ("DELETE", "/responses/resp_1/input_items", "GET, HEAD"),
         ("GET", "/responses/resp_1/cancel", "POST"),
     ],
 )

@@ -15,6 +15,7 @@ import rollout
 from rollout.cli import api_keys
 from rollout.client import ClientError, HttpClient
 from rollout.service.config import ServerConfig
+from rollout.store.sqlite import SqliteStore
 
 KEYS = frozenset({"key-a", "key-b"})
 SECRET_INPUT = "the secret input sk-THISISNOTAREALKEY0123456789"
@@ -24,10 +25,16 @@ def engine() -> rollout.Engine:
     return rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
 
 
-async def test_a_response_stored_under_one_key_is_invisible_to_another() -> None:
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_response_stored_under_one_key_is_invisible_to_another(
+    store: str, tmp_path: Path
+) -> None:
+    served = engine()
+    if store == "sqlite":
+        served.store = SqliteStore(tmp_path / "db.sqlite")
     async with trio.open_nursery() as nursery:
         port = await nursery.start(
-            functools.partial(rollout.serve, engine(), config=ServerConfig(api_keys=KEYS))
+            functools.partial(rollout.serve, served, config=ServerConfig(api_keys=KEYS))
         )
         base = f"http://127.0.0.1:{port}/v1"
         async with HttpClient(base, "key-a") as a, HttpClient(base, "key-b") as b:
@@ -58,6 +65,10 @@ async def test_a_response_stored_under_one_key_is_invisible_to_another() -> None
             assert info.value.status == 401 and info.value.code == "invalid_api_key"
             assert "wrong" not in info.value.error["message"]
         nursery.cancel_scope.cancel()
+    if isinstance(served.store, SqliteStore):  # and the file holds no key
+        await served.store.aclose()
+        data = b"".join(p.read_bytes() for p in tmp_path.glob("db.sqlite*"))
+        assert b"key-a" not in data and b"key-b" not in data
 
 
 async def test_websocket_chaining_from_the_store_respects_the_key() -> None:

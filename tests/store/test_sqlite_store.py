@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from protocol import codec
@@ -30,8 +31,8 @@ from rollout.model.policy import (
     search,
     text,
 )
-from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
-from rollout.store.sqlite import SqliteStore, open_store
+from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
+from rollout.store.sqlite import SCHEMA, VERSION, SqliteStore, open_store
 
 # -- stores ---------------------------------------------------------------------------------------
 
@@ -350,7 +351,7 @@ async def test_responses_survive_a_restart_and_chain(tmp_path: Path) -> None:
         await after.aclose()
 
 
-async def test_the_file_is_in_wal_mode_with_one_table(tmp_path: Path) -> None:
+async def test_the_file_is_in_wal_mode_with_its_tables(tmp_path: Path) -> None:
     path = tmp_path / "db.sqlite"
     store = SqliteStore(path)
     await store.put(record("resp_1", None, "q1", "a1"))
@@ -358,6 +359,9 @@ async def test_the_file_is_in_wal_mode_with_one_table(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        assert tables.fetchall() == [("meta",), ("responses",)]
+        assert conn.execute("PRAGMA user_version").fetchone() == (VERSION,)
         columns = [row[1] for row in conn.execute("PRAGMA table_info(responses)")]
         assert columns == [
             "id",
@@ -372,6 +376,100 @@ async def test_the_file_is_in_wal_mode_with_one_table(tmp_path: Path) -> None:
         ]
     finally:
         conn.close()
+
+
+# -- owners: keyed hashes, never API keys ---------------------------------------------------------
+
+KEY = "sk-proj-THISISNOTAREALKEY0123456789abcdef"
+
+
+def owned(rid: str, owner: str | None) -> StoredResponse:
+    stored = record(rid, None, "q", "a")
+    stored.owner = owner
+    return stored
+
+
+def file_bytes(path: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*"))
+
+
+async def test_the_file_holds_no_api_key_and_isolation_by_key_holds(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    store = SqliteStore(path)
+    await store.put(owned("resp_1", KEY))
+    await store.put(owned("resp_2", None))
+    got = await store.get("resp_1")
+    assert got is not None
+    assert visible(got, KEY) is got
+    assert visible(got, "sk-another-key") is None and visible(got, None) is None
+    anonymous = await store.get("resp_2")
+    assert visible(anonymous, None) is anonymous and visible(anonymous, KEY) is None
+    await store.put(got)  # written back as read (e.g. by a tool): still the same owner
+    assert visible(await store.get("resp_1"), KEY) is not None
+    await store.aclose()
+    assert KEY.encode() not in file_bytes(path)
+    conn = sqlite3.connect(path)
+    try:
+        [(column,)] = conn.execute("SELECT owner FROM responses WHERE id = 'resp_1'").fetchall()
+    finally:
+        conn.close()
+    assert column != KEY and KEY not in column and len(column) == 64  # HMAC-SHA256, hex
+    again = SqliteStore(path)  # the secret is the file's: a restart still finds the owner
+    try:
+        assert visible(await again.get("resp_1"), KEY) is not None
+    finally:
+        await again.aclose()
+
+
+async def test_each_file_has_its_own_secret(tmp_path: Path) -> None:
+    a, b = SqliteStore(tmp_path / "a.sqlite"), SqliteStore(tmp_path / "b.sqlite")
+    try:
+        assert a.owner_hash(KEY) != b.owner_hash(KEY)
+        assert a.owner_hash(KEY) == a.owner_hash(KEY)
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def test_a_file_with_plain_text_owners_is_migrated(tmp_path: Path) -> None:
+    """A file from before owners were hashed (no user_version, API keys in `owner`)."""
+    path = tmp_path / "old.sqlite"
+    response = record("resp_old", None, "q", "a").response
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(SCHEMA)
+        conn.execute(
+            "INSERT INTO responses VALUES (?, NULL, ?, 0, ?, '[]')",
+            ("resp_old", KEY, orjson.dumps(codec.to_json(response))),
+        )
+        conn.execute(
+            "INSERT INTO responses VALUES (?, NULL, NULL, 0, ?, '[]')",
+            ("resp_anon", orjson.dumps(codec.to_json(response))),
+        )
+    conn.close()
+    store = SqliteStore(path)
+    try:
+        old = await store.get("resp_old")
+        assert visible(old, KEY) is old and visible(old, "sk-other") is None
+        anon = await store.get("resp_anon")
+        assert visible(anon, None) is anon
+    finally:
+        await store.aclose()
+    assert KEY.encode() not in file_bytes(path)
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone() == (VERSION,)
+    finally:
+        conn.close()
+
+
+async def test_a_file_from_a_newer_version_is_refused_clearly(tmp_path: Path) -> None:
+    path = tmp_path / "new.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {VERSION + 1}")
+    conn.close()
+    with pytest.raises(ValueError, match="made by a newer rollout"):
+        open_store(f"sqlite:{path}")
 
 
 # -- open_store -----------------------------------------------------------------------------------

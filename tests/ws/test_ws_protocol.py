@@ -292,6 +292,59 @@ async def test_age_limit_sends_an_error_then_closes(nursery: trio.Nursery) -> No
     await wait_for(lambda: server.engine.stats.ws_connections == 0)
 
 
+async def test_an_idle_connection_gets_an_error_then_closes(nursery: trio.Nursery) -> None:
+    server = await start(nursery, ws_idle_timeout_s=0.3)
+    async with open_websocket_url(server.ws_url) as ws:
+        completed(await respond(ws))  # one response, then silence
+        error = await recv(ws)
+        assert error["type"] == "error"
+        assert error["error"]["code"] == "websocket_idle_timeout"
+        assert "stream_id" not in error
+        with pytest.raises(ConnectionClosed) as closed, trio.fail_after(TIMEOUT):
+            await ws.get_message()
+        assert closed.value.reason is not None
+        assert closed.value.reason.code == 1000
+    await wait_for(lambda: server.engine.stats.ws_connections == 0)
+
+
+async def test_the_idle_limit_waits_for_running_and_suspended_responses_and_pings(
+    nursery: trio.Nursery,
+) -> None:
+    """Idle means no client frame (pings count) while nothing runs on the connection: a
+    response longer than the limit, a rollout suspended longer than it, and a client that
+    only pings all keep the connection; silence afterwards closes it."""
+
+    def step(ctx: Any) -> Any:
+        if ctx.function_tools and ctx.model_turns == 0:
+            return call("exec", {"cmd": "ls"})
+        return text("word " * 40)  # 40 tokens at 50 tokens/s: longer than the limit
+
+    policy = ScriptedPolicy(step)
+    engine = Engine(policy=policy, inference=SLOW)
+    server = await start(nursery, engine, ws_idle_timeout_s=0.3)
+    async with open_websocket_url(server.ws_url) as ws:
+        completed(await respond(ws))  # ran for longer than 0.3 s: no error in between
+        tool = {"type": "function", "name": "exec", "parameters": {"type": "object"}}
+        await ws.send_message(frame(shape="append", tools=[tool]))
+        done = await recv(ws)
+        while done["type"] != "response.done":
+            assert done["type"] not in TERMINAL, done
+            done = await recv(ws)
+        await trio.sleep(0.9)  # suspended for three times the limit
+        for _ in range(9):  # then only pings, for three times the limit
+            await ws.ping()
+            await trio.sleep(0.1)
+        outputs = [
+            {"type": "function_call_output", "call_id": c["call_id"], "output": "ok"}
+            for c in done["pending_calls"]
+        ]
+        append = {"type": "response.append", "response_id": done["response_id"], "input": outputs}
+        await ws.send_message(json.dumps(append))
+        assert (await until_terminal(ws))[-1]["type"] == "response.completed"
+        error = await recv(ws)  # now idle
+        assert error["error"]["code"] == "websocket_idle_timeout"
+
+
 # -- bad frames and errors ----------------------------------------------------------------------
 
 
