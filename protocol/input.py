@@ -4,7 +4,8 @@
 # what the conversation already holds (open calls, known item ids).
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence, Set
+from collections.abc import Callable, Container, Mapping, Sequence, Set
+from typing import Any
 
 import attrs
 
@@ -123,8 +124,25 @@ def resolve_references(
     return out
 
 
-def new_response(req: CreateRequest, response_id: str, created_at: int) -> Response:
-    """The in-progress Response a request starts: the request's settings, or their defaults."""
+def response_text(text: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`text` as a Response reports it: the format (default `text`) and verbosity (`medium`)."""
+    out: dict[str, Any] = {"format": {"type": "text"}, "verbosity": "medium", **(text or {})}
+    if out.get("format") is None:
+        out["format"] = {"type": "text"}
+    return out
+
+
+def new_response(
+    req: CreateRequest,
+    response_id: str,
+    created_at: int,
+    reasoning: Mapping[str, Any] | None = None,
+) -> Response:
+    """The in-progress Response a request starts: the request's settings, or their defaults.
+    `reasoning` is the effective setting (the model's default effort filled in), when known."""
+    effective = dict(reasoning or req.reasoning or {})
+    effective.setdefault("effort", None)
+    effective.setdefault("summary", None)
     return Response(
         id=response_id,
         created_at=created_at,
@@ -134,11 +152,13 @@ def new_response(req: CreateRequest, response_id: str, created_at: int) -> Respo
         model=req.model,
         parallel_tool_calls=req.parallel_tool_calls,
         previous_response_id=req.previous_response_id,
-        reasoning=req.reasoning or {"effort": None, "summary": None},
+        reasoning=effective,
         service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
         store=req.store,
         temperature=1.0 if req.temperature is None else req.temperature,
-        text=req.text or {"format": {"type": "text"}},
+        presence_penalty=req.presence_penalty or 0.0,
+        frequency_penalty=req.frequency_penalty or 0.0,
+        text=response_text(req.text),
         tool_choice=req.tool_choice,
         tools=req.tools,
         top_logprobs=req.top_logprobs or 0,
@@ -147,6 +167,7 @@ def new_response(req: CreateRequest, response_id: str, created_at: int) -> Respo
         user=req.user,
         metadata=req.metadata or {},
         prompt_cache_key=req.prompt_cache_key,
+        prompt_cache_retention=req.prompt_cache_retention,
         safety_identifier=req.safety_identifier,
     )
 
@@ -157,4 +178,5 @@ __all__ = [
     "new_response",
     "normalize_input",
     "resolve_references",
+    "response_text",
 ]
