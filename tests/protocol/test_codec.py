@@ -242,6 +242,7 @@ def test_unknown_fields_inside_items_and_tools_are_ignored() -> None:
     }
     request = codec.decode_create(body)
     assert request.input == (it.Message(role="assistant", content="x"),)
+    assert request.tools == (it.FunctionTool(name="f"),)
 
 
 def test_assistant_phase_is_kept_and_omitted_when_absent() -> None:
@@ -250,7 +251,6 @@ def test_assistant_phase_is_kept_and_omitted_when_absent() -> None:
     assert message == it.Message(role="assistant", content="x", phase="final_answer")
     assert codec.to_json(message)["phase"] == "final_answer"
     assert "phase" not in codec.to_json(it.Message(role="user", content="x"))
-    assert request.tools == (it.FunctionTool(name="f"),)
 
 
 def test_unknown_tool_types_are_accepted_and_echoed_as_given() -> None:
