@@ -4,12 +4,12 @@
 # bad request are in protocol.validate; this module assumes they passed. Pure, no I/O.
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
 
-from protocol.items import WEB_SEARCH_TOOL_TYPES, FunctionTool, OtherTool, Tool
+from protocol.items import WEB_SEARCH_TOOL_TYPES
 
 Mode = Literal["none", "auto", "required"]
 FormatType = Literal["text", "json_object", "json_schema"]
@@ -22,23 +22,23 @@ WEB_SEARCH_CHOICES = WEB_SEARCH_TOOL_TYPES | {"web_search_preview_2025_03_11"}
 class ToolChoice:
     """The tools a response may call, and what its first sampling step must call.
 
-    `functions` are the function names the model may call (all offered ones unless
-    `allowed_tools` narrowed them); `forced` names the one function the first step must call;
-    `force_search` makes the first step a hosted web search; `mode == "required"` makes the
-    first step call some allowed tool.
+    `functions` are the function names the model may call (None: every offered one; an
+    `allowed_tools` choice narrows them), `web_search` whether it may search when the tool is
+    offered; `forced` names the one function the first step must call; `force_search` makes the
+    first step a hosted web search; `mode == "required"` makes the first step call some allowed
+    tool.
     """
 
     mode: Mode = "auto"
-    functions: frozenset[str] = frozenset()
-    web_search: bool = False
+    functions: frozenset[str] | None = None
+    web_search: bool = True
     forced: str | None = None
     force_search: bool = False
     parallel: bool = True
     max_calls: int | None = None  # tool calls (function and hosted) per response
 
-    @property
-    def may_call(self) -> bool:
-        return self.mode != "none" and (bool(self.functions) or self.web_search)
+    def allows(self, name: str) -> bool:
+        return self.mode != "none" and (self.functions is None or name in self.functions)
 
     @property
     def must_call(self) -> bool:
@@ -57,42 +57,27 @@ class OutputFormat:
         return self.type != "text"
 
 
-def _offered(tools: Sequence[Tool]) -> tuple[frozenset[str], bool]:
-    functions = frozenset(t.name for t in tools if isinstance(t, FunctionTool))
-    search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
-    return functions, search
-
-
 def resolve_tool_choice(
     choice: str | Mapping[str, Any],
-    tools: Sequence[Tool],
     *,
     parallel: bool = True,
     max_calls: int | None = None,
 ) -> ToolChoice:
-    functions, search = _offered(tools)
     common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
     if isinstance(choice, str):
         mode: Mode = choice if choice in ("none", "required") else "auto"  # type: ignore[assignment]
-        return ToolChoice(mode=mode, functions=functions, web_search=search, **common)
+        return ToolChoice(mode=mode, **common)
     kind = choice.get("type")
     if kind == "function":
-        return ToolChoice(
-            functions=functions, web_search=search, forced=str(choice.get("name")), **common
-        )
+        return ToolChoice(forced=str(choice.get("name")), **common)
     if kind in WEB_SEARCH_CHOICES:
-        return ToolChoice(functions=functions, web_search=search, force_search=True, **common)
+        return ToolChoice(force_search=True, **common)
     if kind == "allowed_tools":
         allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
         names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
-        allowed_search = any(t.get("type") in WEB_SEARCH_CHOICES for t in allowed)
+        search = any(t.get("type") in WEB_SEARCH_CHOICES for t in allowed)
         mode = "required" if choice.get("mode") == "required" else "auto"
-        return ToolChoice(
-            mode=mode,
-            functions=functions & names,
-            web_search=search and allowed_search,
-            **common,
-        )
+        return ToolChoice(mode=mode, functions=names, web_search=search, **common)
     # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
     # not call function tools instead, so it answers with text.
     return ToolChoice(mode="none", **common)

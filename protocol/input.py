@@ -21,6 +21,7 @@ from protocol.items import (
     Reasoning,
     text_of,
 )
+from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.response import Response
 
@@ -108,6 +109,38 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
         )
 
 
+def restore_reasoning(
+    given: str | Sequence[Item] | None,
+    items: Sequence[Item],
+    key: bytes,
+    known_ids: Container[str],
+    store: bool,
+) -> dict[str, str]:
+    """The hidden reasoning of the input's reasoning items (item id -> text), unsealed from their
+    `encrypted_content`. `given` is the input as sent, `items` the same normalized.
+
+    A tampered or foreign blob is `invalid_encrypted_content`; an item without a blob must be
+    one the conversation holds, unless the request is stored (the real API's rule: items of a
+    `store: false` response can only come back through their encrypted content)."""
+    out: dict[str, str] = {}
+    if given is None or isinstance(given, str):
+        return out
+    for i, (sent, item) in enumerate(zip(given, items, strict=True)):
+        if not isinstance(item, Reasoning) or item.id is None:
+            continue
+        if item.encrypted_content is not None:
+            out[item.id] = unseal(item.encrypted_content, key, item.id).text
+        elif isinstance(sent, Reasoning) and sent.id is not None:
+            if sent.id not in known_ids and not store:
+                raise errors.invalid(
+                    f"Item with id '{sent.id}' not found. Items are not persisted when `store` "
+                    "is set to false. Try again with `store` set to true, or remove this item "
+                    "from your input.",
+                    param=f"input[{i}]",
+                )
+    return out
+
+
 def resolve_references(
     items: Sequence[Item], lookup: Callable[[ItemReference], Item | None]
 ) -> list[Item]:
@@ -179,4 +212,5 @@ __all__ = [
     "normalize_input",
     "resolve_references",
     "response_text",
+    "restore_reasoning",
 ]
