@@ -14,8 +14,8 @@ import pytest
 from protocol import codec
 from protocol.events import Event
 from protocol.items import Item, Message
-from protocol.response import Response
 from protocol.reasoning import Sealed, seal
+from protocol.response import Response
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import DEFAULT_SECRET
