@@ -20,7 +20,15 @@ from protocol.events import (
     Event,
     TextDeltaEvent,
 )
-from protocol.items import InputFile, InputImage, InputText, Message, OtherTool, Reasoning
+from protocol.items import (
+    InputFile,
+    InputImage,
+    InputText,
+    Message,
+    OtherTool,
+    Reasoning,
+    WebSearchCall,
+)
 from protocol.request import AppendRequest, CreateRequest
 
 T = TypeVar("T")
@@ -356,6 +364,7 @@ def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[st
 _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Reasoning, ("encrypted_content", "content", "status")),
     (Message, ("phase",)),
+    (WebSearchCall, ("action",)),  # in_progress: no action yet (as recorded)
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("prompt_cache_breakpoint",)),

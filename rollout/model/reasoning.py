@@ -34,7 +34,8 @@ def effective(profile: ModelProfile, reasoning: Mapping[str, Any] | None) -> dic
         return {"effort": None, "summary": None}
     given = dict(reasoning or {})
     summary = given.get("summary", given.get("generate_summary"))
-    return {**given, "effort": given.get("effort") or profile.default_effort, "summary": summary}
+    effort = given.get("effort") or profile.default_effort
+    return {"effort": effort, "summary": summary, **given} | {"effort": effort, "summary": summary}
 
 
 def plan(
