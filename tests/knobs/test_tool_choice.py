@@ -3,6 +3,7 @@
 # errors (with `param`) for choices the request cannot satisfy, and scripts held to the same rules.
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from _knobs import calls, kinds, tool
@@ -20,6 +21,11 @@ from rollout.model.policy import (
 
 TOOLS = [tool("alpha"), tool("beta"), tool("gamma")]
 SEARCH = {"type": "web_search"}
+
+
+def allowed(mode: str, *names: str) -> Any:
+    entries = [{"type": "function", "name": n} for n in names]
+    return {"type": "allowed_tools", "mode": mode, "tools": entries}
 
 
 def test_none_answers_without_calling(serve: Serve) -> None:
@@ -49,7 +55,7 @@ def test_named_function_overrides_a_scripted_answer(serve: Serve) -> None:
     choice: Any = {"type": "function", "name": "beta"}
     response = s.create(input="Go.", tools=TOOLS, tool_choice=choice)
     [fc] = calls(response)
-    assert fc.name == "beta" and set(__import__("json").loads(fc.arguments)) == {"q"}
+    assert fc.name == "beta" and set(json.loads(fc.arguments)) == {"q"}
 
 
 def test_allowed_tools_narrow_the_choice(serve: Serve) -> None:
