@@ -15,7 +15,7 @@ import orjson
 
 from protocol.errors import ProtocolError
 
-VERSION = b"\x80"  # the first byte; base64 makes blobs start with "gA", as the real API's do
+VERSION = b"\x80\x00\x00"  # base64 makes blobs start with "gAAA", as the real API's do
 _NONCE = 16
 _MAC = 32
 
@@ -68,10 +68,11 @@ def unseal(blob: str, key: bytes, item_id: str | None = None) -> Sealed:
     except (binascii.Error, UnicodeEncodeError, ValueError):
         raise invalid_encrypted_content(blob, item_id) from None
     body, mac = raw[:-_MAC], raw[-_MAC:]
-    ok = len(raw) > 1 + _NONCE + _MAC and body[:1] == VERSION
+    head = len(VERSION)
+    ok = len(raw) > head + _NONCE + _MAC and body[:head] == VERSION
     if not ok or not hmac.compare_digest(mac, _mac(key, body)):
         raise invalid_encrypted_content(blob, item_id)
-    nonce, cipher = body[1 : 1 + _NONCE], body[1 + _NONCE :]
+    nonce, cipher = body[head : head + _NONCE], body[head + _NONCE :]
     plain = bytes(a ^ b for a, b in zip(cipher, _keystream(key, nonce, len(cipher)), strict=True))
     data = orjson.loads(plain)
     return Sealed(item_id=data["id"], tokens=data["n"], text=data["t"])
