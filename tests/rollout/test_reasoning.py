@@ -147,7 +147,7 @@ async def test_encrypted_content_restores_a_store_false_conversation() -> None:
     # back in full to another: the restored reasoning gives the same prompt.
     engine = reasoner(*steps)
     chained_first = await drive(engine, {**common, "input": "Go.", "store": True})
-    c_rs, c_fc = chained_first.response.output
+    _, c_fc = chained_first.response.output
     assert isinstance(c_fc, FunctionCall)
     chained = await drive(
         engine,
