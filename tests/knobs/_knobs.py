@@ -84,7 +84,7 @@ class Session:
         else:
             events = []
             with self.client.responses.connect() as conn:
-                conn.response.create(**fields)
+                _ws_create(conn, fields)
                 for event in conn:
                     assert event.type != "error", event
                     events.append(event)
@@ -110,13 +110,23 @@ class Session:
                 return Failure(body.get("code"), body.get("param"), body.get("message", ""))
             raise AssertionError("the create was not refused")
         with self.client.responses.connect() as conn:
-            conn.response.create(**fields)
+            _ws_create(conn, fields)
             for event in conn:
                 if event.type == "error":
                     e = event.error
                     return Failure(e.code, e.param, e.message)
                 assert event.type not in TERMINAL, "the create was not refused"
         raise AssertionError("the connection closed without an error")
+
+
+def _ws_create(conn: Any, fields: dict[str, Any]) -> None:
+    """`response.create` on the connection; fields the SDK has no parameter for (`extra_body`,
+    as over HTTP) go in a raw frame."""
+    extra = fields.pop("extra_body", None)
+    if extra:
+        conn.send({"type": "response.create", **fields, **extra})
+    else:
+        conn.response.create(**fields)
 
 
 def calls(response: Any) -> list[Any]:
