@@ -155,6 +155,16 @@ def model_profile(name: str, table: dict[str, ModelProfile] | None = None) -> Mo
     return best or DEFAULT_MODEL
 
 
+def model_table() -> list[str]:
+    """The model profiles as printed by `rollout models`."""
+    lines = [f"{'model':<18} {'window':>9}  reasons  default effort"]
+    for p in [*MODEL_PROFILES.values(), DEFAULT_MODEL]:
+        reasons = "yes" if p.reasoning else "no"
+        lines.append(f"{p.name:<18} {p.context_window:>9}  {reasons:<7}  {p.default_effort or '-'}")
+    tokens = ", ".join(f"{k} {v}" for k, v in REASONING_TOKENS.items())
+    return [*lines, f"reasoning tokens per step: {tokens}"]
+
+
 class ProfileError(ValueError):
     pass
 
