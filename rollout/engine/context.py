@@ -287,6 +287,14 @@ class Context:
         ctx.choice, ctx.format = self.choice, self.format
         ctx.set_header(self.instructions, self.tools, work, scan=False)
         ctx.extend(self.items[drop:], work, scan=False)
+        # The conversation is as far along as before: only its prompt lost items (a script's
+        # position and the default model's plan do not start over).
+        ctx.model_turns, ctx.last_user_text = self.model_turns, self.last_user_text
+        ctx.calls_since_user, ctx.searches_since_user = (
+            self.calls_since_user,
+            self.searches_since_user,
+        )
+        ctx.response_steps, ctx.response_calls = self.response_steps, self.response_calls
         return ctx
 
     def fork(self) -> Context:

@@ -61,3 +61,26 @@ def test_stateless_continuation_with_encrypted_content(serve: Serve) -> None:
     failure = s.error(input=[history[0], tampered, *history[2:]], tools=[tool("exec")], **common)
     assert failure.code == "invalid_encrypted_content"
     assert "could not be verified" in failure.message
+
+
+def test_retrieve_with_stream_replays_reasoning_and_refusals() -> None:
+    from _knobs import start, validate
+    from openai import OpenAI
+
+    from rollout.model.policy import refusal
+
+    server = start(policy=ScriptedPolicy([refusal("Not that.")]))
+    try:
+        with OpenAI(api_key="t", base_url=server.http_base_url, max_retries=0) as client:
+            live = client.responses.create(
+                model="o4-mini", input="x", reasoning={"effort": "low", "summary": "auto"}
+            )
+            replayed = list(client.responses.retrieve(live.id, stream=True))
+    finally:
+        server.stop()
+    for event in replayed:
+        validate(event)
+    types = [e.type for e in replayed]
+    assert "response.reasoning_summary_text.delta" in types
+    assert "response.refusal.done" in types
+    assert replayed[-1].response.output == live.output

@@ -18,7 +18,7 @@ from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.work import Work
 from rollout.model.inference import MIN_CACHED_PROMPT, CacheOptions, PrefixCache, cache_hit
-from rollout.model.policy import ScriptedPolicy, sentence, text
+from rollout.model.policy import ScriptedPolicy, search, sentence, text
 from rollout.model.profiles import CACHE_TTL_S, ModelProfile
 
 TINY = {"tiny": ModelProfile(name="tiny", context_window=300)}
@@ -139,3 +139,17 @@ def test_an_explicit_breakpoint_hits_exactly_where_it_is(mode: str) -> None:
     cache_hit(first, "e", cache, options, now=0.0)
     other_tail = long_context({"mode": "explicit"}, tail=1)  # same prefix, a different end
     assert cache_hit(other_tail, "e", cache, options, now=1.0) == position
+
+
+async def test_a_response_that_outgrows_the_window_fails_or_truncates() -> None:
+    searches = [search(f"query {i} about the weather in several cities") for i in range(6)]
+    body = {"model": "tiny", "input": history(2)}
+    engine = Engine(policy=ScriptedPolicy([*searches, text("ok")]), models=TINY)
+    prepared = await drive(engine, body)
+    response = prepared.rollout.stream.response
+    assert response.status == "failed"
+    assert response.error is not None and response.error.code == "context_length_exceeded"
+    engine = Engine(policy=ScriptedPolicy([*searches, text("ok")]), models=TINY)
+    prepared = await drive(engine, {**body, "truncation": "auto"})
+    assert prepared.rollout.stream.response.status == "completed"
+    assert prepared.rollout.ctx.token_count <= 300 + 64
