@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -70,12 +70,29 @@ class PrefixCache:
         return self._engines.get(engine, {}).get(key, -math.inf) > now
 
     def insert(
-        self, engine: str, hashes: Iterable[int], start: int = 0, expires_at: float = math.inf
+        self,
+        engine: str,
+        hashes: Sequence[int],
+        start: int = 0,
+        expires_at: float = math.inf,
+        slack: float = 0.0,
     ) -> None:
-        """Write `hashes[start:]` (and refresh the expiry of every one of them)."""
+        """Write `hashes[start:]` (a chain: each extends the one before) with this expiry.
+
+        Walks from the end and stops at the first entry already held with an expiry no more
+        than `slack` seconds earlier: the entries before it were refreshed with it (a prefix is
+        written whenever its extensions are), so a long prompt reused every step costs its new
+        blocks only. Eviction is first in, first out."""
         blocks = self._engines.setdefault(engine, {})
-        for h in list(hashes)[start:]:
-            blocks[h] = max(blocks.pop(h, -math.inf), expires_at)
+        stale = expires_at - slack
+        get = blocks.get
+        first = start
+        for i in range(len(hashes) - 1, start - 1, -1):
+            if get(hashes[i], -math.inf) >= stale:
+                first = i + 1
+                break
+        for h in hashes[first:]:
+            blocks[h] = expires_at
         while len(blocks) > self.capacity_blocks:
             del blocks[next(iter(blocks))]
 
@@ -104,7 +121,7 @@ def cache_hit(
             break
     expires = now + options.ttl_s
     if options.implicit:
-        cache.insert(engine, ctx.block_hashes, 0, expires)
+        cache.insert(engine, ctx.block_hashes, 0, expires, slack=options.ttl_s / 16)
     for position, ttl in breakpoints[-options.writes :]:
         if position <= prompt:
             life = CACHE_TTL_S.get(ttl or "", options.ttl_s)
