@@ -16,7 +16,7 @@ from agents.models.openai_provider import OpenAIProvider  # noqa: E402
 
 from rollout import Engine, ScriptedPolicy, ServerConfig, ServerThread, call  # noqa: E402
 from rollout.service.capture import Captured  # noqa: E402
-from rollout.service.live import AppendHost  # noqa: E402
+from rollout.service.service import Service  # noqa: E402
 
 
 class Forecast(pydantic.BaseModel):
@@ -37,8 +37,9 @@ def test_agent_with_a_tool_and_structured_output(transport: str) -> None:
 
     engine = Engine(policy=ScriptedPolicy([call("get_weather", {"city": "Paris"})]))
     captured: list[Captured] = []
-    rollouts = AppendHost(engine, ServerConfig(), captured=captured)
-    with ServerThread(engine, rollouts=rollouts) as server:
+    service = Service(engine, ServerConfig())
+    service.taps.captured = captured
+    with ServerThread(service=service) as server:
         provider = OpenAIProvider(
             api_key="test",
             base_url=server.http_base_url,
