@@ -5,10 +5,11 @@
 
 Sources: the `rollout` command line (`rollout.cli._parser()`, walked action by action), the
 server configuration (`attrs.fields(ServerConfig)`, with each field's comment read from the
-source of rollout/service/config.py), the fault codes, the named profiles, the model-script
-format (the header comment of rollout/model/script.py) and the `rollout_server` fixture's
-methods (their signatures and docstrings). tests/docs/test_reference.py fails when the file is
-out of date.
+source of rollout/service/config.py), what the simulated model does with each request field
+(rollout/model/knobs.py), the fault codes, the named profiles (speed, costs, models), the
+model-script format (the header comment of rollout/model/script.py) and the `rollout_server`
+fixture's methods (their signatures and docstrings). tests/docs/test_reference.py fails when
+the file is out of date.
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ OUT = HERE / "reference.md"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from protocol.request import CreateRequest  # noqa: E402
 from rollout import cli  # noqa: E402
 from rollout.engine import faults  # noqa: E402
-from rollout.model import profiles, script  # noqa: E402
+from rollout.model import knobs, profiles, script  # noqa: E402
 from rollout.service import config  # noqa: E402
 from rollout.service.capture import Captured  # noqa: E402
 from rollout.service.config import ServerConfig  # noqa: E402
@@ -281,6 +283,49 @@ def profile_table(named: dict[str, Any], cls: type) -> list[str]:
     return out
 
 
+def render_knobs() -> list[str]:
+    out = [
+        "## Request knobs",
+        "",
+        "What the simulated model does with each field of a create request (`POST /v1/responses`",
+        "or WebSocket `response.create`), from `rollout.model.knobs.KNOBS`. Where the real API's",
+        "sources are silent, [protocol choices](protocol-choices.md) says what was chosen and why.",
+        "",
+        "| field | what the simulated model does |",
+        "| --- | --- |",
+    ]
+    for field in attrs.fields(CreateRequest):
+        out.append(
+            f"| {code(field.name)} | {cell(knobs.KNOBS.get(field.name, '(undocumented)'))} |"
+        )
+    return out
+
+
+def render_models() -> list[str]:
+    out = [
+        "Model profiles (`rollout.model.profiles.MODEL_PROFILES`; a `*` name is a prefix, the",
+        "longest match wins; other names get the default row):",
+        "",
+        *profile_table(
+            {**profiles.MODEL_PROFILES, "(default)": profiles.DEFAULT_MODEL}, profiles.ModelProfile
+        ),
+        "",
+        "Reasoning tokens per sampling step, by `reasoning.effort` (`REASONING_TOKENS`):",
+        "",
+        "| effort | tokens |",
+        "| --- | --- |",
+        *(f"| {code(k)} | {v} |" for k, v in profiles.REASONING_TOKENS.items()),
+        "",
+        "Prefix-cache lifetimes in seconds, by `prompt_cache_retention` or",
+        f"`prompt_cache_options.ttl` (`CACHE_TTL_S`; default {code(profiles.DEFAULT_RETENTION)}):",
+        "",
+        "| setting | seconds |",
+        "| --- | --- |",
+        *(f"| {code(k)} | {v:g} |" for k, v in profiles.CACHE_TTL_S.items()),
+    ]
+    return out
+
+
 def render_profiles() -> list[str]:
     return [
         "## Profiles",
@@ -293,6 +338,8 @@ def render_profiles() -> list[str]:
         "Cost profiles (`--costs`), in seconds; `--costs` also takes a TOML file with these keys:",
         "",
         *profile_table(profiles.COST_PROFILES, profiles.CostProfile),
+        "",
+        *render_models(),
     ]
 
 
@@ -398,6 +445,7 @@ def render() -> str:
     parts = [
         render_cli(),
         render_config(),
+        render_knobs(),
         render_faults(),
         render_profiles(),
         render_script_format(),

@@ -20,7 +20,15 @@ from protocol.events import (
     Event,
     TextDeltaEvent,
 )
-from protocol.items import Message, OtherTool
+from protocol.items import (
+    InputFile,
+    InputImage,
+    InputText,
+    Message,
+    OtherTool,
+    Reasoning,
+    WebSearchCall,
+)
 from protocol.request import AppendRequest, CreateRequest
 
 T = TypeVar("T")
@@ -341,6 +349,31 @@ def _error_event_hook() -> Callable[[ErrorEvent], dict[str, Any]]:
 
     return hook
 
+
+def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """Optional keys the real API leaves out rather than sending as null."""
+    inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
+
+    def hook(obj: Any) -> dict[str, Any]:
+        data: dict[str, Any] = inner(obj)
+        for key in keys:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    return hook
+
+
+_OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (Reasoning, ("encrypted_content", "content", "status")),
+    (Message, ("phase",)),
+    (WebSearchCall, ("action",)),  # in_progress: no action yet (as recorded)
+    (InputText, ("prompt_cache_breakpoint",)),
+    (InputImage, ("prompt_cache_breakpoint",)),
+    (InputFile, ("prompt_cache_breakpoint",)),
+)
+for _cls, _keys in _OMIT_NONE:
+    converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))
 
 converter.register_structure_hook(OtherTool, _other_tool)
 converter.register_unstructure_hook(ErrorEvent, _error_event_hook())

@@ -88,6 +88,15 @@ def body_too_large(limit: int) -> ProtocolError:
     )
 
 
+def context_length_exceeded(tokens: int, window: int) -> ProtocolError:
+    return ProtocolError(
+        message="Your input exceeds the context window of this model. Please adjust your input "
+        f"and try again. (The input has {tokens} tokens; the window is {window}.)",
+        code="context_length_exceeded",
+        param="input",
+    )
+
+
 def server_error(
     message: str = "The server had an error while processing your request.",
 ) -> ProtocolError:

@@ -5,7 +5,7 @@ from typing import Any, Literal, get_args
 
 import attrs
 
-from protocol.items import ContentPart, Item, UrlCitation
+from protocol.items import ContentPart, Item, SummaryText, UrlCitation
 from protocol.response import Response, Usage
 
 LifecycleType = Literal[
@@ -98,6 +98,36 @@ class RefusalDoneEvent:
 
 
 @attrs.frozen(kw_only=True)
+class ReasoningSummaryPartEvent:
+    type: Literal["response.reasoning_summary_part.added", "response.reasoning_summary_part.done"]
+    sequence_number: int
+    item_id: str
+    output_index: int
+    summary_index: int
+    part: SummaryText
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningSummaryDeltaEvent:
+    type: Literal["response.reasoning_summary_text.delta"] = "response.reasoning_summary_text.delta"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    summary_index: int
+    delta: str
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningSummaryDoneEvent:
+    type: Literal["response.reasoning_summary_text.done"] = "response.reasoning_summary_text.done"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    summary_index: int
+    text: str
+
+
+@attrs.frozen(kw_only=True)
 class ArgumentsDeltaEvent:
     type: Literal["response.function_call_arguments.delta"] = (
         "response.function_call_arguments.delta"
@@ -176,6 +206,9 @@ Event = (
     | AnnotationAddedEvent
     | RefusalDeltaEvent
     | RefusalDoneEvent
+    | ReasoningSummaryPartEvent
+    | ReasoningSummaryDeltaEvent
+    | ReasoningSummaryDoneEvent
     | ArgumentsDeltaEvent
     | ArgumentsDoneEvent
     | WebSearchCallEvent

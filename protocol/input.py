@@ -4,7 +4,8 @@
 # what the conversation already holds (open calls, known item ids).
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence, Set
+from collections.abc import Callable, Container, Mapping, Sequence, Set
+from typing import Any
 
 import attrs
 
@@ -21,6 +22,7 @@ from protocol.items import (
     Reasoning,
     text_of,
 )
+from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.response import Response
 
@@ -109,6 +111,38 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
         )
 
 
+def restore_reasoning(
+    given: str | Sequence[Item] | None,
+    items: Sequence[Item],
+    key: bytes,
+    known_ids: Container[str],
+    store: bool,
+) -> dict[str, str]:
+    """The hidden reasoning of the input's reasoning items (item id -> text), unsealed from their
+    `encrypted_content`. `given` is the input as sent, `items` the same normalized.
+
+    A tampered or foreign blob is `invalid_encrypted_content`; an item without a blob must be
+    one the conversation holds, unless the request is stored (the real API's rule: items of a
+    `store: false` response can only come back through their encrypted content)."""
+    out: dict[str, str] = {}
+    if given is None or isinstance(given, str):
+        return out
+    for i, (sent, item) in enumerate(zip(given, items, strict=True)):
+        if not isinstance(item, Reasoning) or item.id is None:
+            continue
+        if item.encrypted_content is not None:
+            out[item.id] = unseal(item.encrypted_content, key, item.id).text
+        elif isinstance(sent, Reasoning) and sent.id is not None:
+            if sent.id not in known_ids and not store:
+                raise errors.invalid(
+                    f"Item with id '{sent.id}' not found. Items are not persisted when `store` "
+                    "is set to false. Try again with `store` set to true, or remove this item "
+                    "from your input.",
+                    param=f"input[{i}]",
+                )
+    return out
+
+
 def resolve_references(
     items: Sequence[Item], lookup: Callable[[ItemReference], Item | None]
 ) -> list[Item]:
@@ -125,8 +159,25 @@ def resolve_references(
     return out
 
 
-def new_response(req: CreateRequest, response_id: str, created_at: int) -> Response:
-    """The in-progress Response a request starts: the request's settings, or their defaults."""
+def response_text(text: Mapping[str, Any] | None) -> dict[str, Any]:
+    """`text` as a Response reports it: the format (default `text`) and verbosity (`medium`)."""
+    out: dict[str, Any] = {"format": {"type": "text"}, "verbosity": "medium", **(text or {})}
+    if out.get("format") is None:
+        out["format"] = {"type": "text"}
+    return out
+
+
+def new_response(
+    req: CreateRequest,
+    response_id: str,
+    created_at: int,
+    reasoning: Mapping[str, Any] | None = None,
+) -> Response:
+    """The in-progress Response a request starts: the request's settings, or their defaults.
+    `reasoning` is the effective setting (the model's default effort filled in), when known."""
+    effective = dict(reasoning or req.reasoning or {})
+    effective.setdefault("effort", None)
+    effective.setdefault("summary", None)
     return Response(
         id=response_id,
         created_at=created_at,
@@ -136,11 +187,13 @@ def new_response(req: CreateRequest, response_id: str, created_at: int) -> Respo
         model=req.model,
         parallel_tool_calls=req.parallel_tool_calls,
         previous_response_id=req.previous_response_id,
-        reasoning=req.reasoning or {"effort": None, "summary": None},
+        reasoning=effective,
         service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
         store=req.store,
         temperature=1.0 if req.temperature is None else req.temperature,
-        text=req.text or {"format": {"type": "text"}},
+        presence_penalty=req.presence_penalty or 0.0,
+        frequency_penalty=req.frequency_penalty or 0.0,
+        text=response_text(req.text),
         tool_choice=req.tool_choice,
         tools=req.tools,
         top_logprobs=req.top_logprobs or 0,
@@ -149,6 +202,7 @@ def new_response(req: CreateRequest, response_id: str, created_at: int) -> Respo
         user=req.user,
         metadata=req.metadata or {},
         prompt_cache_key=req.prompt_cache_key,
+        prompt_cache_retention=req.prompt_cache_retention,
         safety_identifier=req.safety_identifier,
     )
 
@@ -159,4 +213,6 @@ __all__ = [
     "new_response",
     "normalize_input",
     "resolve_references",
+    "response_text",
+    "restore_reasoning",
 ]

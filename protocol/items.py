@@ -13,6 +13,7 @@ import attrs
 class InputText:
     type: Literal["input_text"] = "input_text"
     text: str
+    prompt_cache_breakpoint: dict[str, Any] | None = None  # {mode: explicit, ttl?}; omitted if None
 
 
 @attrs.frozen(kw_only=True)
@@ -21,6 +22,7 @@ class InputImage:
     image_url: str | None = None
     file_id: str | None = None
     detail: str = "auto"
+    prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -30,6 +32,7 @@ class InputFile:
     file_data: str | None = None
     file_url: str | None = None
     filename: str | None = None
+    prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -71,6 +74,7 @@ class Message:
     role: Role
     content: str | tuple[ContentPart, ...]
     status: str | None = None
+    phase: Literal["commentary", "final_answer"] | None = None  # assistant only; omitted if None
 
 
 @attrs.frozen(kw_only=True)
@@ -146,8 +150,9 @@ class Reasoning:
     type: Literal["reasoning"] = "reasoning"
     id: str | None = None
     summary: tuple[SummaryText, ...] = ()
-    encrypted_content: str | None = None
-    content: tuple[ReasoningText, ...] | None = None
+    encrypted_content: str | None = None  # omitted when None (as the real API sends it)
+    content: tuple[ReasoningText, ...] | None = None  # omitted when None
+    status: str | None = None  # omitted when None
 
 
 @attrs.frozen(kw_only=True)

@@ -34,6 +34,8 @@ class CreateRequest:
     max_tool_calls: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     top_logprobs: int | None = None
     truncation: str | None = None
     reasoning: dict[str, Any] | None = None
@@ -43,6 +45,7 @@ class CreateRequest:
     prompt: dict[str, Any] | None = None
     prompt_cache_key: str | None = None
     prompt_cache_retention: str | None = None
+    prompt_cache_options: dict[str, Any] | None = None
     safety_identifier: str | None = None
     user: str | None = None
     service_tier: str | None = None

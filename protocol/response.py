@@ -1,5 +1,6 @@
-# The Response object and usage (spec §2.3, §3). Every always-required key of a Response is a
-# field here, so every snapshot the server sends carries it, null or not.
+# The Response object and usage (spec §2.3, §3). Every key the SDK's Response and the
+# OpenResponses ResponseResource require is a field here, so every snapshot the server sends
+# (JSON, SSE, WebSocket) carries it, with the request's value or the documented default.
 from typing import Any
 
 import attrs
@@ -27,11 +28,15 @@ class Usage:
     total_tokens: int = 0
 
     @classmethod
-    def of(cls, input_tokens: int, cached_tokens: int, output_tokens: int) -> "Usage":
+    def of(
+        cls, input_tokens: int, cached_tokens: int, output_tokens: int, reasoning_tokens: int = 0
+    ) -> "Usage":
+        """Usage from counts; `reasoning_tokens` are part of `output_tokens`."""
         return cls(
             input_tokens=input_tokens,
             input_tokens_details=InputTokensDetails(cached_tokens=cached_tokens),
             output_tokens=output_tokens,
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=reasoning_tokens),
             total_tokens=input_tokens + output_tokens,
         )
 
@@ -40,6 +45,8 @@ class Usage:
             self.input_tokens + other.input_tokens,
             self.input_tokens_details.cached_tokens + other.input_tokens_details.cached_tokens,
             self.output_tokens + other.output_tokens,
+            self.output_tokens_details.reasoning_tokens
+            + other.output_tokens_details.reasoning_tokens,
         )
 
 
@@ -76,7 +83,11 @@ class Response:
     service_tier: str = "default"
     store: bool = True
     temperature: float = 1.0
-    text: dict[str, Any] = attrs.field(factory=lambda: {"format": {"type": "text"}})
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    text: dict[str, Any] = attrs.field(
+        factory=lambda: {"format": {"type": "text"}, "verbosity": "medium"}
+    )
     tool_choice: str | dict[str, Any] = "auto"
     tools: tuple[Tool, ...] = ()
     top_logprobs: int = 0
@@ -87,6 +98,7 @@ class Response:
     metadata: dict[str, str] = attrs.field(factory=dict)
     background: bool = False
     prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
     safety_identifier: str | None = None
 
     def snapshot(self) -> "Response":

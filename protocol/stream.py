@@ -1,7 +1,8 @@
 # Event builders: a small state machine per response that turns "what happened" into the exact
-# event sequences of spec §2.5 (text, function calls, hosted web search) and the append shape's
-# pause. It numbers events (`sequence_number` from 0, contiguous, never restarting inside one
-# response, pauses included) and output items (`output_index` keeps counting across pauses).
+# event sequences of spec §2.5 (reasoning with summary parts, text and refusals, function calls,
+# hosted web search) and the append shape's pause. It numbers events (`sequence_number` from 0,
+# contiguous, never restarting inside one response, pauses included) and output items
+# (`output_index` keeps counting across pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 from collections.abc import Sequence
 
@@ -18,6 +19,11 @@ from protocol.events import (
     OutputItemEvent,
     PauseEvent,
     PendingCall,
+    ReasoningSummaryDeltaEvent,
+    ReasoningSummaryDoneEvent,
+    ReasoningSummaryPartEvent,
+    RefusalDeltaEvent,
+    RefusalDoneEvent,
     ResponseEvent,
     TextDeltaEvent,
     TextDoneEvent,
@@ -25,8 +31,12 @@ from protocol.events import (
 )
 from protocol.items import (
     FunctionCall,
+    Item,
     Message,
     OutputText,
+    Reasoning,
+    Refusal,
+    SummaryText,
     UrlCitation,
     WebSearchAction,
     WebSearchCall,
@@ -38,8 +48,17 @@ from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 class _OpenText:
     item_id: str
     output_index: int
+    refusal: bool = False  # a `refusal` content part instead of `output_text`
     text: list[str] = attrs.field(factory=list)
     annotations: list[UrlCitation] = attrs.field(factory=list)
+
+
+@attrs.define
+class _OpenReasoning:
+    item_id: str
+    output_index: int
+    summary: list[str] = attrs.field(factory=list)  # finished summary parts
+    part: list[str] | None = None  # the summary part being streamed
 
 
 class ResponseStream:
@@ -49,6 +68,7 @@ class ResponseStream:
         self.response = response
         self._seq = 0
         self._text: _OpenText | None = None
+        self._reasoning: _OpenReasoning | None = None
         self.terminal: ResponseEvent | None = None
 
     @property
@@ -123,22 +143,20 @@ class ResponseStream:
 
     def _close_open_text(self) -> None:
         self._text = None
+        self._reasoning = None
 
     # -- text -----------------------------------------------------------------------------------
 
-    def begin_text(self, item_id: str) -> list[Event]:
+    def begin_text(self, item_id: str, *, refusal: bool = False) -> list[Event]:
+        """Open an assistant message with one content part: `output_text`, or a `refusal`
+        (then deltas are `response.refusal.delta` and the part ends with `.refusal.done`)."""
         index = self.next_output_index
         item = Message(id=item_id, role="assistant", content=(), status="in_progress")
         self.response.output.append(item)
-        self._text = _OpenText(item_id=item_id, output_index=index)
-        part = OutputText(text="")
+        self._text = _OpenText(item_id=item_id, output_index=index, refusal=refusal)
+        part: OutputText | Refusal = Refusal(refusal="") if refusal else OutputText(text="")
         return [
-            OutputItemEvent(
-                type="response.output_item.added",
-                sequence_number=self._n(),
-                output_index=index,
-                item=item,
-            ),
+            self._item_event("response.output_item.added", index, item),
             ContentPartEvent(
                 type="response.content_part.added",
                 sequence_number=self._n(),
@@ -149,9 +167,17 @@ class ResponseStream:
             ),
         ]
 
-    def text_delta(self, delta: str) -> TextDeltaEvent:
+    def text_delta(self, delta: str) -> TextDeltaEvent | RefusalDeltaEvent:
         t = self._require_text()
         t.text.append(delta)
+        if t.refusal:
+            return RefusalDeltaEvent(
+                sequence_number=self._n(),
+                item_id=t.item_id,
+                output_index=t.output_index,
+                content_index=0,
+                delta=delta,
+            )
         return TextDeltaEvent(
             sequence_number=self._n(),
             item_id=t.item_id,
@@ -177,17 +203,30 @@ class ResponseStream:
         t = self._require_text()
         self._text = None
         text = "".join(t.text)
-        part = OutputText(text=text, annotations=tuple(t.annotations))
-        item = Message(id=t.item_id, role="assistant", content=(part,), status=status)
-        self.response.output[t.output_index] = item
-        return [
-            TextDoneEvent(
+        part: OutputText | Refusal
+        done: TextDoneEvent | RefusalDoneEvent
+        if t.refusal:
+            part = Refusal(refusal=text)
+            done = RefusalDoneEvent(
+                sequence_number=self._n(),
+                item_id=t.item_id,
+                output_index=t.output_index,
+                content_index=0,
+                refusal=text,
+            )
+        else:
+            part = OutputText(text=text, annotations=tuple(t.annotations))
+            done = TextDoneEvent(
                 sequence_number=self._n(),
                 item_id=t.item_id,
                 output_index=t.output_index,
                 content_index=0,
                 text=text,
-            ),
+            )
+        item = Message(id=t.item_id, role="assistant", content=(part,), status=status)
+        self.response.output[t.output_index] = item
+        return [
+            done,
             ContentPartEvent(
                 type="response.content_part.done",
                 sequence_number=self._n(),
@@ -196,18 +235,94 @@ class ResponseStream:
                 content_index=0,
                 part=part,
             ),
-            OutputItemEvent(
-                type="response.output_item.done",
-                sequence_number=self._n(),
-                output_index=t.output_index,
-                item=item,
-            ),
+            self._item_event("response.output_item.done", t.output_index, item),
         ]
 
     def _require_text(self) -> _OpenText:
         if self._text is None:
             raise RuntimeError("no text item is open")
         return self._text
+
+    # -- reasoning ------------------------------------------------------------------------------
+
+    def begin_reasoning(self, item_id: str) -> list[Event]:
+        """`output_item.added` of a reasoning item (`summary: []`), before the step's output."""
+        index = self.next_output_index
+        item = Reasoning(id=item_id, summary=())
+        self.response.output.append(item)
+        self._reasoning = _OpenReasoning(item_id=item_id, output_index=index)
+        return [self._item_event("response.output_item.added", index, item)]
+
+    def begin_summary_part(self) -> list[Event]:
+        r = self._require_reasoning()
+        r.part = []
+        return [self._summary_part_event("response.reasoning_summary_part.added", r, "")]
+
+    def summary_delta(self, delta: str) -> ReasoningSummaryDeltaEvent:
+        r = self._require_reasoning()
+        assert r.part is not None, "no summary part is open"
+        r.part.append(delta)
+        return ReasoningSummaryDeltaEvent(
+            sequence_number=self._n(),
+            item_id=r.item_id,
+            output_index=r.output_index,
+            summary_index=len(r.summary),
+            delta=delta,
+        )
+
+    def end_summary_part(self) -> list[Event]:
+        r = self._require_reasoning()
+        assert r.part is not None, "no summary part is open"
+        text = "".join(r.part)
+        done = ReasoningSummaryDoneEvent(
+            sequence_number=self._n(),
+            item_id=r.item_id,
+            output_index=r.output_index,
+            summary_index=len(r.summary),
+            text=text,
+        )
+        part = self._summary_part_event("response.reasoning_summary_part.done", r, text)
+        r.summary.append(text)
+        r.part = None
+        return [done, part]
+
+    def end_reasoning(self, encrypted_content: str | None = None) -> list[Event]:
+        """`output_item.done` with the finished summary parts (and the opaque blob, when the
+        request asked for `reasoning.encrypted_content`)."""
+        r = self._require_reasoning()
+        self._reasoning = None
+        item = Reasoning(
+            id=r.item_id,
+            summary=tuple(SummaryText(text=t) for t in r.summary),
+            encrypted_content=encrypted_content,
+        )
+        self.response.output[r.output_index] = item
+        return [self._item_event("response.output_item.done", r.output_index, item)]
+
+    def _require_reasoning(self) -> _OpenReasoning:
+        if self._reasoning is None:
+            raise RuntimeError("no reasoning item is open")
+        return self._reasoning
+
+    def _summary_part_event(
+        self, type_: str, r: _OpenReasoning, text: str
+    ) -> ReasoningSummaryPartEvent:
+        return ReasoningSummaryPartEvent(
+            type=type_,  # type: ignore[arg-type]
+            sequence_number=self._n(),
+            item_id=r.item_id,
+            output_index=r.output_index,
+            summary_index=len(r.summary),
+            part=SummaryText(text=text),
+        )
+
+    def _item_event(self, type_: str, index: int, item: Item) -> OutputItemEvent:
+        return OutputItemEvent(
+            type=type_,  # type: ignore[arg-type]
+            sequence_number=self._n(),
+            output_index=index,
+            item=item,
+        )
 
     # -- function calls -------------------------------------------------------------------------
 
@@ -217,14 +332,7 @@ class ResponseStream:
             id=item_id, call_id=call_id, name=name, arguments="", status="in_progress"
         )
         self.response.output.append(item)
-        return [
-            OutputItemEvent(
-                type="response.output_item.added",
-                sequence_number=self._n(),
-                output_index=index,
-                item=item,
-            )
-        ]
+        return [self._item_event("response.output_item.added", index, item)]
 
     def arguments_delta(self, output_index: int, delta: str) -> ArgumentsDeltaEvent:
         item = self.response.output[output_index]
@@ -246,12 +354,7 @@ class ResponseStream:
                 name=done.name,
                 arguments=arguments,
             ),
-            OutputItemEvent(
-                type="response.output_item.done",
-                sequence_number=self._n(),
-                output_index=output_index,
-                item=done,
-            ),
+            self._item_event("response.output_item.done", output_index, done),
         ]
 
     # -- hosted web search ----------------------------------------------------------------------
@@ -262,12 +365,7 @@ class ResponseStream:
         item = WebSearchCall(id=item_id, status="in_progress")
         self.response.output.append(item)
         return [
-            OutputItemEvent(
-                type="response.output_item.added",
-                sequence_number=self._n(),
-                output_index=index,
-                item=item,
-            ),
+            self._item_event("response.output_item.added", index, item),
             self._search_event("response.web_search_call.in_progress", index, item_id),
             self._search_event("response.web_search_call.searching", index, item_id),
         ]
@@ -279,12 +377,7 @@ class ResponseStream:
         self.response.output[output_index] = done
         return [
             self._search_event("response.web_search_call.completed", output_index, item.id),
-            OutputItemEvent(
-                type="response.output_item.done",
-                sequence_number=self._n(),
-                output_index=output_index,
-                item=done,
-            ),
+            self._item_event("response.output_item.done", output_index, done),
         ]
 
     def _search_event(self, type_: str, index: int, item_id: str) -> WebSearchCallEvent:
@@ -307,57 +400,3 @@ class ResponseStream:
             ),
             usage=usage,
         )
-
-
-def replay(final: Response) -> list[Event]:
-    """The event stream of a finished response, rebuilt from its final state (for `GET
-    /v1/responses/{id}?stream=true`): each text part and argument string as one delta."""
-    start = attrs.evolve(final, status="in_progress", output=[], usage=None, completed_at=None)
-    start.error = None
-    start.incomplete_details = None
-    s = ResponseStream(start)
-    events: list[Event] = s.start()
-    for item in final.output:
-        index = s.next_output_index
-        if isinstance(item, Message):
-            events += s.begin_text(item.id or "")
-            for part in item.content if not isinstance(item.content, str) else ():
-                if isinstance(part, OutputText):
-                    events.append(s.text_delta(part.text))
-                    events += [s.annotate(a) for a in part.annotations]
-            events += s.end_text(item.status or "completed")
-        elif isinstance(item, FunctionCall):
-            events += s.begin_call(item.id or "", item.call_id, item.name)
-            events.append(s.arguments_delta(index, item.arguments))
-            events += s.end_call(index, item.arguments, item.status or "completed")
-        elif isinstance(item, WebSearchCall) and item.action is not None:
-            events += s.begin_web_search(item.id)
-            events += s.end_web_search(index, item.action)
-        else:
-            s.response.output.append(item)
-            events.append(
-                OutputItemEvent(
-                    type="response.output_item.added",
-                    sequence_number=s._n(),
-                    output_index=index,
-                    item=item,
-                )
-            )
-            events.append(
-                OutputItemEvent(
-                    type="response.output_item.done",
-                    sequence_number=s._n(),
-                    output_index=index,
-                    item=item,
-                )
-            )
-    usage = final.usage or Usage()
-    if final.status == "completed":
-        events += s.complete(usage, final.completed_at or final.created_at)
-    elif final.status == "incomplete":
-        reason = final.incomplete_details.reason if final.incomplete_details else "unknown"
-        events += s.incomplete(reason, usage)
-    else:
-        error = final.error or ResponseError(code="server_error", message="")
-        events += s.fail(error.code, error.message, usage)
-    return events

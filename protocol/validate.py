@@ -1,13 +1,33 @@
 # Cross-field rules of a create request that the types alone cannot say (ranges, combinations,
-# transport-specific fields). Pure functions raising ProtocolError with the offending `param`.
+# transport-specific fields, `tool_choice` against `tools`, `text.format`, reasoning and caching
+# options). Pure functions raising ProtocolError with the offending `param`.
 import re
+from collections.abc import Mapping
+from typing import Any
 
-from protocol.errors import clip, invalid, previous_response_not_found
-from protocol.items import FunctionTool
+from protocol.choices import WEB_SEARCH_CHOICES
+from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
+from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
 STREAM_ID = re.compile(r"[A-Za-z0-9_.-]{1,256}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+SUMMARIES = ("auto", "concise", "detailed")
+HOSTED_CHOICES = frozenset(
+    {
+        *WEB_SEARCH_CHOICES,
+        "file_search",
+        "computer",
+        "computer_use",
+        "computer_use_preview",
+        "image_generation",
+        "code_interpreter",
+        "apply_patch",
+        "shell",
+    }
+)
 INVALID_STREAM_ID = (
     "The 'stream_id' field must be a non-empty string with at most 256 characters and may only "
     "contain letters, numbers, underscores, hyphens, and periods."
@@ -70,6 +90,8 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
         if req.input in ("", ()):
             raise invalid("'input' must not be empty.", param="input", code="empty_input")
     _range(req.temperature, 0.0, 2.0, "temperature")
+    _range(req.presence_penalty, -2.0, 2.0, "presence_penalty")
+    _range(req.frequency_penalty, -2.0, 2.0, "frequency_penalty")
     _range(req.top_p, 0.0, 1.0, "top_p")
     _range(req.top_logprobs, 0, 20, "top_logprobs")
     if req.max_output_tokens is not None and req.max_output_tokens < 1:
@@ -101,6 +123,31 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             param="stream",
             code="invalid_value",
         )
+    _check_tool_choice(req)
+    _check_text(req.text)
+    _check_reasoning(req.reasoning)
+    _check_caching(req)
+    _one_of(req.truncation, ("auto", "disabled"), "truncation")
+
+
+def _one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
+    if value is not None and value not in allowed:
+        names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+        raise invalid(
+            f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
+            param=param,
+            code="invalid_value",
+        )
+
+
+def _missing(param: str) -> ProtocolError:
+    return invalid(
+        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+    )
+
+
+def _wrong_type(param: str, expected: str) -> ProtocolError:
+    return invalid(f"Invalid type for '{param}': expected {expected}.", param, "invalid_type")
 
 
 def _check_tools(req: CreateRequest) -> None:
@@ -129,20 +176,189 @@ def _check_tools(req: CreateRequest) -> None:
                 param=f"tools[{i}].parameters",
                 code="invalid_value",
             )
+
+
+def _not_in_tools(name: str, param: str = "tool_choice") -> ProtocolError:
+    return invalid(f"Tool choice '{clip(name)}' not found in 'tools' parameter.", param=param)
+
+
+def _check_tool_choice(req: CreateRequest) -> None:
+    """`tool_choice` names only tools the request offers (the real API's messages)."""
     choice = req.tool_choice
-    if isinstance(choice, str) and choice not in ("none", "auto", "required"):
+    if isinstance(choice, str):
+        _one_of(choice, ("none", "auto", "required"), "tool_choice")
+        if choice == "required" and not req.tools:
+            raise invalid(
+                "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
+                "are specified.",
+                param="tool_choice",
+            )
+        return
+    kind = choice.get("type")
+    if kind is None:
+        raise _missing("tool_choice.type")
+    if not isinstance(kind, str):
+        raise _wrong_type("tool_choice.type", "a string")
+    if kind == "allowed_tools":
+        _one_of(choice.get("mode"), ("auto", "required"), "tool_choice.mode")
+        if choice.get("mode") is None:
+            raise _missing("tool_choice.mode")
+        entries = choice.get("tools")
+        if not isinstance(entries, list) or not entries:
+            raise _missing("tool_choice.tools")
+        for i, entry in enumerate(entries):
+            where = f"tool_choice.tools[{i}]"
+            if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
+                raise _missing(f"{where}.type")
+            _check_chosen(req, entry, where)
+        return
+    if kind not in ("function", "custom", "mcp", *HOSTED_CHOICES, "programmatic_tool_calling"):
+        kinds = ("function", "allowed_tools", "custom", "mcp", *sorted(HOSTED_CHOICES))
+        _one_of(kind, kinds, "tool_choice.type")
+    _check_chosen(req, choice, "tool_choice")
+
+
+def _check_chosen(req: CreateRequest, choice: Mapping[str, Any], param: str) -> None:
+    """One chosen tool (`tool_choice`, or an `allowed_tools` entry) is among `tools`."""
+    kind = choice["type"]
+    if kind in ("function", "custom"):
+        name = choice.get("name")
+        if name is None:
+            raise _missing(f"{param}.name")
+        if not isinstance(name, str):
+            raise _wrong_type(f"{param}.name", "a string")
+        if kind == "function":
+            found = any(isinstance(t, FunctionTool) and t.name == name for t in req.tools)
+        else:
+            found = any(
+                isinstance(t, OtherTool) and t.type == kind and t.raw.get("name") == name
+                for t in req.tools
+            )
+        if not found:
+            raise _not_in_tools(name, param)
+        return
+    if kind == "mcp":
+        label = choice.get("server_label")
+        found = any(
+            isinstance(t, OtherTool) and t.type == "mcp" and t.raw.get("server_label") == label
+            for t in req.tools
+        )
+        if not found:
+            raise _not_in_tools(str(label), param)
+        return
+    if kind == "programmatic_tool_calling":
+        return
+    types = {t.type for t in req.tools if isinstance(t, OtherTool)}
+    if kind in WEB_SEARCH_CHOICES:
+        found = bool(types & WEB_SEARCH_CHOICES)
+    else:
+        found = kind in types or (
+            kind.startswith("computer") and any("computer" in t for t in types)
+        )
+    if not found:
+        raise _not_in_tools(kind, param)
+
+
+def _check_text(text: Mapping[str, Any] | None) -> None:
+    """`text.format` (type, name pattern, schema present; strict schema rules) and verbosity."""
+    if text is None:
+        return
+    _one_of(text.get("verbosity"), ("low", "medium", "high"), "text.verbosity")
+    fmt = text.get("format")
+    if fmt is None:
+        return
+    if not isinstance(fmt, Mapping):
+        raise _wrong_type("text.format", "an object")
+    kind = fmt.get("type")
+    if kind is None:
+        raise _missing("text.format.type")
+    _one_of(kind, ("text", "json_object", "json_schema"), "text.format.type")
+    if kind != "json_schema":
+        return
+    name = fmt.get("name")
+    if name is None:
+        raise _missing("text.format.name")
+    if not isinstance(name, str):
+        raise _wrong_type("text.format.name", "a string")
+    if len(name) > 64:
         raise invalid(
-            f"Invalid value: {clip(repr(choice))}. Supported values are: 'none', 'auto' and "
-            "'required'.",
-            param="tool_choice",
+            "Invalid 'text.format.name': string too long. Expected a string with maximum length "
+            f"64, but got a string with length {len(name)} instead.",
+            param="text.format.name",
+            code="string_above_max_length",
+        )
+    if not FORMAT_NAME.fullmatch(name):
+        raise invalid(
+            "Invalid 'text.format.name': string does not match pattern. Expected a string that "
+            "matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            param="text.format.name",
             code="invalid_value",
         )
-    if isinstance(choice, dict) and not isinstance(choice.get("type"), str):
-        raise invalid(
-            "'tool_choice' must be a string or an object with a 'type'.",
-            param="tool_choice.type",
-            code="missing_required_parameter",
+    schema = fmt.get("schema")
+    if schema is None:
+        raise _missing("text.format.schema")
+    if not isinstance(schema, Mapping):
+        raise _wrong_type("text.format.schema", "an object")
+    strict = fmt.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise _wrong_type("text.format.strict", "a boolean")
+    if strict:
+        _check_strict(schema, name, ())
+
+
+def _check_strict(schema: Mapping[str, Any], name: str, where: tuple[str, ...]) -> None:
+    """Strict mode's rules: every object lists all its properties as required and allows no
+    others (`additionalProperties: false`), recursively."""
+
+    def fail(rule: str) -> ProtocolError:
+        return invalid(
+            f"Invalid schema for response_format '{name}': In context={where!r}, {rule}",
+            param="text.format.schema",
+            code="invalid_json_schema",
         )
+
+    types = schema.get("type")
+    is_object = types == "object" or (isinstance(types, list) and "object" in types)
+    if is_object or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            raise fail("'additionalProperties' is required to be supplied and to be false.")
+        props = schema.get("properties") or {}
+        required = schema.get("required") or []
+        missing = [k for k in props if k not in required]
+        if missing:
+            raise fail(
+                "'required' is required to be supplied and to be an array including every key "
+                f"in properties. Missing '{missing[0]}'."
+            )
+        for key, sub in props.items():
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, "properties", key))
+    if isinstance(schema.get("items"), Mapping):
+        _check_strict(schema["items"], name, (*where, "items"))
+    for keyword in ("anyOf", "allOf"):
+        for i, sub in enumerate(schema.get(keyword) or ()):
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, keyword, str(i)))
+    for keyword in ("$defs", "definitions"):
+        for key, sub in (schema.get(keyword) or {}).items():
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, keyword, key))
+
+
+def _check_reasoning(reasoning: Mapping[str, Any] | None) -> None:
+    if reasoning is None:
+        return
+    _one_of(reasoning.get("effort"), EFFORTS, "reasoning.effort")
+    _one_of(reasoning.get("summary"), SUMMARIES, "reasoning.summary")
+    _one_of(reasoning.get("generate_summary"), SUMMARIES, "reasoning.generate_summary")
+
+
+def _check_caching(req: CreateRequest) -> None:
+    _one_of(req.prompt_cache_retention, ("in_memory", "24h"), "prompt_cache_retention")
+    options = req.prompt_cache_options
+    if options is not None:
+        _one_of(options.get("mode"), ("implicit", "explicit"), "prompt_cache_options.mode")
+        _one_of(options.get("ttl"), ("30m", "12h"), "prompt_cache_options.ttl")
 
 
 __all__ = ["INVALID_STREAM_ID", "STREAM_ID", "check_stream_id", "validate_create"]

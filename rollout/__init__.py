@@ -22,7 +22,14 @@ from rollout.model.policy import (
     search,
     text,
 )
-from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
+from rollout.model.profiles import (
+    COST_PROFILES,
+    INFERENCE_PROFILES,
+    MODEL_PROFILES,
+    CostProfile,
+    InferenceProfile,
+    ModelProfile,
+)
 from rollout.server.listen import serve
 from rollout.service.config import ServerConfig
 from rollout.testing.thread import ServerThread
@@ -30,6 +37,7 @@ from rollout.testing.thread import ServerThread
 __all__ = [
     "COST_PROFILES",
     "INFERENCE_PROFILES",
+    "MODEL_PROFILES",
     "MODES",
     "AgentResult",
     "CallStep",
@@ -41,6 +49,7 @@ __all__ = [
     "Faults",
     "HttpClient",
     "InferenceProfile",
+    "ModelProfile",
     "ScriptedPolicy",
     "ServerConfig",
     "ServerThread",

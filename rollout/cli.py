@@ -24,6 +24,7 @@ from rollout.model.profiles import (
     ProfileError,
     cost_profile,
     inference_profile,
+    model_table,
 )
 from rollout.model.recorded import RecordingError, is_recording, script_from_recording
 from rollout.model.script import ScriptError
@@ -224,7 +225,19 @@ def _parser() -> argparse.ArgumentParser:
         help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses (start it "
         "with `rollout serve --tool-calls N` matching --calls; its max connections is 1000)",
     )
+    sub.add_parser(
+        "models",
+        help="print the model profiles (context window, reasoning, default effort)",
+        description="Print the simulated model's profile table: each model name (or prefix), "
+        "its context window, whether it reasons and its default reasoning effort, then the "
+        "reasoning tokens per effort.",
+    )
     return parser
+
+
+def _models() -> int:
+    print("\n".join(model_table()))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -237,6 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bench(args)
     if args.command == "load":
         return _load(args)
+    if args.command == "models":
+        return _models()
     return 2
 
 

@@ -1,17 +1,20 @@
 # The conversation a sampling loop works on: items, the rendered-token cache (one compact
-# array('I') of header + item tokens), tool definitions, safety-scan state, the resolved route and
-# the prefix-cache block hashes. It only grows by `extend(items)`, whose cost is proportional to
-# the new items. Rendering and scanning are real CPU work, counted in the caller's Work.
+# array('I') of header + item tokens), tool definitions, safety-scan state, the resolved route,
+# the prefix-cache block hashes and what the current request asks of the model (tool choice,
+# output format). It grows by `extend(items)`, whose cost is proportional to the new items; only
+# `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
 from __future__ import annotations
 
 import re
 from array import array
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 import orjson
 
-from protocol import codec
+from protocol import codec, errors
+from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -54,7 +57,7 @@ class Route:
     engine: str
 
 
-def render(item: Item) -> str:
+def render(item: Item, hidden: str = "") -> str:
     """The text an item contributes to the prompt (tokenized with o200k_base)."""
     if isinstance(item, Message):
         return f"<|im_start|>{item.role}\n{text_of(item.content)}<|im_end|>\n"
@@ -71,8 +74,10 @@ def render(item: Item) -> str:
             body = f"{action.query}\n{urls}"
         return f"<|im_start|>assistant to=web_search\n{body}<|im_end|>\n"
     if isinstance(item, Reasoning):
-        summary = "\n".join(s.text for s in item.summary)
-        return f"<|im_start|>reasoning\n{summary}<|im_end|>\n"
+        # The hidden reasoning (restored from encrypted_content, or kept from this server's own
+        # step) is part of the prompt; a client's summary alone is all that is left otherwise.
+        body = "\n".join([*(s.text for s in item.summary), *([hidden] if hidden else [])])
+        return f"<|im_start|>reasoning\n{body}<|im_end|>\n"
     raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
 
 
@@ -83,6 +88,18 @@ def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
     if tools:
         out += f"<|im_start|>tools\n{codec.encode(list(tools)).decode()}<|im_end|>\n"
     return out
+
+
+def _breakpoint(item: Item) -> dict[str, Any] | None:
+    """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
+    content = item.content if isinstance(item, Message) else None
+    if isinstance(item, FunctionCallOutput):
+        content = item.output
+    if content is None or isinstance(content, str):
+        return None
+    marks = [getattr(part, "prompt_cache_breakpoint", None) for part in content]
+    found = [m for m in marks if isinstance(m, dict)]
+    return found[-1] if found else None
 
 
 def is_model_item(item: Item) -> bool:
@@ -114,6 +131,16 @@ class Context:
     last_user_text: str = ""
     calls_since_user: int = 0
     searches_since_user: int = 0
+    item_tokens: list[int] = attrs.field(factory=list)  # rendered tokens of each item
+    # Explicit prompt-cache breakpoints: (end of the item after the header, its ttl or None).
+    body_breakpoints: list[tuple[int, str | None]] = attrs.field(factory=list)
+    hidden: dict[str, str] = attrs.field(factory=dict)  # reasoning item id -> hidden reasoning
+    # What the current request asks (set by the engine for each request) and how far the
+    # current response got (reset per response; the loop counts).
+    choice: ToolChoice = attrs.field(factory=ToolChoice)
+    format: OutputFormat = attrs.field(factory=OutputFormat)
+    response_steps: int = 0
+    response_calls: int = 0
 
     # -- header: instructions and tools ---------------------------------------------------------
 
@@ -153,13 +180,19 @@ class Context:
         items = list(items)
         if not items:
             return 0
-        texts = [render(item) for item in items]
+        texts = [self._render(item) for item in items]
         with work.stage("tokenize", items=len(items)) as c:
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
             new: list[int] = []
-            for text in texts:
-                new += tok.encode(text)
+            body = len(self.tokens) - self.header_len
+            for item, text in zip(items, texts, strict=True):
+                encoded = tok.encode(text)
+                self.item_tokens.append(len(encoded))
+                new += encoded
+                mark = _breakpoint(item)
+                if mark is not None:
+                    self.body_breakpoints.append((body + len(new), mark.get("ttl")))
             c.tokens = len(new)
         if scan:
             self._scan("".join(texts), len(new), work, items=len(items))
@@ -168,6 +201,11 @@ class Context:
             self._note(item)
         self._hash_blocks()
         return len(new)
+
+    def _render(self, item: Item) -> str:
+        if isinstance(item, Reasoning) and item.id is not None:
+            return render(item, self.hidden.get(item.id, ""))
+        return render(item)
 
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
@@ -219,9 +257,45 @@ class Context:
     def token_count(self) -> int:
         return len(self.tokens)
 
+    @property
+    def breakpoints(self) -> list[tuple[int, str | None]]:
+        """Explicit cache breakpoints as prompt positions (token counts), oldest first."""
+        return [(self.header_len + pos, ttl) for pos, ttl in self.body_breakpoints]
+
+    def prefix_hash(self, position: int) -> int:
+        """A hash of the first `position` prompt tokens (not rounded to a block)."""
+        full = position // BLOCK
+        prev = self.block_hashes[full - 1] if full else 0
+        tail = memoryview(self.tokens)[full * BLOCK : position].tobytes()
+        return hash(("breakpoint", prev, tail))
+
     def resolve(self, ref: ItemReference) -> Item | None:
         index = self.by_id.get(ref.id)
         return None if index is None else self.items[index]
+
+    def truncated(self, window: int, work: Work) -> Context:
+        """A new context without the oldest items, so the prompt fits `window` tokens
+        (`truncation: auto`): whole items go, and a tool output never outlives its call."""
+        total = self.token_count
+        drop = 0
+        while drop < len(self.items) and total > window:
+            total -= self.item_tokens[drop]
+            drop += 1
+        while drop < len(self.items) and isinstance(self.items[drop], FunctionCallOutput):
+            drop += 1
+        ctx = Context(hidden=dict(self.hidden), route=self.route, scan=attrs.evolve(self.scan))
+        ctx.choice, ctx.format = self.choice, self.format
+        ctx.set_header(self.instructions, self.tools, work, scan=False)
+        ctx.extend(self.items[drop:], work, scan=False)
+        # The conversation is as far along as before: only its prompt lost items (a script's
+        # position and the default model's plan do not start over).
+        ctx.model_turns, ctx.last_user_text = self.model_turns, self.last_user_text
+        ctx.calls_since_user, ctx.searches_since_user = (
+            self.calls_since_user,
+            self.searches_since_user,
+        )
+        ctx.response_steps, ctx.response_calls = self.response_steps, self.response_calls
+        return ctx
 
     def fork(self) -> Context:
         """An independent copy (for continuing one parent twice); O(context), used rarely."""
@@ -235,4 +309,19 @@ class Context:
             call_names=dict(self.call_names),
             open_calls=set(self.open_calls),
             function_tools=dict(self.function_tools),
+            item_tokens=list(self.item_tokens),
+            body_breakpoints=list(self.body_breakpoints),
+            hidden=dict(self.hidden),
         )
+
+
+def fit(ctx: Context, window: int | None, truncation: str, work: Work) -> Context:
+    """`ctx` if its prompt fits the model's window; else, with `truncation: auto`, a truncated
+    copy; else (`disabled`, or nothing left to drop) `context_length_exceeded`."""
+    if window is None or ctx.token_count <= window:
+        return ctx
+    if truncation == "auto":
+        cut = ctx.truncated(window, work)
+        if cut.token_count <= window:
+            return cut
+    raise errors.context_length_exceeded(ctx.token_count, window)

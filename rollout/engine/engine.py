@@ -15,6 +15,7 @@ import attrs
 import trio
 
 from protocol import errors
+from protocol.choices import resolve_format, resolve_tool_choice
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import (
@@ -23,15 +24,18 @@ from protocol.input import (
     new_response,
     normalize_input,
     resolve_references,
+    restore_reasoning,
 )
-from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, text_of
+from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning, text_of
+from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
-from rollout.engine.context import Context, Route
+from rollout.engine.context import Context, Route, fit
 from rollout.engine.executors import WebSearch
 from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults, Plan
 from rollout.engine.ids import new_id
 from rollout.engine.loop import (
+    DEFAULT_SECRET,
     Cancel,
     Disconnected,
     Emit,
@@ -45,9 +49,18 @@ from rollout.engine.loop import (
     run_loop,
 )
 from rollout.engine.work import Stats, Work
-from rollout.model.inference import PrefixCache
+from rollout.model import reasoning
+from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
+from rollout.model.profiles import (
+    COST_PROFILES,
+    INFERENCE_PROFILES,
+    MODEL_PROFILES,
+    CostProfile,
+    InferenceProfile,
+    ModelProfile,
+    model_profile,
+)
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 
 log = logging.getLogger("rollout")
@@ -75,6 +88,9 @@ class Engine:
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
     changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
+    models: dict[str, ModelProfile] = attrs.field(factory=lambda: dict(MODEL_PROFILES))
+    secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
+    thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
 
     def notify(self) -> None:
         """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
@@ -90,16 +106,24 @@ class Engine:
             cache=self.cache,
             hosted=WebSearch(self.costs),
             safety=self.scan_latency,
+            secret=self.secret,
+            thoughts=self.thoughts,
         )
 
     # -- pre-inference --------------------------------------------------------------------------
 
-    async def route(self, model: str, work: Work) -> Route:
-        """The model routing decision (a declared service latency)."""
+    async def route(
+        self, model: str, work: Work, cache_key: str | None = None, prefix: int | None = None
+    ) -> Route:
+        """The model routing decision (a declared service latency). As the real API routes:
+        by a hash of the prompt's first 256 tokens (`prefix`, when it has them) combined with
+        the request's `prompt_cache_key`, so one key and prefix keep a conversation on one
+        engine, where its prefix is cached."""
         with work.stage("routing", items=1):
             if self.costs.routing_s > 0:
                 await trio.sleep(self.costs.routing_s)
-            return Route(model=model, engine=f"{model}/{zlib.crc32(model.encode()) % ENGINES}")
+            key = f"{model}\0{cache_key or ''}\0{'' if prefix is None else prefix}"
+            return Route(model=model, engine=f"{model}/{zlib.crc32(key.encode()) % ENGINES}")
 
     async def scan_latency(self, tokens: int, work: Work) -> None:
         """The safety service's declared latency for `tokens` newly scanned tokens."""
@@ -121,8 +145,24 @@ class Engine:
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
         ctx = Context()
+        ctx.hidden.update(self._hidden(items))
         await extend(ctx, items, work)
         return ctx
+
+    def _hidden(
+        self, items: Sequence[Item], hidden: dict[str, str] | None = None
+    ) -> dict[str, str]:
+        """The hidden reasoning of reasoning items: from their blobs, else as remembered."""
+        out = dict(hidden or {})
+        for item in items:
+            if not isinstance(item, Reasoning) or item.id is None or item.id in out:
+                continue
+            if item.encrypted_content is not None:
+                with contextlib.suppress(ProtocolError):
+                    out[item.id] = unseal(item.encrypted_content, self.secret, item.id).text
+            elif item.id in self.thoughts:
+                out[item.id] = self.thoughts[item.id]
+        return out
 
     async def prepare(
         self,
@@ -143,18 +183,30 @@ class Engine:
                 base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
+        profile = model_profile(req.model, self.models)
         raw = normalize_input(req.input, new_id)
         check_input(raw, base.open_calls, base.by_id)
+        hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
         items = resolve_references(raw, base.resolve)
         ctx = base
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
+        ctx.hidden.update(self._hidden(items, hidden))
         await extend(ctx, items, work)
         await self.scan_latency(ctx.scan.tokens_scanned - before, work)
+        truncation = req.truncation or "disabled"
+        ctx = fit(ctx, profile.context_window, truncation, work)
+        ctx.choice = resolve_tool_choice(
+            req.tool_choice, parallel=req.parallel_tool_calls, max_calls=req.max_tool_calls
+        )
+        ctx.format = resolve_format(req.text)
+        ctx.response_steps = ctx.response_calls = 0
         if route is None:
-            route = await self.route(req.model, work)
+            prefix = ctx.block_hashes[1] if len(ctx.block_hashes) > 1 else None
+            route = await self.route(req.model, work, req.prompt_cache_key, prefix)
         ctx.route = route
-        response = new_response(req, new_id("resp"), int(time.time()))
+        settings = reasoning.effective(profile, req.reasoning)
+        response = new_response(req, new_id("resp"), int(time.time()), settings)
         rollout = Rollout(
             ctx=ctx,
             stream=ResponseStream(response),
@@ -162,6 +214,10 @@ class Engine:
             work=work,
             sink=as_sink(sink),
             max_output_tokens=req.max_output_tokens,
+            reasoning=reasoning.plan(profile, req.reasoning, req.include),
+            window=profile.context_window,
+            truncation=truncation,
+            cache_options=CacheOptions.of(req.prompt_cache_retention, req.prompt_cache_options),
         )
         return Prepared(request=req, rollout=rollout, input_items=items, owner=owner)
 
@@ -230,7 +286,8 @@ class Engine:
         the prompt is prefilled into the prefix cache (no wait), so the next turn hits it.
         """
         r = prepared.rollout
-        self.cache.insert(r.route.engine, r.ctx.block_hashes, 0)
+        ttl = r.cache_options.ttl_s
+        self.cache.insert(r.route.engine, r.ctx.block_hashes, 0, trio.current_time() + ttl)
         r.input_tokens = r.ctx.token_count
         await r.send(r.stream.created_only())
         outcome = Outcome("completed")

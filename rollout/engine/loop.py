@@ -1,8 +1,10 @@
-# The one sampling loop. A rollout samples a step from the policy; text ends it; tool calls go to
-# their executors, every one behind the same interface (`await executor.call(r, calls)` returns
-# the output items that join the context, or None to end the response there); repeat. Shapes
-# differ only in the client-tool executor, transports only in the Sink events go to. Pre- and
-# post-inference work (ingest, billing) is the caller's (rollout.engine.engine).
+# The one sampling loop. A rollout samples a step from the policy (held to what the request
+# allows: rollout.model.choice); a reasoning model first decodes its reasoning item; text ends
+# it; tool calls go to their executors, every one behind the same interface (`await
+# executor.call(r, calls)` returns the output items that join the context, or None to end the
+# response there); repeat. Shapes differ only in the client-tool executor, transports only in
+# the Sink events go to. Pre- and post-inference work (ingest, billing) is the caller's
+# (rollout.engine.engine).
 from __future__ import annotations
 
 import functools
@@ -14,12 +16,14 @@ import trio
 
 from protocol.events import Event
 from protocol.items import Item, UrlCitation
+from protocol.reasoning import Sealed, seal
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.engine.context import Context, Route
+from rollout.engine.context import Context, Route, fit
 from rollout.engine.ids import new_id
 from rollout.engine.work import Work
-from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
+from rollout.model.choice import constrain
+from rollout.model.inference import CacheOptions, Pacer, PrefixCache, pieces, prefill
 from rollout.model.policy import (
     CallStep,
     Citation,
@@ -30,6 +34,11 @@ from rollout.model.policy import (
     WebSearchSpec,
 )
 from rollout.model.profiles import InferenceProfile
+from rollout.model.reasoning import ReasoningPlan, think
+
+REASONING_CHUNK = 16  # reasoning tokens decoded between budget checks
+DEFAULT_SECRET = b"rollout: reasoning items"  # seals encrypted_content; Engine.secret overrides
+THOUGHTS_KEPT = 100_000  # reasoning items whose hidden text the engine remembers (oldest go)
 
 Emit = Callable[[Event], Awaitable[None]]
 
@@ -134,6 +143,8 @@ class LoopEnv:
     cache: PrefixCache
     hosted: Executor  # hosted tools (web search)
     safety: Callable[[int, Work], Awaitable[None]]  # the safety service's latency for new tokens
+    secret: bytes = DEFAULT_SECRET
+    thoughts: dict[str, str] = attrs.field(factory=dict)  # reasoning item id -> hidden text
 
 
 @attrs.define(eq=False)
@@ -149,6 +160,11 @@ class Rollout:
     cached_tokens: int = 0
     output_tokens: int = 0
     max_output_tokens: int | None = None
+    reasoning_tokens: int = 0  # part of output_tokens
+    reasoning: ReasoningPlan | None = None  # how each step reasons (None: it does not)
+    window: int | None = None  # the model's context window, in prompt tokens
+    truncation: str = "disabled"
+    cache_options: CacheOptions = attrs.field(factory=lambda: CacheOptions())
     first_token_pending: bool = False
     gone: bool = False  # the client disconnected: events are dropped from then on
 
@@ -171,17 +187,20 @@ class Rollout:
 
     @property
     def usage(self) -> Usage:
-        return Usage.of(self.input_tokens, self.cached_tokens, self.output_tokens)
+        return Usage.of(
+            self.input_tokens, self.cached_tokens, self.output_tokens, self.reasoning_tokens
+        )
 
 
 async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
     while True:
-        step = env.policy.next_step(r.ctx)
+        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
+        step = constrain(env.policy.next_step(r.ctx), r.ctx)
         if step.delay_s > 0:
             with r.work.stage("fault"):
                 await trio.sleep(step.delay_s)
         with r.work.stage("inference") as stage:
-            pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile)
+            pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile, r.cache_options)
             stage.tokens = pf.prompt_tokens
             before = r.output_tokens
             r.input_tokens += pf.prompt_tokens
@@ -191,8 +210,12 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
             try:
                 if isinstance(step, ErrorStep):
                     return Outcome("failed", reason=step.code, message=step.message)
+                if r.reasoning is not None and await _sample_reasoning(r, env, pacer):
+                    return Outcome("incomplete", reason="max_output_tokens")
                 if isinstance(step, TextStep):
-                    cut = await _sample_text(r, step.text, step.citations, pacer)
+                    cut = await _sample_text(
+                        r, step.text, step.citations, pacer, refusal=step.refusal
+                    )
                     if cut:
                         return Outcome("incomplete", reason="max_output_tokens")
                     return Outcome("completed")
@@ -200,6 +223,7 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
                 if not (step.text and await _sample_text(r, step.text, (), pacer)):
                     calls = await _sample_calls(r, step, pacer)
             finally:
+                r.ctx.response_steps += 1
                 r.work.mark("sampled")
                 decoded = r.output_tokens - before
                 ideal = pf.seconds + env.profile.decode_seconds(decoded)
@@ -237,20 +261,24 @@ async def _stream_tokens(
     pacer: Pacer,
     make: Callable[[str], Event],
     after: Callable[[int], Awaitable[None]] | None = None,
+    *,
+    charge: bool = True,
 ) -> tuple[str, bool]:
     """Emit one delta per token at the decode pace, within the output budget.
 
     Returns what was streamed and whether the budget cut it short. `after(chars_written)` runs
-    after each delta (text uses it to place citations).
+    after each delta (text uses it to place citations). With `charge=False` (a reasoning
+    summary, whose tokens the step's reasoning already paid for) nothing is paced or counted.
     """
     written: list[str] = []
     chars = 0
     for piece, tokens in pieces(text):
-        left = r.budget_left
-        if left is not None and left < tokens:
-            return "".join(written), True
-        await pacer.token(tokens)
-        r.output_tokens += tokens
+        if charge:
+            left = r.budget_left
+            if left is not None and left < tokens:
+                return "".join(written), True
+            await pacer.token(tokens)
+            r.output_tokens += tokens
         await r.emit(make(piece))
         if r.first_token_pending:
             r.first_token_pending = False
@@ -263,9 +291,59 @@ async def _stream_tokens(
     return "".join(written), False
 
 
-async def _sample_text(r: Rollout, text: str, citations_: Sequence[Citation], pacer: Pacer) -> bool:
-    """Stream one assistant message; True if the output budget cut it short."""
-    await r.send(r.stream.begin_text(new_id("msg")))
+async def _sample_reasoning(r: Rollout, env: LoopEnv, pacer: Pacer) -> bool:
+    """A reasoning item before the step's output: its tokens decoded at the profile's pace
+    (billed as reasoning tokens), then its summary part, if asked for; True if the output budget
+    ran out while reasoning (the response then ends incomplete, as the real API's does)."""
+    plan = r.reasoning
+    assert plan is not None
+    item_id = new_id("rs")
+    index = r.stream.next_output_index
+    hidden, summary = think(r.ctx, plan.tokens)
+    await r.send(r.stream.begin_reasoning(item_id))
+    spent = 0
+    while spent < plan.tokens:
+        n = min(REASONING_CHUNK, plan.tokens - spent)
+        left = r.budget_left
+        cut = left is not None and left < n
+        n = min(n, left) if left is not None else n
+        await pacer.token(n)
+        r.output_tokens += n
+        r.reasoning_tokens += n
+        spent += n
+        if cut:
+            await r.send(r.stream.end_reasoning())
+            return True
+    if plan.summary:
+        await r.send(r.stream.begin_summary_part())
+        await _stream_tokens(r, summary, pacer, r.stream.summary_delta, charge=False)
+        await r.send(r.stream.end_summary_part())
+    blob = seal(Sealed(item_id=item_id, tokens=spent, text=hidden), env.secret)
+    await r.send(r.stream.end_reasoning(blob if plan.encrypted else None))
+    r.ctx.hidden[item_id] = hidden
+    remember(env.thoughts, item_id, hidden)
+    r.ctx.extend([r.stream.response.output[index]], r.work, scan=False)
+    return False
+
+
+def remember(thoughts: dict[str, str], item_id: str, hidden: str) -> None:
+    """Keep a step's hidden reasoning by item id, so a chain restored from the store (or a
+    stored conversation sent back without blobs) renders the same prompt as a cached one."""
+    thoughts[item_id] = hidden
+    while len(thoughts) > THOUGHTS_KEPT:
+        del thoughts[next(iter(thoughts))]
+
+
+async def _sample_text(
+    r: Rollout,
+    text: str,
+    citations_: Sequence[Citation],
+    pacer: Pacer,
+    *,
+    refusal: bool = False,
+) -> bool:
+    """Stream one assistant message (or refusal); True if the output budget cut it short."""
+    await r.send(r.stream.begin_text(new_id("msg"), refusal=refusal))
     citations = sorted(citations_, key=lambda c: c.end_index)
 
     async def cite(written: int) -> None:
@@ -292,9 +370,11 @@ async def _sample_calls(r: Rollout, step: CallStep, pacer: Pacer) -> list[ToolCa
     for spec in ordered:
         index = r.stream.next_output_index
         if isinstance(spec, WebSearchSpec):
+            r.ctx.response_calls += 1
             await r.send(r.stream.begin_web_search(new_id("ws")))
             out.append(ToolCall(index, r.stream.response.output[index], spec))
             continue
+        r.ctx.response_calls += 1
         await r.send(r.stream.begin_call(new_id("fc"), new_id("call"), spec.name))
         delta = functools.partial(r.stream.arguments_delta, index)
         streamed, cut = await _stream_tokens(r, spec.arguments, pacer, delta)

@@ -1,27 +1,58 @@
 # Simulated inference: the prefix cache (which prompt tokens the engine already holds, reported
-# as `cached_tokens` and not prefilled again) and the pacing of a sampling step by an
-# InferenceProfile: time to first token, prefill of the uncached tokens, then decode at a set
-# tokens/s. Pacing sleeps to deadlines (no drift, no per-token sleep below a millisecond).
+# as `cached_tokens` and not prefilled again; entries live as long as the request's retention or
+# TTL says; explicit breakpoints cache a prefix ending exactly there) and the pacing of a sampling
+# step by an InferenceProfile: time to first token, prefill of the uncached tokens, then decode at
+# a set tokens/s. Pacing sleeps to deadlines (no drift, no per-token sleep below a millisecond).
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 import trio
 
 from rollout.engine.context import BLOCK, Context
 from rollout.model import tokens as tok
-from rollout.model.profiles import InferenceProfile
+from rollout.model.profiles import CACHE_TTL_S, DEFAULT_RETENTION, InferenceProfile
 
 MIN_CACHED_PROMPT = 1024  # prompts shorter than this never hit the cache (as the real API)
+MAX_BREAKPOINTS_READ = 80  # explicit breakpoints a lookup considers (the latest ones)
+
+
+@attrs.frozen(kw_only=True)
+class CacheOptions:
+    """How a request uses the prefix cache (`prompt_cache_retention`, `prompt_cache_options`).
+
+    `implicit`: the prompt's 128-token blocks are written (the implicit breakpoint), plus up to
+    three explicit breakpoints; with `mode: explicit`, only up to four explicit breakpoints are
+    written, and a prompt without any does not use the cache at all.
+    """
+
+    ttl_s: float = CACHE_TTL_S[DEFAULT_RETENTION]
+    implicit: bool = True
+
+    @classmethod
+    def of(cls, retention: str | None, options: Mapping[str, Any] | None) -> CacheOptions:
+        options = options or {}
+        ttl = options.get("ttl") or retention or DEFAULT_RETENTION
+        return cls(ttl_s=CACHE_TTL_S[ttl], implicit=options.get("mode") != "explicit")
+
+    @property
+    def writes(self) -> int:
+        """Explicit breakpoints one request writes."""
+        return 3 if self.implicit else 4
 
 
 @attrs.define
 class PrefixCache:
-    """Chain hashes of 128-token prompt blocks each engine has prefilled (FIFO-bounded)."""
+    """Hashes of prompt prefixes each engine holds, with their expiry (FIFO-bounded): chain
+    hashes of 128-token blocks, and prefixes ending at explicit breakpoints."""
 
     capacity_blocks: int = 1 << 20
-    _engines: dict[str, dict[int, None]] = attrs.field(factory=dict)
+    _engines: dict[str, dict[int, float]] = attrs.field(factory=dict)
 
-    def lookup(self, engine: str, hashes: list[int]) -> int:
+    def lookup(self, engine: str, hashes: list[int], now: float = -math.inf) -> int:
         """How many leading blocks of `hashes` the engine holds (binary search on the prefix)."""
         blocks = self._engines.get(engine)
         if not blocks or not hashes:
@@ -29,16 +60,39 @@ class PrefixCache:
         lo, hi = 0, len(hashes)
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if hashes[mid - 1] in blocks:
+            if blocks.get(hashes[mid - 1], -math.inf) > now:
                 lo = mid
             else:
                 hi = mid - 1
         return lo
 
-    def insert(self, engine: str, hashes: list[int], start: int) -> None:
+    def holds(self, engine: str, key: int, now: float = -math.inf) -> bool:
+        return self._engines.get(engine, {}).get(key, -math.inf) > now
+
+    def insert(
+        self,
+        engine: str,
+        hashes: Sequence[int],
+        start: int = 0,
+        expires_at: float = math.inf,
+        slack: float = 0.0,
+    ) -> None:
+        """Write `hashes[start:]` (a chain: each extends the one before) with this expiry.
+
+        Walks from the end and stops at the first entry already held with an expiry no more
+        than `slack` seconds earlier: the entries before it were refreshed with it (a prefix is
+        written whenever its extensions are), so a long prompt reused every step costs its new
+        blocks only. Eviction is first in, first out."""
         blocks = self._engines.setdefault(engine, {})
-        for h in hashes[start:]:
-            blocks[h] = None
+        stale = expires_at - slack
+        get = blocks.get
+        first = start
+        for i in range(len(hashes) - 1, start - 1, -1):
+            if get(hashes[i], -math.inf) >= stale:
+                first = i + 1
+                break
+        for h in hashes[first:]:
+            blocks[h] = expires_at
         while len(blocks) > self.capacity_blocks:
             del blocks[next(iter(blocks))]
 
@@ -50,14 +104,41 @@ class Prefill:
     seconds: float  # time to first token plus prefill, as the profile declares it
 
 
+def cache_hit(
+    ctx: Context, engine: str, cache: PrefixCache, options: CacheOptions, now: float
+) -> int:
+    """Look the prompt up and write what the request writes; returns the cached tokens."""
+    prompt = ctx.token_count
+    breakpoints = ctx.breakpoints
+    if not options.implicit and not breakpoints:
+        return 0
+    hit = cache.lookup(engine, ctx.block_hashes, now) * BLOCK
+    for position, _ in reversed(breakpoints[-MAX_BREAKPOINTS_READ:]):
+        if position <= hit:
+            break
+        if position <= prompt and cache.holds(engine, ctx.prefix_hash(position), now):
+            hit = position
+            break
+    expires = now + options.ttl_s
+    if options.implicit:
+        cache.insert(engine, ctx.block_hashes, 0, expires, slack=options.ttl_s / 16)
+    for position, ttl in breakpoints[-options.writes :]:
+        if position <= prompt:
+            life = CACHE_TTL_S.get(ttl or "", options.ttl_s)
+            cache.insert(engine, [ctx.prefix_hash(position)], 0, now + life)
+    return min(hit, prompt) if prompt >= MIN_CACHED_PROMPT else 0
+
+
 async def prefill(
-    ctx: Context, engine: str, cache: PrefixCache, profile: InferenceProfile
+    ctx: Context,
+    engine: str,
+    cache: PrefixCache,
+    profile: InferenceProfile,
+    options: CacheOptions | None = None,
 ) -> Prefill:
     """Wait time-to-first-token plus the prefill of the tokens the engine does not hold."""
     prompt = ctx.token_count
-    hit = cache.lookup(engine, ctx.block_hashes)
-    cached = hit * BLOCK if prompt >= MIN_CACHED_PROMPT else 0
-    cache.insert(engine, ctx.block_hashes, hit)
+    cached = cache_hit(ctx, engine, cache, options or CacheOptions(), trio.current_time())
     delay = profile.ttft_s + profile.prefill_seconds(prompt - cached)
     if delay > 0:
         await trio.sleep(delay)

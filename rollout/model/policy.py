@@ -1,7 +1,9 @@
 # The simulated model: what it says next, given a context. A Policy returns one Step per sampling
-# step (text, a batch of tool calls, or an error); it does no timing (rollout.model.inference
-# paces the tokens by a profile) and no I/O. Two policies: ScriptedPolicy (explicit steps, for
-# tests and rigs) and DefaultPolicy (uses the tools a request offers, deterministic under a seed).
+# step (text or a refusal, a batch of tool calls, or an error); it does no timing
+# (rollout.model.inference paces the tokens by a profile) and no I/O. Two policies: ScriptedPolicy
+# (explicit steps, for tests and rigs) and DefaultPolicy (uses the tools the request allows,
+# answers in the requested text format, deterministic under a seed). What a request forbids or
+# forces is applied to every policy's step by rollout.model.choice.
 from __future__ import annotations
 
 import random
@@ -28,6 +30,7 @@ class TextStep:
     text: str
     citations: tuple[Citation, ...] = ()
     delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
+    refusal: bool = False  # the message is a `refusal` content part
 
 
 @attrs.frozen(kw_only=True)
@@ -154,6 +157,35 @@ def text(body: str) -> TextStep:
     return TextStep(text=body)
 
 
+def refusal(body: str) -> TextStep:
+    return TextStep(text=body, refusal=True)
+
+
+def answer_text(ctx: Context, rng: random.Random, tokens: int) -> str | ErrorStep:
+    """The model's answer in the request's `text.format`: about `tokens` tokens of prose, a JSON
+    object (`json_object`), or JSON valid for the format's schema (`json_schema`; strict
+    schemas list every property as required and allow no others, so the value has exactly
+    those)."""
+    fmt = ctx.format
+    if fmt.type == "json_object":
+        return orjson.dumps({"answer": sentence(rng, tokens)}).decode()
+    if fmt.type == "json_schema":
+        try:
+            value = generate_arguments(fmt.schema, rng)
+        except UnsupportedSchema as exc:
+            return ErrorStep(
+                message=f"The simulated model cannot answer in the format '{fmt.name}': its "
+                f"schema cannot be satisfied ({exc})."
+            )
+        return orjson.dumps(value).decode()
+    return sentence(rng, tokens)
+
+
+def _answer(ctx: Context, rng: random.Random, tokens: int) -> TextStep | ErrorStep:
+    body = answer_text(ctx, rng, tokens)
+    return body if isinstance(body, ErrorStep) else TextStep(text=body)
+
+
 @attrs.define
 class ScriptedPolicy:
     """Plays `steps` in order: step k is the model's k-th turn of a conversation.
@@ -174,14 +206,18 @@ class ScriptedPolicy:
         k = ctx.model_turns - self.first_turn
         if k < len(self.steps):
             return self.steps[k]
+        if ctx.format.is_json:
+            return _answer(ctx, random.Random(f"final:{k}:{ctx.last_user_text[:64]}"), 40)
         return TextStep(text=self.final)
 
 
 @attrs.define
 class DefaultPolicy:
-    """Uses what the request offers: hosted web search once (when offered), then function tools
+    """Uses what the request allows: hosted web search once (when offered), then function tools
     `tool_calls` times (`parallel` calls per step, arguments valid for each tool's JSON Schema),
-    then a text answer of about `answer_tokens` tokens that cites the search results."""
+    then an answer of about `answer_tokens` tokens that cites the search results (or JSON in the
+    request's `text.format`). With `tool_choice: none` it answers at once; `allowed_tools`
+    narrows the tools it picks from."""
 
     tool_calls: int = 3
     parallel: int = 1
@@ -193,12 +229,16 @@ class DefaultPolicy:
 
     def next_step(self, ctx: Context) -> Step:
         rng = self._rng(ctx)
-        if ctx.web_search and ctx.searches_since_user == 0:
-            words = ctx.last_user_text.split()[:8] or ["latest", "news"]
-            return CallStep(calls=(WebSearchSpec(query=" ".join(words)),))
-        tools = sorted(ctx.function_tools.values(), key=lambda t: t.name)
+        choice = ctx.choice
+        calls_ok = choice.mode != "none"
+        if calls_ok and ctx.web_search and choice.web_search and ctx.searches_since_user == 0:
+            return search_step(ctx)
+        tools = sorted(
+            (t for t in ctx.function_tools.values() if choice.allows(t.name)),
+            key=lambda t: t.name,
+        )
         done = ctx.calls_since_user
-        if tools and done < self.tool_calls:
+        if calls_ok and tools and done < self.tool_calls:
             n = min(self.parallel, self.tool_calls - done)
             calls = []
             for i in range(n):
@@ -214,10 +254,18 @@ class DefaultPolicy:
                     FunctionCallSpec(name=tool.name, arguments=orjson.dumps(args).decode())
                 )
             return CallStep(calls=tuple(calls))
+        if ctx.format.is_json:
+            return _answer(ctx, rng, self.answer_tokens)
         body = sentence(rng, self.answer_tokens)
         if ctx.searches_since_user:
             return cited_answer(body, ctx)
         return TextStep(text=body)
+
+
+def search_step(ctx: Context) -> CallStep:
+    """A hosted web search for the latest user message."""
+    words = ctx.last_user_text.split()[:8] or ["latest", "news"]
+    return CallStep(calls=(WebSearchSpec(query=" ".join(words)),))
 
 
 def cited_answer(body: str, ctx: Context) -> TextStep:

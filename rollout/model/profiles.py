@@ -1,7 +1,8 @@
-# Named profiles: how fast the simulated model is (InferenceProfile) and how long the simulated
-# services take (CostProfile). Every simulated latency in the server is declared here, by name, so
-# results can print exactly what was simulated. CPU stages (codec, scan, tokenize) are real work
-# and have no entry here.
+# Named profiles: how fast the simulated model is (InferenceProfile), how long the simulated
+# services take (CostProfile), what each model name declares (ModelProfile: context window,
+# whether it reasons and at which default effort) and how long the prefix cache keeps a prompt.
+# Every simulated latency and model trait is declared here, by name, so results can print exactly
+# what was simulated. CPU stages (codec, scan, tokenize) are real work and have no entry here.
 from __future__ import annotations
 
 import tomllib
@@ -74,6 +75,94 @@ COST_PROFILES: dict[str, CostProfile] = {
         ),
     )
 }
+
+
+@attrs.frozen(kw_only=True)
+class ModelProfile:
+    """What a model name declares: its context window, and whether it reasons (then each
+    sampling step spends `REASONING_TOKENS[effort]` tokens before its output)."""
+
+    name: str  # a model name, or a prefix ending in "*" (the longest match wins)
+    context_window: int = 128_000  # prompt tokens a request may hold
+    reasoning: bool = False
+    default_effort: str | None = None  # the effort when the request names none
+
+
+#: The models the simulated model knows, with their published windows and default efforts. A
+#: name not listed gets DEFAULT_MODEL (128k tokens, no reasoning).
+MODEL_PROFILES: dict[str, ModelProfile] = {
+    p.name: p
+    for p in (
+        ModelProfile(name="gpt-4o*", context_window=128_000),
+        ModelProfile(name="gpt-4.1*", context_window=1_047_576),
+        ModelProfile(name="o1*", context_window=200_000, reasoning=True, default_effort="medium"),
+        ModelProfile(name="o3*", context_window=200_000, reasoning=True, default_effort="medium"),
+        ModelProfile(
+            name="o4-mini*", context_window=200_000, reasoning=True, default_effort="medium"
+        ),
+        ModelProfile(
+            name="gpt-5*", context_window=400_000, reasoning=True, default_effort="medium"
+        ),
+        ModelProfile(name="gpt-5-chat*", context_window=128_000),
+        ModelProfile(
+            name="gpt-5.1*", context_window=400_000, reasoning=True, default_effort="none"
+        ),
+        ModelProfile(
+            name="gpt-5.2*", context_window=400_000, reasoning=True, default_effort="none"
+        ),
+        ModelProfile(
+            name="gpt-5.1-codex*", context_window=400_000, reasoning=True, default_effort="medium"
+        ),
+    )
+}
+DEFAULT_MODEL = ModelProfile(name="*")
+
+#: Reasoning tokens one sampling step of a reasoning model spends, by effort. They are decoded
+#: at the inference profile's speed and billed as output (`reasoning_tokens`).
+REASONING_TOKENS: dict[str, int] = {
+    "none": 0,
+    "minimal": 16,
+    "low": 64,
+    "medium": 256,
+    "high": 1024,
+    "xhigh": 2048,
+    "max": 4096,
+}
+
+#: How long the prefix cache keeps an unused prompt prefix, by `prompt_cache_retention`
+#: (`in_memory`: minutes of inactivity, as the caching guide says; `24h`) or by
+#: `prompt_cache_options.ttl` (`30m`, `12h`: a minimum lifetime). Without either: `24h`, the
+#: documented default for organisations without zero data retention.
+CACHE_TTL_S: dict[str, float] = {
+    "in_memory": 600.0,
+    "24h": 86_400.0,
+    "30m": 1800.0,
+    "12h": 43_200.0,
+}
+DEFAULT_RETENTION = "24h"
+
+
+def model_profile(name: str, table: dict[str, ModelProfile] | None = None) -> ModelProfile:
+    """The profile of a model name: an exact entry, else the longest matching `prefix*`."""
+    table = MODEL_PROFILES if table is None else table
+    if name in table:
+        return table[name]
+    best: ModelProfile | None = None
+    for key, profile in table.items():
+        if key.endswith("*") and name.startswith(key[:-1]):
+            if best is None or len(key) > len(best.name):
+                best = profile
+    return best or DEFAULT_MODEL
+
+
+def model_table() -> list[str]:
+    """The model profiles as printed by `rollout models`."""
+    lines = [f"{'model':<18} {'window':>9}  reasons  default effort"]
+    for p in [*MODEL_PROFILES.values(), DEFAULT_MODEL]:
+        reasons = "yes" if p.reasoning else "no"
+        lines.append(f"{p.name:<18} {p.context_window:>9}  {reasons:<7}  {p.default_effort or '-'}")
+    tokens = ", ".join(f"{k} {v}" for k, v in REASONING_TOKENS.items())
+    return [*lines, f"reasoning tokens per step: {tokens}"]
 
 
 class ProfileError(ValueError):

@@ -2,6 +2,7 @@
 # `rollout serve --script FILE` and for the test fixture's `script([...])`).
 #
 #   {"text": "..."}                                 a message; ends the rollout
+#   {"refusal": "..."}                              a refusal (a `refusal` content part)
 #   {"call": "exec", "arguments": {...}}            one function call
 #   {"calls": [{"name": ..., "arguments": ...}, {"search": "..."}], "text": "..."}
 #                                                   several calls (and hosted searches) in one
@@ -73,7 +74,11 @@ def step(value: Step | Mapping[str, Any], where: str = "step") -> Step:
         return CallStep(calls=specs, text=str(value.get("text", "")), delay_s=delay)
     if "text" in value:
         return TextStep(text=str(value["text"]), delay_s=delay)
-    raise ScriptError(f"{where}: expected one of 'text', 'call', 'calls', 'search', 'error'")
+    if "refusal" in value:
+        return TextStep(text=str(value["refusal"]), delay_s=delay, refusal=True)
+    raise ScriptError(
+        f"{where}: expected one of 'text', 'refusal', 'call', 'calls', 'search', 'error'"
+    )
 
 
 def steps(values: Sequence[Step | Mapping[str, Any]]) -> list[Step]:

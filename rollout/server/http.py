@@ -19,7 +19,7 @@ import trio
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
-from protocol.stream import replay
+from protocol.replay import replay
 from rollout.engine.engine import Engine
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected

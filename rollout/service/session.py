@@ -55,7 +55,7 @@ class Session:
     shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
     book: LaneBook[Context] = attrs.field(init=False)
     lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
-    routes: dict[str, Route] = attrs.field(factory=dict)
+    routes: dict[tuple[str, str | None], Route] = attrs.field(factory=dict)  # (model, cache key)
     in_flight: trio.Semaphore = attrs.field(init=False)
     closing: trio.Event = attrs.field(factory=trio.Event)
     responses: int = 0  # response.create frames accepted
@@ -220,14 +220,14 @@ class Session:
                 self.sink_for(lane),
                 owner=self.owner,
                 context=base,
-                route=self.routes.get(req.model),
+                route=self.routes.get((req.model, req.prompt_cache_key)),
             )
         except ProtocolError as exc:
             self.book.unpin(parent)
             await self.refuse(exc, lane)
             return
         self.book.unpin(parent)
-        self.routes.setdefault(req.model, prepared.rollout.route)
+        self.routes.setdefault((req.model, req.prompt_cache_key), prepared.rollout.route)
         try:
             await self.service.run(
                 prepared,

@@ -60,3 +60,18 @@ def test_the_check_mode_of_the_generator() -> None:
         [sys.executable, str(GENERATOR), "--check"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_every_request_knob_is_documented() -> None:
+    """A new CreateRequest field must say what the simulated model does with it, in the
+    generated reference (from rollout.model.knobs) and in the protocol choices page."""
+    from protocol.request import CreateRequest
+    from rollout.model.knobs import KNOBS
+
+    fields = [f.name for f in attrs.fields(CreateRequest)]
+    assert sorted(KNOBS) == sorted(fields)
+    reference = REFERENCE.read_text()
+    choices = (ROOT / "docs" / "protocol-choices.md").read_text()
+    for name in fields:
+        assert f"| `{name}` |" in reference, name
+        assert f"`{name}" in choices, name

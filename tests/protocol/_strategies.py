@@ -306,6 +306,27 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
     },
     ev.RefusalDeltaEvent: {"sequence_number": seqs, **_text_location, "delta": texts},
     ev.RefusalDoneEvent: {"sequence_number": seqs, **_text_location, "refusal": texts},
+    ev.ReasoningSummaryPartEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "summary_index": counts,
+        "part": st.builds(it.SummaryText, text=texts),
+    },
+    ev.ReasoningSummaryDeltaEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "summary_index": counts,
+        "delta": texts,
+    },
+    ev.ReasoningSummaryDoneEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "summary_index": counts,
+        "text": texts,
+    },
     ev.ArgumentsDeltaEvent: {
         "sequence_number": seqs,
         "item_id": ids,

@@ -220,22 +220,37 @@ def test_unknown_top_level_fields_are_ignored() -> None:
     body = {
         **BASE,
         "frobnicate": {"deep": [1, 2]},
-        "prompt_cache_options": {"ttl": "30m"},
-        "frequency_penalty": 0.5,
+        "background_options": {"ttl": "30m"},
+        "logit_bias": 0.5,
         "verbosity": None,
     }
     assert codec.decode_create(orjson.dumps(body)) == CreateRequest(model="m", input="hi")
 
 
+def test_penalties_and_cache_options_are_kept() -> None:
+    body = {**BASE, "prompt_cache_options": {"ttl": "30m"}, "frequency_penalty": 0.5}
+    request = codec.decode_create(orjson.dumps(body))
+    assert request.prompt_cache_options == {"ttl": "30m"}
+    assert request.frequency_penalty == 0.5
+
+
 def test_unknown_fields_inside_items_and_tools_are_ignored() -> None:
     body = {
         **BASE,
-        "input": [{"role": "assistant", "content": "x", "phase": "final_answer"}],
+        "input": [{"role": "assistant", "content": "x", "signature": "final_answer"}],
         "tools": [{"type": "function", "name": "f", "defer_loading": True}],
     }
     request = codec.decode_create(body)
     assert request.input == (it.Message(role="assistant", content="x"),)
     assert request.tools == (it.FunctionTool(name="f"),)
+
+
+def test_assistant_phase_is_kept_and_omitted_when_absent() -> None:
+    body = {**BASE, "input": [{"role": "assistant", "content": "x", "phase": "final_answer"}]}
+    [message] = codec.decode_create(body).input  # type: ignore[misc]
+    assert message == it.Message(role="assistant", content="x", phase="final_answer")
+    assert codec.to_json(message)["phase"] == "final_answer"
+    assert "phase" not in codec.to_json(it.Message(role="user", content="x"))
 
 
 def test_unknown_tool_types_are_accepted_and_echoed_as_given() -> None:

@@ -24,7 +24,9 @@ def post(port: int, body: bytes, done: list[str], name: str) -> None:
 
 
 def test_a_small_request_is_served_while_a_huge_one_is_processed() -> None:
-    engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
+    # A model whose window holds the million-token input (the default window is 128k tokens).
+    big_window = {"m": rollout.ModelProfile(name="m", context_window=2_000_000)}
+    engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]), models=big_window)
     messages = [{"role": "user", "content": f"m{i}"} for i in range(60_000)]
     huge = orjson.dumps({"model": "m", "input": messages, "store": False})
     small = orjson.dumps({"model": "m", "input": "hi", "store": False})

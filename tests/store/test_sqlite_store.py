@@ -15,9 +15,11 @@ import pytest
 from protocol import codec
 from protocol.events import Event
 from protocol.items import Item, Message
+from protocol.reasoning import Sealed, seal
 from protocol.response import Response
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
+from rollout.engine.loop import DEFAULT_SECRET
 from rollout.engine.work import Work
 from rollout.model.policy import (
     CallStep,
@@ -159,7 +161,8 @@ FIRST_INPUT: list[dict[str, Any]] = [
         "type": "reasoning",
         "id": "rs_1",
         "summary": [{"type": "summary_text", "text": "Thinking."}],
-        "encrypted_content": "opaque",
+        # A blob this server sealed (a foreign one is refused: invalid_encrypted_content).
+        "encrypted_content": seal(Sealed(item_id="rs_1", tokens=3, text="Hmm."), DEFAULT_SECRET),
         "content": [{"type": "reasoning_text", "text": "Hmm."}],
     },
     {"role": "user", "content": "Go on."},

@@ -1,0 +1,107 @@
+# What a (validated) request asks of the model, resolved into small values the sampling side
+# reads: which tools it may or must call (`tool_choice` with `tools`, `parallel_tool_calls`,
+# `max_tool_calls`) and what its message must look like (`text.format`). The rules that refuse a
+# bad request are in protocol.validate; this module assumes they passed. Pure, no I/O.
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import attrs
+
+from protocol.items import WEB_SEARCH_TOOL_TYPES
+
+Mode = Literal["none", "auto", "required"]
+FormatType = Literal["text", "json_object", "json_schema"]
+
+#: Hosted-tool `tool_choice` types that select the web-search tool (any of its type names).
+WEB_SEARCH_CHOICES = WEB_SEARCH_TOOL_TYPES | {"web_search_preview_2025_03_11"}
+
+
+@attrs.frozen(kw_only=True)
+class ToolChoice:
+    """The tools a response may call, and what its first sampling step must call.
+
+    `functions` are the function names the model may call (None: every offered one; an
+    `allowed_tools` choice narrows them), `web_search` whether it may search when the tool is
+    offered; `forced` names the one function the first step must call; `force_search` makes the
+    first step a hosted web search; `mode == "required"` makes the first step call some allowed
+    tool.
+    """
+
+    mode: Mode = "auto"
+    functions: frozenset[str] | None = None
+    web_search: bool = True
+    forced: str | None = None
+    force_search: bool = False
+    parallel: bool = True
+    max_calls: int | None = None  # tool calls (function and hosted) per response
+
+    def allows(self, name: str) -> bool:
+        return self.mode != "none" and (self.functions is None or name in self.functions)
+
+    @property
+    def must_call(self) -> bool:
+        return self.mode == "required" or self.forced is not None or self.force_search
+
+
+@attrs.frozen(kw_only=True)
+class OutputFormat:
+    type: FormatType = "text"
+    name: str | None = None
+    schema: Mapping[str, Any] | None = None
+    strict: bool = False
+
+    @property
+    def is_json(self) -> bool:
+        return self.type != "text"
+
+
+def resolve_tool_choice(
+    choice: str | Mapping[str, Any],
+    *,
+    parallel: bool = True,
+    max_calls: int | None = None,
+) -> ToolChoice:
+    common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
+    if isinstance(choice, str):
+        mode: Mode = choice if choice in ("none", "required") else "auto"  # type: ignore[assignment]
+        return ToolChoice(mode=mode, **common)
+    kind = choice.get("type")
+    if kind == "function":
+        return ToolChoice(forced=str(choice.get("name")), **common)
+    if kind in WEB_SEARCH_CHOICES:
+        return ToolChoice(force_search=True, **common)
+    if kind == "allowed_tools":
+        allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
+        names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
+        search = any(t.get("type") in WEB_SEARCH_CHOICES for t in allowed)
+        mode = "required" if choice.get("mode") == "required" else "auto"
+        return ToolChoice(mode=mode, functions=names, web_search=search, **common)
+    # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
+    # not call function tools instead, so it answers with text.
+    return ToolChoice(mode="none", **common)
+
+
+def resolve_format(text: Mapping[str, Any] | None) -> OutputFormat:
+    fmt = (text or {}).get("format") or {"type": "text"}
+    kind = fmt.get("type", "text")
+    if kind == "json_schema":
+        return OutputFormat(
+            type="json_schema",
+            name=fmt.get("name"),
+            schema=fmt.get("schema"),
+            strict=fmt.get("strict") is True,
+        )
+    if kind == "json_object":
+        return OutputFormat(type="json_object")
+    return OutputFormat()
+
+
+__all__ = [
+    "WEB_SEARCH_CHOICES",
+    "OutputFormat",
+    "ToolChoice",
+    "resolve_format",
+    "resolve_tool_choice",
+]

@@ -1,0 +1,124 @@
+# What a request forbids or forces, applied to every policy's step before it is sampled:
+# `tool_choice` (`none`, `auto`, `required`, a named function, `allowed_tools`, a hosted tool),
+# `parallel_tool_calls: false` (one call per step) and `max_tool_calls` (tool calls of a whole
+# response). A policy may already honour them (DefaultPolicy does); a script is held to them here,
+# so no policy can call what the request ruled out. Pure: no timing, no I/O.
+from __future__ import annotations
+
+import random
+
+import attrs
+import orjson
+
+from rollout.engine.context import Context
+from rollout.model.args import UnsupportedSchema, generate_arguments
+from rollout.model.policy import (
+    CallSpec,
+    CallStep,
+    ErrorStep,
+    FunctionCallSpec,
+    Step,
+    TextStep,
+    WebSearchSpec,
+    answer_text,
+    search_step,
+)
+
+ANSWER_TOKENS = 40  # the length of an answer made up when the step's calls were all ruled out
+
+
+def _rng(ctx: Context) -> random.Random:
+    return random.Random(f"choice:{ctx.model_turns}:{ctx.response_steps}:{ctx.last_user_text[:64]}")
+
+
+def _allowed(spec: CallSpec, ctx: Context) -> bool:
+    """Whether the request rules the call out (a script may call what the request did not
+    declare; only `tool_choice` forbids)."""
+    choice = ctx.choice
+    if isinstance(spec, WebSearchSpec):
+        return choice.mode != "none" and choice.web_search
+    return choice.allows(spec.name)
+
+
+def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
+    tool = ctx.function_tools[name]
+    try:
+        args = generate_arguments(tool.parameters, _rng(ctx))
+    except UnsupportedSchema as exc:
+        return ErrorStep(
+            message=f"The simulated model cannot call '{name}': its parameters schema cannot "
+            f"be satisfied ({exc})."
+        )
+    return CallStep(calls=(FunctionCallSpec(name=name, arguments=orjson.dumps(args).decode()),))
+
+
+def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
+    """The call the first step must make, or None when nothing callable is allowed."""
+    choice = ctx.choice
+    if choice.force_search or (choice.mode == "required" and not _any_function(ctx)):
+        return search_step(ctx) if ctx.web_search and choice.web_search else None
+    if choice.forced is not None:
+        return _forced_call(choice.forced, ctx) if choice.forced in ctx.function_tools else None
+    names = sorted(n for n in ctx.function_tools if choice.allows(n))
+    return _forced_call(names[0], ctx) if names else None
+
+
+def _any_function(ctx: Context) -> bool:
+    return any(ctx.choice.allows(n) for n in ctx.function_tools)
+
+
+def _answer(step: CallStep, ctx: Context) -> TextStep | ErrorStep:
+    """The step the model takes when every call it wanted was ruled out: its commentary, or an
+    answer in the request's format."""
+    if step.text and not ctx.format.is_json:
+        return TextStep(text=step.text, delay_s=step.delay_s)
+    body = answer_text(ctx, _rng(ctx), ANSWER_TOKENS)
+    return body if isinstance(body, ErrorStep) else TextStep(text=body, delay_s=step.delay_s)
+
+
+def constrain(step: Step, ctx: Context) -> Step:
+    """`step` as the request lets the model take it (see the module comment)."""
+    choice = ctx.choice
+    budget = None if choice.max_calls is None else max(0, choice.max_calls - ctx.response_calls)
+    first = ctx.response_steps == 0
+    if first and choice.must_call and budget != 0 and not _satisfies(step, ctx):
+        forced = _required_call(ctx)
+        if forced is not None:
+            step = attrs.evolve(forced, delay_s=step.delay_s) if step.delay_s else forced
+    if not isinstance(step, CallStep):
+        return step
+    calls = [c for c in step.calls if _allowed(c, ctx)]
+    if first and choice.forced is not None:
+        calls = [c for c in calls if isinstance(c, FunctionCallSpec) and c.name == choice.forced]
+    elif first and choice.force_search:
+        calls = [c for c in calls if isinstance(c, WebSearchSpec)]
+    if budget is not None:
+        calls = calls[:budget]
+    if not choice.parallel:
+        calls = calls[:1]
+    if not calls:
+        return _answer(step, ctx)
+    if len(calls) == len(step.calls):
+        return step
+    return attrs.evolve(step, calls=tuple(calls))
+
+
+def _satisfies(step: Step, ctx: Context) -> bool:
+    """Whether the step already makes the call the first step must make."""
+    if not isinstance(step, CallStep):
+        return isinstance(step, ErrorStep)
+    choice = ctx.choice
+    allowed = [c for c in step.calls if _allowed(c, ctx)]
+    if choice.force_search:
+        return any(isinstance(c, WebSearchSpec) for c in allowed)
+    if choice.forced is not None:
+        first = allowed[:1]
+        return (
+            bool(first)
+            and isinstance(first[0], FunctionCallSpec)
+            and (first[0].name == choice.forced)
+        )
+    return bool(allowed)
+
+
+__all__ = ["constrain"]
