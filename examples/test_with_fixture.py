@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import openai
 import pytest
 import trio
 from openai import OpenAI
@@ -72,7 +73,15 @@ def test_a_model_that_reads_the_context(rollout_server):
 
 def test_an_injected_server_error(rollout_server):
     rollout_server.script([{"text": "Recovered."}])
-    rollout_server.fault(error="server_error")  # the next response only
+    rollout_server.fault(error="server_error")  # the next response only: an HTTP 500
+    with pytest.raises(openai.InternalServerError):
+        agent(sdk(rollout_server), "Try.")
+    assert agent(sdk(rollout_server), "Try again.") == "Recovered."
+
+
+def test_a_model_failure_inside_the_response(rollout_server):
+    rollout_server.script([{"text": "Recovered."}])
+    rollout_server.fault(error="model_error")  # the response starts, then fails
     with pytest.raises(RuntimeError, match="failed"):
         agent(sdk(rollout_server), "Try.")
     assert agent(sdk(rollout_server), "Try again.") == "Recovered."

@@ -182,7 +182,7 @@ def test_example_against_rollout_serve(script: str, runs: Runs) -> None:
 
 def test_pytest_example(runs: Runs) -> None:
     """`pytest examples/test_with_fixture.py`: sync and trio tests with the fixture."""
-    check(runs.result("pytest"), "7 passed")
+    check(runs.result("pytest"), "8 passed")
 
 
 # -- model scripts and the coding-agent CLI page ------------------------------------------------
