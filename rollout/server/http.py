@@ -1,8 +1,8 @@
-# HTTP/1.1 on trio with h11: the Responses REST surface (create as JSON or SSE, retrieve,
-# delete, input_items, cancel), HEAD wherever GET is, keep-alive, body and header limits (and
-# the server-wide body budget), and the standard error envelope. A WebSocket upgrade on
-# /v1/responses is handed to `upgrade` (the WebSocket module) with the bytes already read, so
-# both transports share one port.
+# HTTP/1.1 on trio with h11: framing only. Keep-alive, body and header limits (and the
+# server-wide body budget), HEAD answered without a body, SSE bodies (SseSink), and the standard
+# error envelope; the REST surface itself (routes and handlers) is rollout.server.resources. A
+# WebSocket upgrade on /v1/responses is handed to the WebSocket module with the bytes already
+# read, so both transports share one port.
 from __future__ import annotations
 
 import hmac
@@ -19,33 +19,21 @@ import trio
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
-from protocol.replay import replay
 from rollout.engine.engine import Engine
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
-from rollout.engine.work import Work
 from rollout.server import logs
 from rollout.server.closing import linger_close
 from rollout.server.limits import Limits, too_many_body_bytes
-from rollout.server.metrics import render as render_metrics
+from rollout.server.resources import Request, digits, integer, route
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
-from rollout.service.service import Hold, Service
+from rollout.service.service import Service
 from rollout.service.taps import Taps
-from rollout.store.memory import visible
 
 log = logging.getLogger("rollout.server.http")
 RECEIVE = 65536
 JSON = "application/json"
-
-
-@attrs.define
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes = b""
 
 
 class _Closed(Exception):
@@ -360,8 +348,8 @@ class HttpConnection:
         413 or 503 (the connection closes)."""
         length = request.headers.get("content-length")
         limit = self.config.max_body_bytes
-        declared = _integer(length) if length is not None else None
-        if length is not None and _digits(length) and (declared is None or declared > limit):
+        declared = integer(length) if length is not None else None
+        if length is not None and digits(length) and (declared is None or declared > limit):
             await self.error(errors.body_too_large(limit), {"connection": "close"})
             return False
         if declared and not self._reserve(declared):
@@ -433,176 +421,29 @@ class HttpConnection:
         )
         try:
             self._authorize(request)
-            await self._route(request)
+            await route(self, request)
+        except Disconnected:  # the client left in the middle of a streamed reply
+            raise _Closed() from None
         except ProtocolError as exc:
             if self.conn.our_state is h11.SEND_RESPONSE:
-                await self.error(exc, _allow(exc))
+                await self.error(exc)
             else:
                 return False
         return not ambiguous
 
-    async def _route(self, request: Request) -> None:
-        """Dispatch by path and method; HEAD is answered as GET is (with no body)."""
-        if request.path == "/metrics":
-            _allowed(request.method, request.path, "GET")
-            return await self.metrics()
-        parts = request.path.rstrip("/").split("/")
-        if parts[:3] != ["", "v1", "responses"]:
-            raise errors.not_found_path(request.method, request.path)
-        rest = parts[3:]
-        m = request.method
-        if not rest:
-            _allowed(m, request.path, "POST")
-            return await self.create(request)
-        if len(rest) == 1:
-            _allowed(m, request.path, "GET", "DELETE")
-            if m != "DELETE":
-                return await self.retrieve(rest[0], request)
-            return await self.delete(rest[0])
-        if len(rest) == 2 and rest[1] == "input_items":
-            _allowed(m, request.path, "GET")
-            return await self.input_items(rest[0], request)
-        if len(rest) == 2 and rest[1] == "cancel":
-            _allowed(m, request.path, "POST")
-            return await self.cancel(rest[0])
-        if len(rest) == 2 and rest[1] == "append":
-            _allowed(m, request.path, "POST")
-            return await self.append(rest[0], request)
-        raise errors.not_found_path(m, request.path)
+    # -- what resources need of the connection ---------------------------------------------------
 
-    # -- endpoints ------------------------------------------------------------------------------
-
-    async def create(self, request: Request) -> None:
-        _require_json(request)
-        work = Work()
-        with work.stage("decode", items=1) as c:
-            c.tokens = len(request.body)
-            req = await self.service.decode_create(request.body, websocket=False)
-        sink = SseSink(self) if req.stream else None
-        response = await self.service.create(
-            req, work, sink or NullSink(), owner=self.owner, holder=sink
-        )
-        if sink is not None:
-            await sink.end()
-        else:
-            await self.reply(200, codec.encode(response))
-
-    async def append(self, response_id: str, request: Request) -> None:
-        """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
-        _require_json(request)
-        work = Work()
-        with work.stage("decode", items=1) as c:
-            c.tokens = len(request.body)
-            append = codec.decode_append(request.body)
-        sink = SseSink(self)
-        await self.service.append(
-            response_id,
-            append.input,
-            work,
-            sink,
-            owner=self.owner,
-            holder=sink,
-            hold=Hold.UNTIL_PAUSE,
-        )
-        await sink.end()
-
-    async def metrics(self) -> None:
-        text = render_metrics(
-            self.engine.stats,
-            responses_in_flight=len(self.engine.running),
-            suspended=self.service.live.waiting,
-            live=len(self.service.live.rollouts),
-        )
-        data = text.encode()
-        headers = [*self._headers("text/plain; version=0.0.4"), ("content-length", str(len(data)))]
-        await self._send(h11.Response(status_code=200, headers=headers))
+    async def reply_bytes(self, status: int, content_type: str, data: bytes) -> None:
+        headers = [*self._headers(content_type), ("content-length", str(len(data)))]
+        await self._send(h11.Response(status_code=status, headers=headers))
         await self._send(h11.Data(data=data))
         await self._send(h11.EndOfMessage())
 
-    async def retrieve(self, response_id: str, request: Request) -> None:
-        record = visible(await self.engine.store.get(response_id), self.owner)
-        if record is None:
-            raise errors.response_not_found(response_id)
-        if _query(request, "stream", "false").lower() != "true":
-            await self.reply(200, codec.encode(record.response))
-            return
-        after = _query(request, "starting_after", "")
-        start = _integer(after, signed=True) if after else -1
-        if start is None:
-            raise errors.invalid(
-                f"Invalid 'starting_after': expected an integer, got {errors.clip(repr(after))}.",
-                param="starting_after",
-                code="invalid_value",
-            )
-        sink = SseSink(self)
-        for event in replay(record.response):
-            if event.sequence_number is not None and event.sequence_number > start:
-                try:
-                    await sink.emit(event)
-                except Disconnected:
-                    raise _Closed() from None
-        await sink.end()
+    def sse(self) -> SseSink:
+        return SseSink(self)
 
-    async def delete(self, response_id: str) -> None:
-        record = visible(await self.engine.store.get(response_id), self.owner)
-        if record is None or not await self.engine.store.delete(response_id):
-            raise errors.response_not_found(response_id)
-        await self.reply(200, {"id": response_id, "object": "response", "deleted": True})
-
-    async def input_items(self, response_id: str, request: Request) -> None:
-        record = visible(await self.engine.store.get(response_id), self.owner)
-        if record is None:
-            raise errors.response_not_found(response_id)
-        limit = _int_query(request, "limit", 20, 1, 100)
-        order = _query(request, "order", "desc")
-        if order not in ("asc", "desc"):
-            raise errors.invalid(
-                f"Invalid value: {errors.clip(repr(order))}. Supported values are: 'asc' and "
-                "'desc'.",
-                param="order",
-                code="invalid_value",
-            )
-        items = list(record.input_items)
-        if order == "desc":
-            items.reverse()
-        after = _query(request, "after", "")
-        if after:
-            ids = [getattr(i, "id", None) for i in items]
-            if after not in ids:
-                raise errors.invalid(
-                    f"Item with id '{errors.clip(after)}' not found.",
-                    param="after",
-                    code="invalid_value",
-                )
-            items = items[ids.index(after) + 1 :]
-        page = items[:limit]
-        data = [codec.to_json(i) for i in page]
-        await self.reply(
-            200,
-            {
-                "object": "list",
-                "data": data,
-                "first_id": data[0]["id"] if data else None,
-                "last_id": data[-1]["id"] if data else None,
-                "has_more": len(items) > limit,
-            },
-        )
-
-    async def cancel(self, response_id: str) -> None:
-        live = self.service.find_live(response_id, self.owner)
-        if live is not None:
-            self.service.cancel(response_id, self.owner)
-            await live.done.wait()
-            await self.reply(200, codec.encode(live.prepared.rollout.stream.response))
-            return
-        if visible(await self.engine.store.get(response_id), self.owner) is None:
-            raise errors.response_not_found(response_id)
-        raise errors.invalid(
-            "Only responses created with background=true can be cancelled, and this server does "
-            "not support background responses.",
-            param="response_id",
-            code="invalid_value",
-        )
+    def null_sink(self) -> NullSink:
+        return NullSink()
 
 
 def _request(event: h11.Request) -> Request:
@@ -619,30 +460,6 @@ def _request(event: h11.Request) -> Request:
     )
 
 
-def _require_json(request: Request) -> None:
-    ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
-    if ctype != JSON:
-        raise ProtocolError(
-            message=f"Unsupported Content-Type {errors.clip(repr(ctype))}; send application/json.",
-            code="unsupported_media_type",
-            status=415,
-        )
-
-
-def _digits(value: str) -> bool:
-    """ASCII digits only (str.isdigit also takes '²' and Arabic-Indic digits)."""
-    return value.isascii() and value.isdigit()
-
-
-def _integer(value: str, *, signed: bool = False) -> int | None:
-    """`value` as an integer if it is ASCII digits (after a '-' when `signed`), at most 18 of
-    them; else None. (int() of 5,000 digits raises ValueError; no limit here needs more.)"""
-    digits = value[1:] if signed and value.startswith("-") else value
-    if not _digits(digits) or len(digits) > 18:
-        return None
-    return int(value)
-
-
 def _chunk_left(conn: h11.Connection) -> int:
     """Bytes still to come in the chunk of a chunked body being read, by its declared size.
     h11 parses the size but does not expose it (ChunkedReader._bytes_in_chunk); 0 if unknown."""
@@ -652,45 +469,3 @@ def _chunk_left(conn: h11.Connection) -> int:
 
 def _is_upgrade(request: Request) -> bool:
     return request.method == "GET" and "websocket" in request.headers.get("upgrade", "").lower()
-
-
-def _allowed(method: str, path: str, *allowed: str) -> None:
-    if "GET" in allowed:  # HEAD goes wherever GET does (RFC 9110 §9.3.2)
-        i = allowed.index("GET") + 1
-        allowed = (*allowed[:i], "HEAD", *allowed[i:])
-    if method not in allowed:
-        exc = errors.method_not_allowed(method, path)
-        exc.param = None
-        raise _WithAllow(exc, allowed)
-
-
-class _WithAllow(ProtocolError):
-    def __init__(self, exc: ProtocolError, allowed: tuple[str, ...]) -> None:
-        super().__init__(
-            message=exc.message, type=exc.type, code=exc.code, param=exc.param, status=exc.status
-        )
-        self.allowed = allowed
-
-
-def _allow(exc: ProtocolError) -> dict[str, str] | None:
-    if isinstance(exc, _WithAllow):
-        return {"allow": ", ".join(exc.allowed)}
-    return None
-
-
-def _query(request: Request, name: str, default: str) -> str:
-    values = request.query.get(name)
-    return values[-1] if values else default
-
-
-def _int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = _query(request, name, str(default))
-    value = _integer(raw)
-    if value is None or not low <= value <= high:
-        raise errors.invalid(
-            f"Invalid '{name}': expected an integer from {low} to {high}, got "
-            f"{errors.clip(repr(raw))}.",
-            param=name,
-            code="invalid_value",
-        )
-    return value

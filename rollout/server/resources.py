@@ -1,0 +1,264 @@
+# The REST surface of the Responses API over HTTP, as a routing table and one handler per
+# resource: create (JSON or SSE), append (the append shape), retrieve (also as a replayed event
+# stream), delete, input_items, cancel, and /metrics. Handlers parse the query and body and call
+# the service layer; they write through an Exchange (the HTTP connection's reply and SSE stream),
+# so they know nothing of h11 or sockets.
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import attrs
+
+from protocol import codec, errors
+from protocol.errors import ProtocolError
+from protocol.replay import replay
+from rollout.engine.loop import Sink
+from rollout.engine.work import Work
+from rollout.server.metrics import render as render_metrics
+from rollout.service.service import Hold, Service
+from rollout.store.memory import visible
+
+JSON = "application/json"
+
+
+@attrs.define
+class Request:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: bytes = b""
+
+
+class Stream(Sink, Protocol):
+    """An SSE body for one request; `end` finishes it (sending the head first if need be)."""
+
+    async def end(self) -> None: ...
+
+
+class Exchange(Protocol):
+    """What a handler needs of the HTTP connection answering the request."""
+
+    service: Service
+    owner: str | None  # the API key of the request, when keys are configured
+
+    async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None: ...
+    async def reply_bytes(self, status: int, content_type: str, data: bytes) -> None: ...
+    def sse(self) -> Stream: ...
+    def null_sink(self) -> Sink: ...
+
+
+Handler = Callable[..., Awaitable[None]]
+
+
+# -- handlers -------------------------------------------------------------------------------------
+
+
+async def create(ex: Exchange, request: Request) -> None:
+    require_json(request)
+    work = Work()
+    with work.stage("decode", items=1) as c:
+        c.tokens = len(request.body)
+        req = await ex.service.decode_create(request.body, websocket=False)
+    stream = ex.sse() if req.stream else None
+    response = await ex.service.create(
+        req, work, stream or ex.null_sink(), owner=ex.owner, holder=stream
+    )
+    if stream is not None:
+        await stream.end()
+    else:
+        await ex.reply(200, codec.encode(response))
+
+
+async def append(ex: Exchange, request: Request, response_id: str) -> None:
+    """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
+    require_json(request)
+    work = Work()
+    with work.stage("decode", items=1) as c:
+        c.tokens = len(request.body)
+        body = codec.decode_append(request.body)
+    stream = ex.sse()
+    await ex.service.append(
+        response_id, body.input, work, stream, owner=ex.owner, holder=stream, hold=Hold.UNTIL_PAUSE
+    )
+    await stream.end()
+
+
+async def metrics(ex: Exchange, request: Request) -> None:
+    del request
+    service = ex.service
+    text = render_metrics(
+        service.engine.stats,
+        responses_in_flight=len(service.engine.running),
+        suspended=service.live.waiting,
+        live=len(service.live.rollouts),
+    )
+    await ex.reply_bytes(200, "text/plain; version=0.0.4", text.encode())
+
+
+async def retrieve(ex: Exchange, request: Request, response_id: str) -> None:
+    record = visible(await ex.service.engine.store.get(response_id), ex.owner)
+    if record is None:
+        raise errors.response_not_found(response_id)
+    if query(request, "stream", "false").lower() != "true":
+        await ex.reply(200, codec.encode(record.response))
+        return
+    after = query(request, "starting_after", "")
+    start = integer(after, signed=True) if after else -1
+    if start is None:
+        raise errors.invalid(
+            f"Invalid 'starting_after': expected an integer, got {errors.clip(repr(after))}.",
+            param="starting_after",
+            code="invalid_value",
+        )
+    stream = ex.sse()
+    for event in replay(record.response):
+        if event.sequence_number is not None and event.sequence_number > start:
+            await stream.emit(event)
+    await stream.end()
+
+
+async def delete(ex: Exchange, request: Request, response_id: str) -> None:
+    del request
+    store = ex.service.engine.store
+    record = visible(await store.get(response_id), ex.owner)
+    if record is None or not await store.delete(response_id):
+        raise errors.response_not_found(response_id)
+    await ex.reply(200, {"id": response_id, "object": "response", "deleted": True})
+
+
+async def input_items(ex: Exchange, request: Request, response_id: str) -> None:
+    record = visible(await ex.service.engine.store.get(response_id), ex.owner)
+    if record is None:
+        raise errors.response_not_found(response_id)
+    limit = int_query(request, "limit", 20, 1, 100)
+    order = query(request, "order", "desc")
+    if order not in ("asc", "desc"):
+        raise errors.invalid(
+            f"Invalid value: {errors.clip(repr(order))}. Supported values are: 'asc' and 'desc'.",
+            param="order",
+            code="invalid_value",
+        )
+    items = list(record.input_items)
+    if order == "desc":
+        items.reverse()
+    after = query(request, "after", "")
+    if after:
+        ids = [getattr(i, "id", None) for i in items]
+        if after not in ids:
+            raise errors.invalid(
+                f"Item with id '{errors.clip(after)}' not found.",
+                param="after",
+                code="invalid_value",
+            )
+        items = items[ids.index(after) + 1 :]
+    page = [codec.to_json(i) for i in items[:limit]]
+    await ex.reply(
+        200,
+        {
+            "object": "list",
+            "data": page,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+            "has_more": len(items) > limit,
+        },
+    )
+
+
+async def cancel(ex: Exchange, request: Request, response_id: str) -> None:
+    del request
+    live = ex.service.find_live(response_id, ex.owner)
+    if live is not None:
+        ex.service.cancel(response_id, ex.owner)
+        await live.done.wait()
+        await ex.reply(200, codec.encode(live.prepared.rollout.stream.response))
+        return
+    if visible(await ex.service.engine.store.get(response_id), ex.owner) is None:
+        raise errors.response_not_found(response_id)
+    raise errors.invalid(
+        "Only responses created with background=true can be cancelled, and this server does not "
+        "support background responses.",
+        param="response_id",
+        code="invalid_value",
+    )
+
+
+# -- routing --------------------------------------------------------------------------------------
+
+#: path pattern ("{id}" is one path segment) -> method -> handler. HEAD goes wherever GET does.
+ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
+    ("metrics",): {"GET": metrics},
+    ("v1", "responses"): {"POST": create},
+    ("v1", "responses", "{id}"): {"GET": retrieve, "DELETE": delete},
+    ("v1", "responses", "{id}", "input_items"): {"GET": input_items},
+    ("v1", "responses", "{id}", "cancel"): {"POST": cancel},
+    ("v1", "responses", "{id}", "append"): {"POST": append},
+}
+
+
+async def route(ex: Exchange, request: Request) -> None:
+    parts = tuple(request.path.rstrip("/").split("/")[1:]) or ("",)
+    for pattern, methods in ROUTES.items():
+        if len(pattern) != len(parts):
+            continue
+        args = [p for p, want in zip(parts, pattern, strict=True) if want == "{id}"]
+        if all(want in ("{id}", got) for got, want in zip(parts, pattern, strict=True)):
+            allowed = tuple(methods)
+            if "GET" in allowed:  # RFC 9110 §9.3.2
+                allowed = (*allowed, "HEAD")
+            if request.method not in allowed:
+                exc = errors.method_not_allowed(request.method, request.path)
+                exc.headers = {"allow": ", ".join(sorted(allowed, key=_METHOD_ORDER.index))}
+                raise exc
+            handler = methods["GET" if request.method == "HEAD" else request.method]
+            return await handler(ex, request, *args)
+    raise errors.not_found_path(request.method, request.path)
+
+
+_METHOD_ORDER = ["GET", "HEAD", "POST", "DELETE"]
+
+
+# -- parsing --------------------------------------------------------------------------------------
+
+
+def require_json(request: Request) -> None:
+    ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
+    if ctype != JSON:
+        raise ProtocolError(
+            message=f"Unsupported Content-Type {errors.clip(repr(ctype))}; send application/json.",
+            code="unsupported_media_type",
+            status=415,
+        )
+
+
+def digits(value: str) -> bool:
+    """ASCII digits only (str.isdigit also takes '²' and Arabic-Indic digits)."""
+    return value.isascii() and value.isdigit()
+
+
+def integer(value: str, *, signed: bool = False) -> int | None:
+    """`value` as an integer if it is ASCII digits (after a '-' when `signed`), at most 18 of
+    them; else None. (int() of 5,000 digits raises ValueError; no limit here needs more.)"""
+    body = value[1:] if signed and value.startswith("-") else value
+    if not digits(body) or len(body) > 18:
+        return None
+    return int(value)
+
+
+def query(request: Request, name: str, default: str) -> str:
+    values = request.query.get(name)
+    return values[-1] if values else default
+
+
+def int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = query(request, name, str(default))
+    value = integer(raw)
+    if value is None or not low <= value <= high:
+        raise errors.invalid(
+            f"Invalid '{name}': expected an integer from {low} to {high}, got "
+            f"{errors.clip(repr(raw))}.",
+            param=name,
+            code="invalid_value",
+        )
+    return value
