@@ -1,0 +1,380 @@
+# The one cattrs converter of the wire (orjson preconf), built once at import: strict JSON typing
+# (no "1" for 1, no "false" for True), `type`-discriminated unions, and the hooks that keep
+# optional keys off the wire where the real API omits them. Decode failures are located by their
+# JSON path (`input[3].call_id`) and become one ProtocolError (`error`). protocol.codec is the
+# public face of it.
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import attrs
+from cattrs.errors import AttributeValidationNote, IterableValidationNote
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.preconf.orjson import make_converter
+
+from protocol.errors import ProtocolError, clip
+from protocol.events import (
+    ErrorEvent,
+)
+from protocol.items import (
+    InputFile,
+    InputImage,
+    InputText,
+    Message,
+    OtherTool,
+    Reasoning,
+    WebSearchCall,
+)
+
+T = TypeVar("T")
+Path = tuple[str | int, ...]
+
+
+class _Invalid(Exception):
+    """A decode failure at `path` (relative to where it was raised); `template` takes {param}."""
+
+    def __init__(self, path: Path, template: str, code: str) -> None:
+        super().__init__(template)
+        self.path = path
+        self.template = template
+        self.code = code
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _wrong_type(expected: str, value: object) -> _Invalid:
+    return _Invalid(
+        (),
+        f"Invalid type for '{{param}}': expected {expected}, but got {_kind(value)} instead.",
+        "invalid_type",
+    )
+
+
+def _at(path: Path, inv: _Invalid) -> _Invalid:
+    return _Invalid(path + inv.path, inv.template, inv.code)
+
+
+def _missing() -> _Invalid:
+    return _Invalid((), "Missing required parameter: '{param}'.", "missing_required_parameter")
+
+
+def _locate(exc: BaseException) -> tuple[Path, str, str]:
+    """Walk a cattrs exception tree down to its first leaf, collecting the JSON path."""
+    if isinstance(exc, _Invalid):
+        return exc.path, exc.template, exc.code
+    if isinstance(exc, BaseExceptionGroup):
+        sub = exc.exceptions[0]
+        step: Path = ()
+        for note in getattr(sub, "__notes__", ()):
+            if isinstance(note, AttributeValidationNote):
+                step = (note.name,)
+            elif isinstance(note, IterableValidationNote):
+                step = (note.index,)
+        path, template, code = _locate(sub)
+        return step + path, template, code
+    if isinstance(exc, KeyError):
+        return (), "Missing required parameter: '{param}'.", "missing_required_parameter"
+    return (), f"Invalid value for '{{param}}': {clip(str(exc), 200)}", "invalid_value"
+
+
+def format_path(path: Path) -> str:
+    out = ""
+    for step in path:
+        name = clip(str(step))  # a key of a client's object can be any length
+        out += f"[{step}]" if isinstance(step, int) else (f".{name}" if out else name)
+    return out
+
+
+def _error(exc: BaseException, root: Path) -> ProtocolError:
+    path, template, code = _locate(exc)
+    param = format_path(root + path) or None
+    message = template.replace("{param}", param or "body")
+    return ProtocolError(message=message, code=code, param=param)
+
+
+# -- the converter ------------------------------------------------------------------------------
+
+converter = make_converter(detailed_validation=True, prefer_attrib_converters=False)
+
+
+def _strict(expected: str, check: Callable[[object], bool]) -> Callable[[object, object], Any]:
+    def hook(value: object, _: object) -> Any:
+        if not check(value):
+            raise _wrong_type(expected, value)
+        return value
+
+    return hook
+
+
+converter.register_structure_hook(str, _strict("a string", lambda v: isinstance(v, str)))
+converter.register_structure_hook(bool, _strict("a boolean", lambda v: isinstance(v, bool)))
+converter.register_structure_hook(
+    int, _strict("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+)
+converter.register_structure_hook(
+    float,
+    lambda v, _: (
+        float(v)
+        if isinstance(v, int | float) and not isinstance(v, bool)
+        else _raise(_wrong_type("a number", v))
+    ),
+)
+
+converter.register_structure_hook(Any, lambda v, _: v)
+
+
+def _raise(exc: Exception) -> Any:
+    raise exc
+
+
+def _is_literal(t: Any) -> bool:
+    return get_origin(t) is Literal
+
+
+def _literal_hook(t: Any) -> Callable[[object, object], Any]:
+    allowed = get_args(t)
+    supported = ", ".join(repr(a) for a in allowed)
+
+    def hook(value: object, _: object) -> Any:
+        if not any(value == a and type(value) is type(a) for a in allowed):
+            raise _Invalid(
+                (),
+                f"Invalid value: {clip(repr(value))}. Supported values are: {supported}.",
+                "invalid_value",
+            )
+        return value
+
+    return hook
+
+
+def _is_sequence(t: Any) -> bool:
+    origin = get_origin(t)
+    if origin is list:
+        return True
+    return origin is tuple and len(get_args(t)) == 2 and get_args(t)[1] is Ellipsis
+
+
+def _sequence_hook(t: Any) -> Callable[[object, object], Any]:
+    element = get_args(t)[0]
+    make = list if get_origin(t) is list else tuple
+    inner = converter.get_structure_hook(element)
+
+    def hook(value: object, _: object) -> Any:
+        if not isinstance(value, list):
+            raise _wrong_type("an array", value)
+        out = []
+        for i, v in enumerate(value):
+            try:
+                out.append(inner(v, element))
+            except Exception as exc:
+                path, template, code = _locate(exc)
+                raise _Invalid((i, *path), template, code) from None
+        return make(out)
+
+    return hook
+
+
+def _is_dict(t: Any) -> bool:
+    return t is dict or get_origin(t) is dict
+
+
+def _dict_hook(t: Any) -> Callable[[object, object], Any]:
+    args = get_args(t)
+    string_values = len(args) == 2 and args[1] is str
+
+    def hook(value: object, _: object) -> Any:
+        if not isinstance(value, dict):
+            raise _wrong_type("an object", value)
+        if string_values:
+            for k, v in value.items():
+                if not isinstance(v, str):
+                    raise _at((k,), _wrong_type("a string", v))
+        return value
+
+    return hook
+
+
+def _is_union(t: Any) -> bool:
+    return get_origin(t) in (Union, types.UnionType)
+
+
+def _type_literals(cls: type) -> tuple[str, ...]:
+    field = attrs.fields_dict(cls).get("type")
+    if field is None or get_origin(field.type) is not Literal:
+        return ()
+    return get_args(field.type)
+
+
+def _describe(members: tuple[Any, ...]) -> str:
+    names = []
+    for m in members:
+        if m is str:
+            names.append("a string")
+        elif _is_sequence(m):
+            names.append("an array")
+        elif attrs.has(m) or _is_dict(m):
+            names.append("an object")
+        elif m is bool:
+            names.append("a boolean")
+        elif m is int:
+            names.append("an integer")
+        elif m is float:
+            names.append("a number")
+        elif _is_literal(m):
+            names.append("one of " + ", ".join(repr(a) for a in get_args(m)))
+        else:
+            names.append(getattr(m, "__name__", str(m)))
+    return " or ".join(dict.fromkeys(names))
+
+
+def _union_hook(t: Any) -> Callable[[object, object], Any]:
+    """Structure a union by the JSON kind of the value, then by its `type` discriminator."""
+    members = tuple(m for m in get_args(t) if m is not type(None))
+    nullable = len(members) != len(get_args(t))
+    by_type: dict[str, type] = {}
+    fallback: type | None = None
+    for m in members:
+        if attrs.has(m):
+            literals = _type_literals(m)
+            by_type.update(dict.fromkeys(literals, m))
+            if not literals:
+                fallback = m
+    seq = next((m for m in members if _is_sequence(m)), None)
+    mapping = next((m for m in members if _is_dict(m)), None)
+    scalars = [m for m in members if m in (str, bool, int, float)]
+    literal = next((_literal_hook(m) for m in members if _is_literal(m)), None)
+    expected = _describe(members)
+    supported = ", ".join(repr(k) for k in by_type)
+
+    def by_discriminator(value: dict[str, Any]) -> Any:
+        tag = value.get("type")
+        if tag is None and Message in by_type.values() and "role" in value:
+            tag = "message"
+        if tag is None:
+            if fallback is None:
+                raise _at(("type",), _missing())
+            tag = ""
+        if not isinstance(tag, str):
+            raise _at(("type",), _wrong_type("a string", tag))
+        cls = by_type.get(tag, fallback)
+        if cls is None:
+            raise _Invalid(
+                ("type",),
+                f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
+                "invalid_value",
+            )
+        if tag == "message" and "type" not in value:
+            value = {**value, "type": "message"}
+        return converter.structure(value, cls)
+
+    def hook(value: object, _: object) -> Any:
+        if value is None and nullable:
+            return None
+        if isinstance(value, dict):
+            if by_type or fallback is not None:
+                return by_discriminator(value)
+            if mapping is not None:
+                return converter.structure(value, mapping)
+        elif isinstance(value, list) and seq is not None:
+            return converter.structure(value, seq)
+        elif literal is not None:
+            return literal(value, t)
+        else:
+            for s in scalars:
+                if isinstance(value, s) and not (s is not bool and isinstance(value, bool)):
+                    return value
+            if float in scalars and isinstance(value, int) and not isinstance(value, bool):
+                return float(value)
+        raise _wrong_type(expected, value)
+
+    return hook
+
+
+def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
+    inner: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, converter)
+
+    def hook(value: object, _: object) -> Any:
+        if not isinstance(value, Mapping):
+            raise _wrong_type("an object", value)
+        return inner(value, cls)
+
+    return hook
+
+
+def _other_tool(value: object, _: object) -> OtherTool:
+    if not isinstance(value, dict):
+        raise _wrong_type("an object", value)
+    tag = value.get("type")
+    if tag is None:
+        raise _at(("type",), _missing())
+    if not isinstance(tag, str):
+        raise _at(("type",), _wrong_type("a string", tag))
+    return OtherTool(type=tag, raw=value)
+
+
+def _error_event_hook() -> Callable[[ErrorEvent], dict[str, Any]]:
+    """An `error` event carries `sequence_number` only when raised inside a response's stream,
+    and `status` only when it stands for an HTTP status (spec §1.3): no null keys."""
+    inner = make_dict_unstructure_fn(ErrorEvent, converter)
+
+    def hook(event: ErrorEvent) -> dict[str, Any]:
+        data: dict[str, Any] = inner(event)
+        for key in ("sequence_number", "status"):
+            if data[key] is None:
+                del data[key]
+        if data["error"].get("headers") is None:
+            data["error"].pop("headers", None)
+        return data
+
+    return hook
+
+
+def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
+    """Optional keys the real API leaves out rather than sending as null."""
+    inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
+
+    def hook(obj: Any) -> dict[str, Any]:
+        data: dict[str, Any] = inner(obj)
+        for key in keys:
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
+
+    return hook
+
+
+_OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (Reasoning, ("encrypted_content", "content", "status")),
+    (Message, ("phase",)),
+    (WebSearchCall, ("action",)),  # in_progress: no action yet (as recorded)
+    (InputText, ("prompt_cache_breakpoint",)),
+    (InputImage, ("prompt_cache_breakpoint",)),
+    (InputFile, ("prompt_cache_breakpoint",)),
+)
+for _cls, _keys in _OMIT_NONE:
+    converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))
+
+converter.register_structure_hook(OtherTool, _other_tool)
+converter.register_unstructure_hook(ErrorEvent, _error_event_hook())
+converter.register_unstructure_hook(OtherTool, lambda t: t.raw or {"type": t.type})
+converter.register_structure_hook_factory(_is_literal, _literal_hook)
+converter.register_structure_hook_factory(_is_sequence, _sequence_hook)
+converter.register_structure_hook_factory(_is_dict, _dict_hook)
+converter.register_structure_hook_factory(_is_union, _union_hook)
+converter.register_structure_hook_factory(attrs.has, _attrs_hook)

@@ -1,0 +1,209 @@
+# The `rollout` command line's arguments: every subcommand and flag, with help that says what each
+# does and its default. rollout.cli runs the commands; docs/reference.md is generated from this
+# parser (docs/gen_reference.py).
+from __future__ import annotations
+
+import argparse
+
+from rollout.client import MODES
+from rollout.experiments.workloads import WORKLOADS
+from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
+from rollout.service.config import ServerConfig
+
+
+def parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rollout",
+        description="A Responses API server with a simulated model, for measuring agent-rollout "
+        "protocol shapes.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    s = sub.add_parser(
+        "serve",
+        help="serve the Responses API (HTTP + SSE) with a simulated model",
+        description="Serve /v1/responses on one port. Point any Responses client at "
+        "http://HOST:PORT/v1.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    s.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
+    s.add_argument(
+        "--profile",
+        default="instant",
+        help=f"inference speed profile: {', '.join(INFERENCE_PROFILES)}",
+    )
+    s.add_argument(
+        "--costs",
+        default="cpu-only",
+        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
+    )
+    s.add_argument(
+        "--tool-calls",
+        type=int,
+        default=3,
+        metavar="N",
+        help="function-tool calls the default model makes before answering",
+    )
+    s.add_argument("--parallel", type=int, default=1, help="function calls per model step")
+    s.add_argument("--seed", type=int, default=0, help="seed of the simulated model")
+    s.add_argument(
+        "--store",
+        default="memory",
+        metavar="SPEC",
+        help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
+        "restarts)",
+    )
+    s.add_argument(
+        "--script",
+        metavar="FILE",
+        help="play these model steps (JSON or TOML; see rollout/script.py) instead of the "
+        "default tool-using model; a recording (a --record directory or one of its .jsonl "
+        "files) replays the recorded model: each conversation turn gets its recorded step",
+    )
+    s.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
+        "(see docs/test-rigs.md); replay with --script DIR",
+    )
+    s.add_argument(
+        "--api-keys",
+        metavar="FILE",
+        help="require one of these API keys (one per line; '#' starts a comment); without it, "
+        "keys are read from $ROLLOUT_API_KEYS (comma-separated) if set, else none are required",
+    )
+    s.add_argument(
+        "--fault-error",
+        action="append",
+        default=[],
+        metavar="CODE=RATE",
+        help="inject an error into this share of responses (repeatable), e.g. server_error=0.05",
+    )
+    s.add_argument(
+        "--fault-disconnect-after",
+        type=int,
+        metavar="N",
+        help="drop the connection after N events of each response",
+    )
+    s.add_argument(
+        "--fault-latency", type=float, default=0.0, metavar="SECONDS", help="added latency"
+    )
+    s.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    s.add_argument(
+        "--shutdown-grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGINT/SIGTERM, how long running responses may take to finish (a second "
+        "signal stops at once, exit status 128 + the signal's number)",
+    )
+    s.add_argument(
+        "--max-open-connections",
+        type=int,
+        default=ServerConfig().max_open_connections,
+        metavar="N",
+        help="TCP connections at once (HTTP and WebSocket); more are refused with 503",
+    )
+    s.add_argument(
+        "--max-body-bytes-in-flight",
+        type=int,
+        default=ServerConfig().max_body_bytes_in_flight,
+        metavar="BYTES",
+        help="bytes of request bodies held at once, server-wide; a request past it gets 503",
+    )
+    s.add_argument(
+        "--ws-idle-timeout",
+        type=float,
+        default=ServerConfig().ws_idle_timeout_s,
+        metavar="SECONDS",
+        help="close a WebSocket that sent no frame for this long while nothing ran on it",
+    )
+    s.add_argument("--log-level", default="INFO", help="logging level")
+
+    c = sub.add_parser(
+        "compare",
+        help="run the same agent rollout in every protocol mode and compare (the main job)",
+        description="Run one workload's rollout in each mode (http-full, http-chain, ws-full, "
+        "ws-chain, ws-append, http-append) against an in-process server over loopback, for "
+        "each inference profile and repeat, and report end-to-end time, time to first token, "
+        "the phase breakdown and the server's work counters. The default is a quick run "
+        "(about a minute); --full runs the whole sweep.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    c.add_argument("--workload", default="coding-agent", help=f"one of {', '.join(WORKLOADS)}")
+    c.add_argument(
+        "--profiles",
+        default=None,
+        help="comma-separated inference profiles (quick: 1000tps,4000tps; --full: "
+        "65tps,1000tps,4000tps)",
+    )
+    c.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    c.add_argument("--repeats", type=int, default=3, help="rollouts per mode and profile")
+    c.add_argument("--seed", type=int, default=0, help="workload seed")
+    c.add_argument(
+        "--calls",
+        type=int,
+        default=None,
+        help="tool calls per rollout (quick default: 6; otherwise the workload's range)",
+    )
+    c.add_argument(
+        "--costs",
+        default="cpu-only",
+        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
+    )
+    c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
+    c.add_argument("--out", default="results", help="directory for results, plots, traces")
+
+    b = sub.add_parser(
+        "bench",
+        help="measure the engine's limits against their targets",
+        description="Measure each engine limit in one run, against a baseline measured side by "
+        "side where there is one. Prints one line per figure: name value unit target verdict.",
+    )
+    b.add_argument(
+        "names",
+        nargs="*",
+        metavar="NAME",
+        help="benches to run (default: all): overhead, events, memory, first-token, ideal",
+    )
+
+    ld = sub.add_parser(
+        "load",
+        help="many concurrent WebSocket append rollouts against one server process",
+        description="Open --connections concurrent WebSocket connections (in batches of 50) "
+        "against one server process, each running one append-shape rollout of --calls client "
+        "tool calls, all bounded by --timeout. Checks every event stream (sequence numbers "
+        "contiguous from 0, one terminal event, response.completed, one pause per call) and "
+        "prints a summary, then one line per figure: name value unit target verdict (errors, "
+        "lost and duplicated events, p50/p99 per-turn overhead measured by the client). Exit "
+        "code 0 only with no errors and no lost or duplicated events. By default the server is "
+        "started in its own process (instant profile, max connections raised to fit).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    ld.add_argument(
+        "--connections", type=int, default=1000, metavar="N", help="concurrent connections"
+    )
+    ld.add_argument(
+        "--calls", type=int, default=10, metavar="N", help="client tool calls per rollout"
+    )
+    ld.add_argument(
+        "--timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="bound on the whole run; unfinished rollouts count as errors",
+    )
+    ld.add_argument(
+        "--url",
+        default=None,
+        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses (start it "
+        "with `rollout serve --tool-calls N` matching --calls; its max connections is 1000)",
+    )
+    sub.add_parser(
+        "models",
+        help="print the model profiles (context window, reasoning, default effort)",
+        description="Print the simulated model's profile table: each model name (or prefix), "
+        "its context window, whether it reasons and its default reasoning effort, then the "
+        "reasoning tokens per effort.",
+    )
+    return parser
