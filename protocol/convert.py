@@ -17,6 +17,7 @@ from protocol.events import (
     ErrorEvent,
 )
 from protocol.items import (
+    Compaction,
     InputFile,
     InputImage,
     InputText,
@@ -361,6 +362,7 @@ def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[st
 
 _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Reasoning, ("encrypted_content", "content", "status")),
+    (Compaction, ("created_by",)),
     (Message, ("phase",)),
     (WebSearchCall, ("action",)),  # in_progress: no action yet (as recorded)
     (InputText, ("prompt_cache_breakpoint",)),

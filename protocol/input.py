@@ -12,6 +12,7 @@ import attrs
 from protocol import errors
 from protocol.errors import clip
 from protocol.items import (
+    Compaction,
     FunctionCall,
     FunctionCallOutput,
     InputText,
@@ -66,6 +67,8 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
             item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
         elif isinstance(item, Reasoning) and item.id is None:
             item = attrs.evolve(item, id=new_id("rs"))
+        elif isinstance(item, Compaction) and item.id is None:
+            item = attrs.evolve(item, id=new_id("cmp"))
         out.append(item)
     return out
 
@@ -128,6 +131,9 @@ def restore_reasoning(
     if given is None or isinstance(given, str):
         return out
     for i, (sent, item) in enumerate(zip(given, items, strict=True)):
+        if isinstance(item, Compaction) and item.id is not None:
+            out[item.id] = unseal(item.encrypted_content, key, item.id).text
+            continue
         if not isinstance(item, Reasoning) or item.id is None:
             continue
         if item.encrypted_content is not None:

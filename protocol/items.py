@@ -156,12 +156,31 @@ class Reasoning:
 
 
 @attrs.frozen(kw_only=True)
+class Compaction:
+    """What `POST /v1/responses/compact` leaves of a conversation's history: an opaque blob that,
+    sent back as input, stands for the compacted items at a fraction of their tokens."""
+
+    type: Literal["compaction"] = "compaction"
+    id: str | None = None
+    encrypted_content: str
+    created_by: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class ItemReference:
     type: Literal["item_reference"] = "item_reference"
     id: str
 
 
-Item = Message | FunctionCall | FunctionCallOutput | WebSearchCall | Reasoning | ItemReference
+Item = (
+    Message
+    | FunctionCall
+    | FunctionCallOutput
+    | WebSearchCall
+    | Reasoning
+    | Compaction
+    | ItemReference
+)
 
 # -- tools --------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import orjson
 from protocol import codec, errors
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
+    Compaction,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
@@ -78,6 +79,9 @@ def render(item: Item, hidden: str = "") -> str:
         # step) is part of the prompt; a client's summary alone is all that is left otherwise.
         body = "\n".join([*(s.text for s in item.summary), *([hidden] if hidden else [])])
         return f"<|im_start|>reasoning\n{body}<|im_end|>\n"
+    if isinstance(item, Compaction):
+        # What the compacted history left (restored from its blob): a short summary of it.
+        return f"<|im_start|>compaction\n{hidden}<|im_end|>\n"
     raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
 
 
@@ -203,7 +207,7 @@ class Context:
         return len(new)
 
     def _render(self, item: Item) -> str:
-        if isinstance(item, Reasoning) and item.id is not None:
+        if isinstance(item, Reasoning | Compaction) and item.id is not None:
             return render(item, self.hidden.get(item.id, ""))
         return render(item)
 

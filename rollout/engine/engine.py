@@ -26,7 +26,15 @@ from protocol.input import (
     resolve_references,
     restore_reasoning,
 )
-from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, Reasoning, text_of
+from protocol.items import (
+    Compaction,
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    Reasoning,
+    text_of,
+)
 from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
@@ -155,7 +163,7 @@ class Engine:
         """The hidden reasoning of reasoning items: from their blobs, else as remembered."""
         out = dict(hidden or {})
         for item in items:
-            if not isinstance(item, Reasoning) or item.id is None or item.id in out:
+            if not isinstance(item, Reasoning | Compaction) or item.id is None or item.id in out:
                 continue
             if item.encrypted_content is not None:
                 with contextlib.suppress(ProtocolError):

@@ -155,6 +155,12 @@ def model_profile(name: str, table: dict[str, ModelProfile] | None = None) -> Mo
     return best or DEFAULT_MODEL
 
 
+def served_models() -> list[str]:
+    """Model names listed by `GET /v1/models`: each declared name (a prefix entry by its prefix).
+    Any other name is served too, as the default profile."""
+    return [p.name.removesuffix("*") for p in MODEL_PROFILES.values()]
+
+
 def model_table() -> list[str]:
     """The model profiles as printed by `rollout models`."""
     lines = [f"{'model':<18} {'window':>9}  reasons  default effort"]

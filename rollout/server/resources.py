@@ -13,8 +13,12 @@ import attrs
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.replay import replay
+from protocol.request import CreateRequest
+from protocol.validate import validate_create
+from rollout.engine.compact import compact, count_input_tokens
 from rollout.engine.loop import Sink
 from rollout.engine.work import Work
+from rollout.model.profiles import served_models
 from rollout.server.metrics import render as render_metrics
 from rollout.service.service import Hold, Service
 from rollout.store.memory import visible
@@ -184,12 +188,66 @@ async def cancel(ex: Exchange, request: Request, response_id: str) -> None:
     )
 
 
+async def input_tokens(ex: Exchange, request: Request) -> None:
+    """`POST /v1/responses/input_tokens`: the prompt tokens a create with this body would have."""
+    req = await _counted_request(ex, request)
+    n = await count_input_tokens(ex.service.engine, req, ex.owner)
+    await ex.reply(200, {"object": "response.input_tokens", "input_tokens": n})
+
+
+async def compact_window(ex: Exchange, request: Request) -> None:
+    """`POST /v1/responses/compact`: the compacted window of a conversation."""
+    req = await _counted_request(ex, request, model_required=True)
+    await ex.reply(200, await compact(ex.service.engine, req, ex.owner))
+
+
+async def _counted_request(
+    ex: Exchange, request: Request, model_required: bool = False
+) -> CreateRequest:
+    require_json(request)
+    value = codec.loads(request.body)
+    if isinstance(value, dict) and not model_required:
+        value.setdefault("model", "gpt-4o")  # the count does not depend on the model's name
+    if isinstance(value, dict):
+        value.pop("stream", None)
+    req = codec.decode_create(value)
+    validate_create(req, websocket=False)
+    return req
+
+
+async def models(ex: Exchange, request: Request) -> None:
+    """`GET /v1/models`: the model names the simulated model declares (docs/profiles.md)."""
+    del request
+    await ex.reply(200, {"object": "list", "data": [_model(n) for n in served_models()]})
+
+
+async def model(ex: Exchange, request: Request, name: str) -> None:
+    del request
+    if name not in served_models():
+        raise ProtocolError(
+            message=f"The model '{errors.clip(name)}' does not exist.",
+            code="model_not_found",
+            param="model",
+            status=404,
+        )
+    await ex.reply(200, _model(name))
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "rollout"}
+
+
 # -- routing --------------------------------------------------------------------------------------
 
 #: path pattern ("{id}" is one path segment) -> method -> handler. HEAD goes wherever GET does.
+#: Literal segments come before "{id}" patterns of the same length: the first match wins.
 ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
     ("metrics",): {"GET": metrics},
+    ("v1", "models"): {"GET": models},
+    ("v1", "models", "{id}"): {"GET": model},
     ("v1", "responses"): {"POST": create},
+    ("v1", "responses", "input_tokens"): {"POST": input_tokens},
+    ("v1", "responses", "compact"): {"POST": compact_window},
     ("v1", "responses", "{id}"): {"GET": retrieve, "DELETE": delete},
     ("v1", "responses", "{id}", "input_items"): {"GET": input_items},
     ("v1", "responses", "{id}", "cancel"): {"POST": cancel},

@@ -138,6 +138,9 @@ reasonings = st.builds(
     encrypted_content=optional(texts),
     content=optional(st.lists(st.builds(it.ReasoningText, text=texts), max_size=2).map(tuple)),
 )
+compactions = st.builds(
+    it.Compaction, id=optional(ids), encrypted_content=texts, created_by=optional(texts)
+)
 item_references = st.builds(it.ItemReference, id=ids)
 
 #: One strategy per Item class.
@@ -147,6 +150,7 @@ ITEM_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     it.FunctionCallOutput: function_call_outputs,
     it.WebSearchCall: web_search_calls,
     it.Reasoning: reasonings,
+    it.Compaction: compactions,
     it.ItemReference: item_references,
 }
 items = st.one_of(*ITEM_STRATEGIES.values())
