@@ -1,6 +1,6 @@
 """One tool-using agent, run in every protocol shape with the trio client.
 
-`rollout.client.run_agent` drives a rollout in six modes: HTTP and WebSocket, each with the full
+`rollout.run_agent` drives a rollout in six modes: HTTP and WebSocket, each with the full
 history resent every turn (`*-full`), chained by `previous_response_id` (`*-chain`), or as one
 suspended response that the client appends tool outputs to (`*-append`). The agent code (the
 first request and the local tools) is the same in every mode; only how a turn travels differs.
@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 import rollout
-from rollout.client import MODES, AgentResult, run_agent
+from rollout import MODES, AgentResult, run_agent
 
 TOOLS = [
     {

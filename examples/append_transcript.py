@@ -15,7 +15,7 @@ import trio
 from trio_websocket import open_websocket_url
 
 import rollout
-from rollout.model.policy import CallStep, FunctionCallSpec
+from rollout import CallStep, FunctionCallSpec
 
 TOOLS = [
     {

@@ -19,7 +19,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from rollout.testing.thread import ServerThread
+from rollout import ServerThread
 
 TOOLS = [
     {

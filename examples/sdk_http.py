@@ -17,7 +17,7 @@ import json
 
 from openai import OpenAI
 
-from rollout.testing.thread import ServerThread
+from rollout import ServerThread
 
 MODEL = "sim-1"  # any name: the simulated model answers to every model name
 TOOLS = [

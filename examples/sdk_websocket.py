@@ -17,7 +17,7 @@ from typing import Any
 
 from openai import OpenAI
 
-from rollout.testing.thread import ServerThread
+from rollout import ServerThread
 
 MODEL = "sim-1"
 TOOLS: list[Any] = [

@@ -19,7 +19,7 @@ import trio
 from openai import OpenAI
 
 import rollout
-from rollout.client import MODES, run_agent
+from rollout import MODES, run_agent
 
 TOOLS: list[Any] = [
     {

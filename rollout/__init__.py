@@ -10,15 +10,20 @@ from rollout.client import (
     connect_ws,
     run_agent,
 )
+from rollout.client.replay import normalize, replay_session
+from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults
 from rollout.model.policy import (
     CallStep,
     DefaultPolicy,
     ErrorStep,
+    FunctionCallSpec,
     ScriptedPolicy,
     TextStep,
+    WebSearchSpec,
     call,
+    refusal,
     search,
     text,
 )
@@ -30,7 +35,10 @@ from rollout.model.profiles import (
     InferenceProfile,
     ModelProfile,
 )
+from rollout.model.recorded import recorded_events, replay_requests, script_from_recording
+from rollout.model.script import load as load_script
 from rollout.server.listen import serve
+from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.testing.thread import ServerThread
 
@@ -41,12 +49,15 @@ __all__ = [
     "MODES",
     "AgentResult",
     "CallStep",
+    "Captured",
     "ClientError",
+    "Context",
     "CostProfile",
     "DefaultPolicy",
     "Engine",
     "ErrorStep",
     "Faults",
+    "FunctionCallSpec",
     "HttpClient",
     "InferenceProfile",
     "ModelProfile",
@@ -54,10 +65,18 @@ __all__ = [
     "ServerConfig",
     "ServerThread",
     "TextStep",
+    "WebSearchSpec",
     "WsClient",
     "call",
     "connect_ws",
+    "load_script",
+    "normalize",
+    "recorded_events",
+    "refusal",
+    "replay_requests",
+    "replay_session",
     "run_agent",
+    "script_from_recording",
     "search",
     "serve",
     "text",
