@@ -35,16 +35,7 @@ TOOLS = [
             "required": ["path"],
         },
     },
-    {
-        "type": "function",
-        "name": "exec",
-        "description": "Run a shell command and return its output.",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-        },
-    },
+    rollout.EXEC_TOOL,  # a shell tool: {"cmd": "..."}
 ]
 REQUEST = {
     "model": "sim-1",

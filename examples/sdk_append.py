@@ -14,32 +14,15 @@ with `event.model_dump()`.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from openai import OpenAI
 
+import rollout
 from rollout import ServerThread
 
-TOOLS = [
-    {
-        "type": "function",
-        "name": "exec",
-        "description": "Run a shell command and return its output.",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-            "additionalProperties": False,
-        },
-    }
-]
+TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
-
-
-def run_tool(name: str, arguments: str) -> str:
-    args = json.loads(arguments)
-    return f"$ {args.get('cmd')}\n(exit 0)" if name == "exec" else f"unknown tool {name}"
 
 
 def run(base_url: str) -> None:
@@ -77,7 +60,7 @@ def run(base_url: str) -> None:
                     call_id = pending["call_id"]
                     name, args = arguments[call_id]
                     print(f"  tool: {name}({args})")
-                    output = run_tool(name, args)
+                    output = rollout.run_exec(name, args)
                     outputs.append(
                         {"type": "function_call_output", "call_id": call_id, "output": output}
                     )

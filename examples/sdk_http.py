@@ -13,32 +13,14 @@ arguments valid for their schemas), then answers with filler text.
 from __future__ import annotations
 
 import argparse
-import json
 
 from openai import OpenAI
 
+import rollout
 from rollout import ServerThread
 
 MODEL = "sim-1"  # any name: the simulated model answers to every model name
-TOOLS = [
-    {
-        "type": "function",
-        "name": "exec",
-        "description": "Run a shell command and return its output.",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-            "additionalProperties": False,
-        },
-    }
-]
-
-
-def run_tool(name: str, arguments: str) -> str:
-    """The agent's side of a function call (here: pretend to run the command)."""
-    args = json.loads(arguments)
-    return f"$ {args.get('cmd')}\n(exit 0)" if name == "exec" else f"unknown tool {name}"
+TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
 
 
 def run(base_url: str) -> None:
@@ -65,7 +47,7 @@ def run(base_url: str) -> None:
         outputs = []
         for call in calls:
             print(f"tool:   {call.name}({call.arguments})")
-            output = run_tool(call.name, call.arguments)
+            output = rollout.run_exec(call.name, call.arguments)
             outputs.append(
                 {"type": "function_call_output", "call_id": call.call_id, "output": output}
             )

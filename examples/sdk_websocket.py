@@ -12,33 +12,16 @@ Events arrive as the SDK's typed event objects, the same as over SSE.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from openai import OpenAI
 
+import rollout
 from rollout import ServerThread
 
 MODEL = "sim-1"
-TOOLS: list[Any] = [
-    {
-        "type": "function",
-        "name": "exec",
-        "description": "Run a shell command and return its output.",
-        "parameters": {
-            "type": "object",
-            "properties": {"cmd": {"type": "string"}},
-            "required": ["cmd"],
-            "additionalProperties": False,
-        },
-    }
-]
+TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
-
-
-def run_tool(name: str, arguments: str) -> str:
-    args = json.loads(arguments)
-    return f"$ {args.get('cmd')}\n(exit 0)" if name == "exec" else f"unknown tool {name}"
 
 
 def run(base_url: str) -> None:
@@ -69,7 +52,7 @@ def run(base_url: str) -> None:
             outputs = []
             for call in calls:
                 print(f"  tool: {call.name}({call.arguments})")
-                output = run_tool(call.name, call.arguments)
+                output = rollout.run_exec(call.name, call.arguments)
                 outputs.append(
                     {"type": "function_call_output", "call_id": call.call_id, "output": output}
                 )

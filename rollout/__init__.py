@@ -40,10 +40,12 @@ from rollout.model.script import load as load_script
 from rollout.server.listen import serve
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
+from rollout.testing.sample import EXEC_TOOL, run_exec
 from rollout.testing.thread import ServerThread
 
 __all__ = [
     "COST_PROFILES",
+    "EXEC_TOOL",
     "INFERENCE_PROFILES",
     "MODEL_PROFILES",
     "MODES",
@@ -76,6 +78,7 @@ __all__ = [
     "replay_requests",
     "replay_session",
     "run_agent",
+    "run_exec",
     "script_from_recording",
     "search",
     "serve",

@@ -19,19 +19,10 @@ from trio_websocket import (
     open_websocket_url,
 )
 
+from rollout.testing.sample import EXEC_TOOL
+
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 FENCE_ID = "resp_load_fence"  # an id no server knows: its error reply ends a connection's stream
-EXEC_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "exec",
-    "description": "Run a shell command and return its output.",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}},
-        "required": ["cmd"],
-        "additionalProperties": False,
-    },
-}
 
 
 @attrs.define
