@@ -16,7 +16,6 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.errors import ProtocolError
 from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Response
@@ -209,4 +208,4 @@ async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
         nursery.cancel_scope.cancel()
 
 
-__all__ = ["OFF_LOOP_BYTES", "Hold", "ProtocolError", "Service", "off_loop"]
+__all__ = ["OFF_LOOP_BYTES", "Hold", "Service", "off_loop"]
