@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -102,6 +103,33 @@ def serve_process(
     try:
         wait_listening(proc, port, log)
         yield ServeProcess(proc, port)
+    finally:
+        if proc.poll() is None:
+            finish(proc, signal.SIGKILL)
+        proc.wait()
+
+
+@contextlib.contextmanager
+def serve_on_any_port(*args: str) -> Iterator[ServeProcess]:
+    """`rollout serve --port 0 ARGS` for the block: the port is the one its log line names
+    ("serving http://127.0.0.1:PORT/v1"); stderr stays a pipe; killed on exit."""
+    proc = subprocess.Popen(
+        cli("serve", "--port", "0", *args),
+        cwd=ROOT,
+        env=project_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines: list[str] = []
+        match = None
+        while match is None:  # the line saying where it serves (log lines may come first)
+            lines.append(proc.stderr.readline())
+            assert lines[-1], lines
+            match = re.search(r"serving http://127\.0\.0\.1:(\d+)/v1", lines[-1])
+        yield ServeProcess(proc, int(match.group(1)))
     finally:
         if proc.poll() is None:
             finish(proc, signal.SIGKILL)

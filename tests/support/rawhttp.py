@@ -191,37 +191,30 @@ class RawConnection:
         body, self.buf = self.buf[:length], self.buf[length:]
         return status, headers, body
 
-    def received(self, marker: bytes, seconds: float = TIMEOUT) -> bool:
-        """True once `marker` is in `buf`; False if the server closes first or `seconds` pass."""
+    def _receive_until(self, marker: bytes | None, seconds: float) -> str:
+        """Read into `buf` until `marker` is in it ("marker"), the server closes ("closed", EOF
+        or reset) or `seconds` pass ("timeout")."""
         deadline = time.monotonic() + seconds
-        while marker not in self.buf:
+        while marker is None or marker not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                return False
-            self.sock.settimeout(left)
-            try:
-                chunk = self.sock.recv(65536)
-            except (TimeoutError, ConnectionResetError):
-                return False
-            if not chunk:
-                return False
-            self.buf += chunk
-        return True
-
-    def closed_within(self, seconds: float = TIMEOUT) -> bool:
-        """True if the server closes the connection (EOF or reset) within `seconds`."""
-        deadline = time.monotonic() + seconds
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
+                return "timeout"
             self.sock.settimeout(left)
             try:
                 chunk = self.sock.recv(65536)
             except TimeoutError:
-                return False
+                return "timeout"
             except ConnectionResetError:
-                return True
+                return "closed"
             if not chunk:
-                return True
+                return "closed"
             self.buf += chunk
+        return "marker"
+
+    def received(self, marker: bytes, seconds: float = TIMEOUT) -> bool:
+        """True once `marker` is in `buf`; False if the server closes first or `seconds` pass."""
+        return self._receive_until(marker, seconds) == "marker"
+
+    def closed_within(self, seconds: float = TIMEOUT) -> bool:
+        """True if the server closes the connection (EOF or reset) within `seconds`."""
+        return self._receive_until(None, seconds) == "closed"

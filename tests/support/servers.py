@@ -65,12 +65,14 @@ async def serving(
     inference: InferenceProfile | None = None,
     stop: trio.Event | None = None,
     record: Path | None = None,
+    config: ServerConfig | None = None,
     **limits: Any,
 ) -> AsyncIterator[Served]:
-    """`rollout.serve` for the block; `limits` are ServerConfig fields. On exit it is cancelled,
+    """`rollout.serve` for the block; `limits` are ServerConfig fields (or the whole `config`
+    is given). On exit it is cancelled,
     or, given a `stop` event, stopped gracefully: `stop` is set and the block ends when the
     server has shut down by itself (failing the test if it never does)."""
-    config = ServerConfig(**limits)
+    config = config or ServerConfig(**limits)
     service = Service(engine_of(model, inference), config)
     serve = functools.partial(rollout.serve, service=service, stop=stop, record=record)
     async with trio.open_nursery() as nursery:

@@ -39,6 +39,11 @@ def cmd(i: int) -> str:
     return f"pytest -q tests/test_step_{i}.py"
 
 
+def answers(answer: str = "ok") -> ScriptedPolicy:
+    """A model that answers every request with `answer` and calls nothing."""
+    return ScriptedPolicy(lambda ctx: text(answer))
+
+
 def tool_steps(turns: int, final: str = FINAL, offset: int = 0) -> list[Step]:
     """`turns` exec calls (one per model turn, commands from `offset`), then the answer `final`."""
     return [*(call("exec", {"cmd": cmd(i + offset)}) for i in range(turns)), text(final)]

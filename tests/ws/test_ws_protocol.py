@@ -101,6 +101,20 @@ def index(events: list[dict], kind: str, lane: str | None) -> int:
     raise AssertionError(f"no {kind} on lane {lane!r}")
 
 
+async def error_then_close(ws: trio_websocket.WebSocketConnection, code: str) -> dict[str, Any]:
+    """The next event is a connection-level `error` with `code`, then the server closes with
+    1000; returns the error event."""
+    error = await recv(ws)
+    assert error["type"] == "error", error
+    assert error["error"]["code"] == code, error
+    assert "stream_id" not in error
+    with pytest.raises(ConnectionClosed) as closed, trio.fail_after(TIMEOUT):
+        await ws.get_message()
+    assert closed.value.reason is not None
+    assert closed.value.reason.code == 1000
+    return error
+
+
 def the_call(response: dict[str, Any]) -> dict[str, Any]:
     [item] = response["output"]
     assert item["type"] == "function_call", item
@@ -187,18 +201,11 @@ async def test_age_limit_sends_an_error_then_closes() -> None:
         async with open_websocket_url(server.ws_url) as ws:
             start_time = trio.current_time()
             completed(await respond(ws))
-            error = await recv(ws)
+            error = await error_then_close(ws, "websocket_connection_limit_reached")
             assert trio.current_time() - start_time >= 0.45
-            assert error["type"] == "error"
             assert error["status"] == 400
-            assert error["error"]["code"] == "websocket_connection_limit_reached"
             assert error["error"]["type"] == "invalid_request_error"
             assert "new websocket connection" in error["error"]["message"].lower()
-            assert "stream_id" not in error
-            with pytest.raises(ConnectionClosed) as closed, trio.fail_after(TIMEOUT):
-                await ws.get_message()
-            assert closed.value.reason is not None
-            assert closed.value.reason.code == 1000
         await wait_for(lambda: server.engine.stats.ws_connections == 0)
 
 
@@ -206,14 +213,7 @@ async def test_an_idle_connection_gets_an_error_then_closes() -> None:
     async with serving(answering(), ws_idle_timeout_s=0.3) as server:
         async with open_websocket_url(server.ws_url) as ws:
             completed(await respond(ws))  # one response, then silence
-            error = await recv(ws)
-            assert error["type"] == "error"
-            assert error["error"]["code"] == "websocket_idle_timeout"
-            assert "stream_id" not in error
-            with pytest.raises(ConnectionClosed) as closed, trio.fail_after(TIMEOUT):
-                await ws.get_message()
-            assert closed.value.reason is not None
-            assert closed.value.reason.code == 1000
+            await error_then_close(ws, "websocket_idle_timeout")
         await wait_for(lambda: server.engine.stats.ws_connections == 0)
 
 
