@@ -11,9 +11,9 @@ import pytest
 
 agents = pytest.importorskip("agents")
 
-from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from agents.models.openai_provider import OpenAIProvider  # noqa: E402
 
+from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from rollout import Engine, ScriptedPolicy, ServerConfig, ServerThread, call  # noqa: E402
 from rollout.service.capture import Captured  # noqa: E402
 from rollout.service.service import Service  # noqa: E402

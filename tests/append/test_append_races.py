@@ -9,19 +9,14 @@ from typing import Any
 
 import orjson
 import trio
-from _append_helpers import (
-    Server,
-    output,
-    parallel,
-    pending_ids,
-    running,
-    tool_script,
-)
-from test_append_http import create, sse
 
 from protocol.items import FunctionCallOutput
 from rollout.client import ClientError, HttpClient, connect_ws
-from rollout.model.policy import ScriptedPolicy
+from rollout.testing.plugin import RolloutServer
+from support.appendhttp import create, sse
+from support.events import pending_ids
+from support.tools import output, parallel, tool_steps
+from support.waits import TIMEOUT
 
 TRIALS = 30
 LOSING = {(404, "response_not_found"), (409, "response_not_suspended")}
@@ -58,30 +53,33 @@ async def read_all(stream: trio.SocketStream) -> tuple[int, bytes]:
     return int(head.split(b" ", 2)[1]), body
 
 
-async def test_two_http_appends_of_the_same_outputs_exactly_one_wins() -> None:
-    async with running(tool_script(1)) as server:
-        for _ in range(TRIALS):
-            async with HttpClient(server.base_url) as http:
-                rid, first = await create(http)
-            (cid,) = pending_ids(first[-1])
-            request = raw_append(server.port, rid, [output(cid)])
-            # Both requests are on the wire before the server reads either (plain blocking
-            # sockets: the server's trio loop does not run until the test awaits).
-            one, two = (sent(server.port, request) for _ in range(2))
-            with trio.fail_after(10):  # a hang fails the test; a slow machine does not
-                results = [await read_all(one), await read_all(two)]
-            await one.aclose()
-            await two.aclose()
-            won = [body for status, body in results if status == 200]
-            assert len(won) == 1, results
-            assert won[0].count(b"event: response.completed") == 1, won
-            (lost,) = [(s, orjson.loads(b)["error"]["code"]) for s, b in results if s != 200]
-            assert lost in LOSING, results
-        assert server.engine.stats.http_in_flight == 0
+async def test_two_http_appends_of_the_same_outputs_exactly_one_wins(
+    rollout_server: RolloutServer,
+) -> None:
+    server = rollout_server
+    server.script(tool_steps(1))
+    for _ in range(TRIALS):
+        async with HttpClient(server.http_base_url) as http:
+            rid, first = await create(http)
+        (cid,) = pending_ids(first[-1])
+        request = raw_append(server.port, rid, [output(cid)])
+        # Both requests are on the wire before the server reads either (plain blocking
+        # sockets: the server's trio loop does not run until the test awaits).
+        one, two = (sent(server.port, request) for _ in range(2))
+        with trio.fail_after(TIMEOUT):  # a hang fails the test; a slow machine does not
+            results = [await read_all(one), await read_all(two)]
+        await one.aclose()
+        await two.aclose()
+        won = [body for status, body in results if status == 200]
+        assert len(won) == 1, results
+        assert won[0].count(b"event: response.completed") == 1, won
+        (lost,) = [(s, orjson.loads(b)["error"]["code"]) for s, b in results if s != 200]
+        assert lost in LOSING, results
+    assert server.engine.stats.http_in_flight == 0
 
 
-async def partial_race(server: Server) -> None:
-    async with HttpClient(server.base_url) as one, HttpClient(server.base_url) as two:
+async def partial_race(server: RolloutServer) -> None:
+    async with HttpClient(server.http_base_url) as one, HttpClient(server.http_base_url) as two:
         rid, first = await create(one, store=True)
         a, b = pending_ids(first[-1])
         statuses: list[int] = []
@@ -91,7 +89,7 @@ async def partial_race(server: Server) -> None:
             status, _, _ = await sse(http, path, {"input": [output(a)]})
             statuses.append(status)
 
-        with trio.fail_after(10):
+        with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(race, one)
                 nursery.start_soon(race, two)
@@ -104,14 +102,16 @@ async def partial_race(server: Server) -> None:
         assert sorted(answered) == sorted([a, b]), answered
 
 
-async def test_racing_partial_appends_store_one_output_per_call() -> None:
-    async with running(ScriptedPolicy([parallel("a", "b")])) as server:
-        for _ in range(TRIALS // 3):
-            await partial_race(server)
+async def test_racing_partial_appends_store_one_output_per_call(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script([parallel("a", "b")])
+    for _ in range(TRIALS // 3):
+        await partial_race(rollout_server)
 
 
-async def http_ws_race(server: Server) -> None:
-    async with HttpClient(server.base_url) as http:
+async def http_ws_race(server: RolloutServer) -> None:
+    async with HttpClient(server.http_base_url) as http:
         rid, first = await create(http)
         (cid,) = pending_ids(first[-1])
         results: list[str] = []
@@ -130,7 +130,7 @@ async def http_ws_race(server: Server) -> None:
                 except ClientError as exc:
                     results.append(str(exc.code))
 
-        with trio.fail_after(10):
+        with trio.fail_after(TIMEOUT):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(over_http)
                 nursery.start_soon(over_ws)
@@ -138,7 +138,9 @@ async def http_ws_race(server: Server) -> None:
         assert len(results) == 2, results
 
 
-async def test_http_append_racing_a_websocket_append_exactly_one_wins() -> None:
-    async with running(tool_script(1)) as server:
-        for _ in range(TRIALS // 2):
-            await http_ws_race(server)
+async def test_http_append_racing_a_websocket_append_exactly_one_wins(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script(tool_steps(1))
+    for _ in range(TRIALS // 2):
+        await http_ws_race(rollout_server)

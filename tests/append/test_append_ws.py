@@ -9,47 +9,29 @@ from typing import Any
 
 import pytest
 import trio
-from _append_helpers import (
-    SLOW,
-    TERMINAL,
-    Raw,
-    append_frame,
-    append_host,
-    assert_contiguous,
-    cmd,
-    create_frame,
-    output,
-    parallel,
-    pending_ids,
-    raw_ws,
-    running,
-    tool_script,
-    types,
-    wait_for,
-)
 
 from protocol.items import FunctionCallOutput
 from rollout.engine.context import Context
 from rollout.model.policy import ScriptedPolicy, Step, call, search, text
-from rollout.service.config import ServerConfig
+from rollout.testing.plugin import RolloutServer
+from support.events import TERMINAL, assert_contiguous, pending_ids, response_id_of, types
+from support.frames import append_frame, cancel_frame, create_frame
+from support.rawws import JsonWs, json_ws
+from support.servers import SLOW, Served, serving
+from support.tools import cmd, output, parallel, tool_script, tool_steps
+from support.waits import wait_for
+
+Server = RolloutServer | Served
 
 
-def response_id_of(frame: dict[str, Any]) -> str:
-    if frame["type"] == "response.done":
-        return frame["response_id"]
-    if "response" in frame:
-        return frame["response"]["id"]
-    raise AssertionError(frame)
-
-
-async def start(ws: Raw, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
+async def start(ws: JsonWs, **extra: Any) -> tuple[str, list[dict[str, Any]]]:
     """Create an append rollout and read to its first pause (or end): (id, frames)."""
     await ws.send(create_frame(**extra))
     frames = await ws.to_pause_or_end()
     return response_id_of(frames[-1]), frames
 
 
-async def finish(ws: Raw, rid: str, pause: dict[str, Any]) -> list[dict[str, Any]]:
+async def finish(ws: JsonWs, rid: str, pause: dict[str, Any]) -> list[dict[str, Any]]:
     """Answer every pause with outputs until the terminal event; the frames after `pause`."""
     frames: list[dict[str, Any]] = []
     while pause["type"] == "response.done":
@@ -60,11 +42,55 @@ async def finish(ws: Raw, rid: str, pause: dict[str, Any]) -> list[dict[str, Any
     return frames
 
 
+async def refused_then_resumed(
+    ws: JsonWs, rid: str, frames: list[dict[str, Any]], append: dict[str, Any]
+) -> dict[str, Any]:
+    """Send `append`, which must be refused with an `error` event; then the rollout (suspended at
+    `frames[-1]`) still completes, numbered on from where it paused. Returns the error."""
+    await ws.send(append)
+    error = await ws.error()
+    rest = await finish(ws, rid, frames[-1])
+    assert rest[-1]["type"] == "response.completed"
+    assert_contiguous(frames + rest)
+    return error
+
+
+async def ends_incomplete(
+    server: Server, ws: JsonWs, rid: str, frames: list[dict[str, Any]], reason: str
+) -> None:
+    """The rollout suspended at `frames[-1]` ends with one `response.incomplete` for `reason`,
+    numbered on from the pause, is billed once and is no longer live; after that an append is
+    refused as not suspended."""
+    rest = await ws.to_pause_or_end()
+    assert types(rest) == ["response.incomplete"]
+    assert rest[0]["response"]["incomplete_details"]["reason"] == reason
+    assert rest[0]["response"]["status"] == "incomplete"
+    assert_contiguous(frames + rest)
+    await wait_for(lambda: server.engine.stats.billed == 1)
+    await wait_for(lambda: server.service.live.rollouts == {})
+    await ws.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
+    assert (await ws.error())["code"] == "response_not_suspended"
+
+
+async def parked(server: RolloutServer, turns: int) -> tuple[str, list[dict[str, Any]]]:
+    """A `turns`-call rollout created on a connection that then closed: parked, still suspended.
+    Returns its id and the frames received before the close."""
+    server.script(tool_steps(turns))
+    async with json_ws(server.ws_url) as first:
+        rid, frames = await start(first)
+    await wait_for(lambda: server.service.live.rollouts[rid].sink is None)
+    assert server.service.live.rollouts[rid].state == "parked"  # suspended, its client gone
+    return rid, frames
+
+
 # -- one response, one numbering ----------------------------------------------------------------
 
 
-async def test_one_response_id_and_contiguous_numbering_across_pauses() -> None:
-    async with running(tool_script(3)) as server, raw_ws(server.ws_url) as ws:
+async def test_one_response_id_and_contiguous_numbering_across_pauses(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script(tool_steps(3))
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         frames += await finish(ws, rid, frames[-1])
         await ws.nothing(0.1)
@@ -115,7 +141,9 @@ async def test_one_response_id_and_contiguous_numbering_across_pauses() -> None:
 # -- parallel calls -----------------------------------------------------------------------------
 
 
-async def test_parallel_outputs_in_separate_out_of_order_appends() -> None:
+async def test_parallel_outputs_in_separate_out_of_order_appends(
+    rollout_server: RolloutServer,
+) -> None:
     seen: list[list[str]] = []
 
     def policy(ctx: Context) -> Step:
@@ -124,7 +152,8 @@ async def test_parallel_outputs_in_separate_out_of_order_appends() -> None:
         seen.append([i.call_id for i in ctx.items if isinstance(i, FunctionCallOutput)])
         return text("merged")
 
-    async with running(ScriptedPolicy(policy)) as server, raw_ws(server.ws_url) as ws:
+    rollout_server.policy(policy)
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         pause = frames[-1]
         a, b, c = pending_ids(pause)
@@ -149,24 +178,26 @@ async def test_parallel_outputs_in_separate_out_of_order_appends() -> None:
 # -- append errors, each leaving the rollout resumable ------------------------------------------
 
 
-async def test_unknown_response_id_then_resume() -> None:
-    async with running(tool_script(1)) as server, raw_ws(server.ws_url) as ws:
+async def test_unknown_response_id_then_resume(rollout_server: RolloutServer) -> None:
+    rollout_server.script(tool_steps(1))
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         (cid,) = pending_ids(frames[-1])
-        await ws.send(append_frame("resp_does_not_exist", [output(cid)]))
-        error = await ws.error()
+        wrong_id = append_frame("resp_does_not_exist", [output(cid)])
+        error = await refused_then_resumed(ws, rid, frames, wrong_id)
         assert error["code"] == "response_not_found"
         assert error["param"] == "response_id"
-        assert ws.received[-1]["status"] == 404
-        rest = await finish(ws, rid, frames[-1])
-        assert rest[-1]["type"] == "response.completed"
-        assert_contiguous(frames + rest)
+        [refusal] = [f for f in ws.received if f["type"] == "error"]
+        assert refusal["status"] == 404
 
 
-async def test_append_while_running_and_after_finished_is_not_suspended() -> None:
+async def test_append_while_running_and_after_finished_is_not_suspended(
+    rollout_server: RolloutServer,
+) -> None:
     long_cmd = " ".join(f"step{i}" for i in range(20))  # ~40 tokens: 0.8 s at 50 tokens/s
-    script = ScriptedPolicy([call("exec", {"cmd": long_cmd}), text("ok " * 20)])
-    async with running(script, inference=SLOW) as server, raw_ws(server.ws_url) as ws:
+    rollout_server.script([call("exec", {"cmd": long_cmd}), text("ok " * 20)])
+    rollout_server.profile(SLOW)
+    async with json_ws(rollout_server.ws_url) as ws:
         await ws.send(create_frame())
         created = await ws.recv()
         rid = created["response"]["id"]
@@ -207,19 +238,22 @@ async def test_append_while_running_and_after_finished_is_not_suspended() -> Non
         assert ws.received[-1]["status"] == 409
 
 
-async def test_unknown_call_id_then_resume() -> None:
-    async with running(tool_script(1)) as server, raw_ws(server.ws_url) as ws:
+async def test_unknown_call_id_then_resume(rollout_server: RolloutServer) -> None:
+    rollout_server.script(tool_steps(1))
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
-        await ws.send(append_frame(rid, [output("call_nope")]))
-        error = await ws.error()
+        error = await refused_then_resumed(
+            ws, rid, frames, append_frame(rid, [output("call_nope")])
+        )
         assert error["code"] == "unknown_call_id"
         assert error["param"] == "input[0].call_id"
-        rest = await finish(ws, rid, frames[-1])
-        assert rest[-1]["type"] == "response.completed"
 
 
-async def test_duplicate_call_output_in_one_append_and_in_a_later_one() -> None:
-    async with running(ScriptedPolicy([parallel("a", "b")])) as server, raw_ws(server.ws_url) as ws:
+async def test_duplicate_call_output_in_one_append_and_in_a_later_one(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script([parallel("a", "b")])
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         a, b = pending_ids(frames[-1])
         # Twice in one append: the whole append is refused (nothing applied).
@@ -266,29 +300,31 @@ async def test_duplicate_call_output_in_one_append_and_in_a_later_one() -> None:
         ),
     ],
 )
-async def test_malformed_items_then_resume(item: dict[str, Any], code: str, param: str) -> None:
-    async with running(tool_script(1)) as server, raw_ws(server.ws_url) as ws:
+async def test_malformed_items_then_resume(
+    rollout_server: RolloutServer, item: dict[str, Any], code: str, param: str
+) -> None:
+    rollout_server.script(tool_steps(1))
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
-        await ws.send(append_frame(rid, [item]))
-        error = await ws.error()
+        error = await refused_then_resumed(ws, rid, frames, append_frame(rid, [item]))
         assert error["type"] == "invalid_request_error"
         assert error["code"] == code
         assert error["param"] == param
-        rest = await finish(ws, rid, frames[-1])
-        assert rest[-1]["type"] == "response.completed"
-        assert_contiguous(frames + rest)
 
 
 # -- appended user messages ---------------------------------------------------------------------
 
 
-async def test_user_message_appended_with_the_output_joins_the_context() -> None:
+async def test_user_message_appended_with_the_output_joins_the_context(
+    rollout_server: RolloutServer,
+) -> None:
     def policy(ctx: Context) -> Step:
         if ctx.model_turns == 0:
             return call("exec", {"cmd": cmd(0)})
         return text(f"heard: {ctx.last_user_text}")
 
-    async with running(ScriptedPolicy(policy)) as server, raw_ws(server.ws_url) as ws:
+    rollout_server.policy(policy)
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         (cid,) = pending_ids(frames[-1])
         steer = {"role": "user", "content": "use the fast suite"}
@@ -298,11 +334,11 @@ async def test_user_message_appended_with_the_output_joins_the_context() -> None
     assert final["status"] == "completed"
     assert final["output"][-1]["content"][0]["text"] == "heard: use the fast suite"
     # Scanned once each: header, initial input, and the two appended items.
-    await wait_for(lambda: server.engine.stats.responses == 1)
-    assert server.engine.stats.totals.counts["scan"].items == 4
+    await wait_for(lambda: rollout_server.engine.stats.responses == 1)
+    assert rollout_server.engine.stats.totals.counts["scan"].items == 4
 
 
-async def test_user_message_alone_does_not_resume() -> None:
+async def test_user_message_alone_does_not_resume(rollout_server: RolloutServer) -> None:
     seen: list[list[str]] = []
 
     def policy(ctx: Context) -> Step:
@@ -311,7 +347,8 @@ async def test_user_message_alone_does_not_resume() -> None:
         seen.append([type(i).__name__ for i in ctx.items])
         return text("ok")
 
-    async with running(ScriptedPolicy(policy)) as server, raw_ws(server.ws_url) as ws:
+    rollout_server.policy(policy)
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
         (cid,) = pending_ids(frames[-1])
         await ws.send(append_frame(rid, [{"role": "user", "content": "hold on"}]))
@@ -326,10 +363,10 @@ async def test_user_message_alone_does_not_resume() -> None:
 # -- hosted tools never pause -------------------------------------------------------------------
 
 
-async def test_hosted_web_search_never_pauses() -> None:
-    script = ScriptedPolicy([search("trio websockets"), call("exec", {"cmd": cmd(0)}), text("ok")])
+async def test_hosted_web_search_never_pauses(rollout_server: RolloutServer) -> None:
+    rollout_server.script([search("trio websockets"), call("exec", {"cmd": cmd(0)}), text("ok")])
     tools = [create_frame()["tools"][0], {"type": "web_search"}]
-    async with running(script) as server, raw_ws(server.ws_url) as ws:
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws, tools=tools)
         rest = await finish(ws, rid, frames[-1])
     every = frames + rest
@@ -348,41 +385,36 @@ async def test_hosted_web_search_never_pauses() -> None:
 # -- cancel -------------------------------------------------------------------------------------
 
 
-async def test_cancel_while_running() -> None:
-    script = ScriptedPolicy([text("word " * 200)])
-    async with running(script, inference=SLOW) as server, raw_ws(server.ws_url) as ws:
+async def test_cancel_while_running(rollout_server: RolloutServer) -> None:
+    rollout_server.script([text("word " * 200)])
+    rollout_server.profile(SLOW)
+    async with json_ws(rollout_server.ws_url) as ws:
         await ws.send(create_frame())
         created = await ws.recv()
         rid = created["response"]["id"]
         await ws.until(lambda f: f["type"] == "response.output_text.delta")
-        await ws.send({"type": "response.cancel", "response_id": rid})
+        await ws.send(cancel_frame(rid))
         rest = await ws.to_pause_or_end()
         assert rest[-1]["type"] == "response.incomplete"
         assert rest[-1]["response"]["incomplete_details"]["reason"] == "cancelled"
         assert_contiguous(ws.received)
         await ws.nothing(0.1)
-    await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server).rollouts == {}
+    await wait_for(lambda: rollout_server.engine.stats.billed == 1)
+    assert rollout_server.service.live.rollouts == {}
 
 
-async def test_cancel_while_suspended() -> None:
-    async with running(tool_script(2)) as server, raw_ws(server.ws_url) as ws:
+async def test_cancel_while_suspended(rollout_server: RolloutServer) -> None:
+    rollout_server.script(tool_steps(2))
+    async with json_ws(rollout_server.ws_url) as ws:
         rid, frames = await start(ws)
-        await ws.send({"type": "response.cancel", "response_id": rid})
-        rest = await ws.to_pause_or_end()
-        assert types(rest) == ["response.incomplete"]
-        assert rest[0]["response"]["incomplete_details"]["reason"] == "cancelled"
-        assert rest[0]["response"]["status"] == "incomplete"
-        assert_contiguous(frames + rest)
-        # The rollout is over: appending now is refused as not suspended.
-        await ws.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
-        assert (await ws.error())["code"] == "response_not_suspended"
-    await wait_for(lambda: server.engine.stats.billed == 1)
+        await ws.send(cancel_frame(rid))
+        await ends_incomplete(rollout_server, ws, rid, frames, "cancelled")
 
 
-async def test_cancel_unknown_response_is_an_error() -> None:
-    async with running(tool_script(1)) as server, raw_ws(server.ws_url) as ws:
-        await ws.send({"type": "response.cancel", "response_id": "resp_nope"})
+async def test_cancel_unknown_response_is_an_error(rollout_server: RolloutServer) -> None:
+    rollout_server.script(tool_steps(1))
+    async with json_ws(rollout_server.ws_url) as ws:
+        await ws.send(cancel_frame("resp_nope"))
         assert (await ws.error())["code"] == "response_not_found"
 
 
@@ -390,61 +422,50 @@ async def test_cancel_unknown_response_is_an_error() -> None:
 
 
 async def test_append_timeout_ends_the_rollout() -> None:
-    config = ServerConfig(append_timeout_s=0.3)
-    async with running(tool_script(2), config=config) as server, raw_ws(server.ws_url) as ws:
+    async with (
+        serving(tool_script(2), append_timeout_s=0.3) as server,
+        json_ws(server.ws_url) as ws,
+    ):
         rid, frames = await start(ws)
-        rest = await ws.to_pause_or_end(timeout=3)
-        assert types(rest) == ["response.incomplete"]
-        assert rest[0]["response"]["incomplete_details"]["reason"] == "append_timeout"
-        assert_contiguous(frames + rest)
-        await ws.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
-        assert (await ws.error())["code"] == "response_not_suspended"
-    await wait_for(lambda: server.engine.stats.billed == 1)
-    assert append_host(server).rollouts == {}
+        await ends_incomplete(server, ws, rid, frames, "append_timeout")
 
 
 # -- disconnect, resume, grace ------------------------------------------------------------------
 
 
-async def test_resume_from_a_new_connection() -> None:
-    async with running(tool_script(2)) as server:
-        async with raw_ws(server.ws_url) as first:
-            rid, frames = await start(first)
-        # The first connection is closed; the rollout is parked, not finished.
-        host = append_host(server)
-        await wait_for(lambda: host.rollouts[rid].sink is None)
-        assert host.rollouts[rid].state == "parked"  # suspended, with its client gone
-        async with raw_ws(server.ws_url) as second:
-            rest = await finish(second, rid, frames[-1])
-            await second.nothing(0.1)
-        assert types(rest).count("response.done") == 1
-        assert rest[-1]["type"] == "response.completed"
-        # No event was sent while nobody was connected: numbering is contiguous across both.
-        assert_contiguous(frames + rest)
-        assert {response_id_of(f) for f in rest if f["type"] in TERMINAL} == {rid}
-        await wait_for(lambda: server.engine.stats.billed == 1)
-        assert host.rollouts == {}
+async def test_resume_from_a_new_connection(rollout_server: RolloutServer) -> None:
+    # The first connection is closed; the rollout is parked, not finished.
+    rid, frames = await parked(rollout_server, 2)
+    host = rollout_server.service.live
+    async with json_ws(rollout_server.ws_url) as second:
+        rest = await finish(second, rid, frames[-1])
+        await second.nothing(0.1)
+    assert types(rest).count("response.done") == 1
+    assert rest[-1]["type"] == "response.completed"
+    # No event was sent while nobody was connected: numbering is contiguous across both.
+    assert_contiguous(frames + rest)
+    assert {response_id_of(f) for f in rest if f["type"] in TERMINAL} == {rid}
+    await wait_for(lambda: rollout_server.engine.stats.billed == 1)
+    assert host.rollouts == {}
 
 
 async def test_parked_rollout_is_finished_after_the_grace_period() -> None:
-    config = ServerConfig(append_grace_s=0.3)
-    async with running(tool_script(2), config=config) as server:
-        async with raw_ws(server.ws_url) as ws:
+    async with serving(tool_script(2), append_grace_s=0.3) as server:
+        async with json_ws(server.ws_url) as ws:
             rid, frames = await start(ws)
-        host = append_host(server)
-        await wait_for(lambda: host.rollouts == {}, timeout=3)
+        host = server.service.live
+        await wait_for(lambda: host.rollouts == {})
         await wait_for(lambda: server.engine.stats.billed == 1)
         assert server.engine.stats.responses == 1
         assert server.engine.stats.live_rollouts == 0
         # Too late: the rollout is finished and its resources freed.
-        async with raw_ws(server.ws_url) as late:
+        async with json_ws(server.ws_url) as late:
             await late.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
             assert (await late.error())["code"] == "response_not_suspended"
 
 
 async def test_grace_does_not_apply_while_connected() -> None:
-    config = ServerConfig(append_grace_s=0.2)
-    async with running(tool_script(1), config=config) as server, raw_ws(server.ws_url) as ws:
+    async with serving(tool_script(1), append_grace_s=0.2) as server, json_ws(server.ws_url) as ws:
         rid, frames = await start(ws)
         await ws.nothing(0.5)
         rest = await finish(ws, rid, frames[-1])
@@ -452,12 +473,11 @@ async def test_grace_does_not_apply_while_connected() -> None:
 
 
 async def test_reconnected_client_is_not_cut_off_by_the_grace_period() -> None:
-    config = ServerConfig(append_grace_s=0.3)
-    async with running(ScriptedPolicy([parallel("a", "b")]), config=config) as server:
-        async with raw_ws(server.ws_url) as first:
+    async with serving(ScriptedPolicy([parallel("a", "b")]), append_grace_s=0.3) as server:
+        async with json_ws(server.ws_url) as first:
             rid, frames = await start(first)
         a, b = pending_ids(frames[-1])
-        async with raw_ws(server.ws_url) as second:
+        async with json_ws(server.ws_url) as second:
             await second.send(append_frame(rid, [output(a)]))  # re-attaches, partial
             with trio.move_on_after(0.6):
                 early = await second.recv()
@@ -468,56 +488,54 @@ async def test_reconnected_client_is_not_cut_off_by_the_grace_period() -> None:
 
 
 async def test_parked_rollout_cannot_be_resumed_with_another_api_key() -> None:
-    config = ServerConfig(api_keys=frozenset({"k1", "k2"}))
-    async with running(tool_script(1), config=config) as server:
-        async with raw_ws(server.ws_url, api_key="k1") as first:
+    async with serving(tool_script(1), api_keys=frozenset({"k1", "k2"})) as server:
+        async with json_ws(server.ws_url, api_key="k1") as first:
             rid, frames = await start(first)
         outputs = [output(c) for c in pending_ids(frames[-1])]
-        async with raw_ws(server.ws_url, api_key="k2") as other:
+        async with json_ws(server.ws_url, api_key="k2") as other:
             await other.send(append_frame(rid, outputs))
             error = await other.error()
             assert error["code"] == "response_not_found"
-            await other.send({"type": "response.cancel", "response_id": rid})
+            await other.send(cancel_frame(rid))
             assert (await other.error())["code"] == "response_not_found"
-        async with raw_ws(server.ws_url, api_key="k1") as owner:
+        async with json_ws(server.ws_url, api_key="k1") as owner:
             await owner.send(append_frame(rid, outputs))
             rest = await owner.to_pause_or_end()
             assert rest[-1]["type"] == "response.completed"
             assert_contiguous(frames + rest)
 
 
-async def test_disconnect_while_running_ends_the_rollout() -> None:
-    script = ScriptedPolicy([text("word " * 200)])
-    async with running(script, inference=SLOW) as server:
-        async with raw_ws(server.ws_url) as ws:
-            await ws.send(create_frame())
-            await ws.until(lambda f: f["type"] == "response.output_text.delta")
-        host = append_host(server)
-        await wait_for(lambda: host.rollouts == {})
-        await wait_for(lambda: server.engine.stats.billed == 1)
+async def test_disconnect_while_running_ends_the_rollout(rollout_server: RolloutServer) -> None:
+    rollout_server.script([text("word " * 200)])
+    rollout_server.profile(SLOW)
+    async with json_ws(rollout_server.ws_url) as ws:
+        await ws.send(create_frame())
+        await ws.until(lambda f: f["type"] == "response.output_text.delta")
+    host = rollout_server.service.live
+    await wait_for(lambda: host.rollouts == {})
+    await wait_for(lambda: rollout_server.engine.stats.billed == 1)
 
 
-async def test_another_open_connection_cannot_take_over_an_attached_rollout() -> None:
+async def test_another_open_connection_cannot_take_over_an_attached_rollout(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script(tool_steps(1))
     async with (
-        running(tool_script(1)) as server,
-        raw_ws(server.ws_url) as first,
-        raw_ws(server.ws_url) as second,
+        json_ws(rollout_server.ws_url) as first,
+        json_ws(rollout_server.ws_url) as second,
     ):
         rid, frames = await start(first)
         await second.send(append_frame(rid, [output(c) for c in pending_ids(frames[-1])]))
-        error = await second.error(timeout=1)
+        error = await second.error()
         assert error["code"] == "response_not_found"
 
 
-async def test_cancel_a_parked_rollout_from_a_new_connection() -> None:
-    async with running(tool_script(2)) as server:
-        async with raw_ws(server.ws_url) as first:
-            rid, _ = await start(first)
-        host = append_host(server)
-        await wait_for(lambda: host.rollouts[rid].sink is None)
-        async with raw_ws(server.ws_url) as second:
-            await second.send({"type": "response.cancel", "response_id": rid})
-            await wait_for(lambda: rid not in host.rollouts)  # it was cancelled ...
-            rest = await second.to_pause_or_end(timeout=1)  # ... but nobody is told
-            assert types(rest) == ["response.incomplete"]
-            assert rest[0]["response"]["incomplete_details"]["reason"] == "cancelled"
+async def test_cancel_a_parked_rollout_from_a_new_connection(rollout_server: RolloutServer) -> None:
+    rid, _ = await parked(rollout_server, 2)
+    host = rollout_server.service.live
+    async with json_ws(rollout_server.ws_url) as second:
+        await second.send(cancel_frame(rid))
+        await wait_for(lambda: rid not in host.rollouts)  # it was cancelled ...
+        rest = await second.to_pause_or_end()  # ... but nobody is told
+        assert types(rest) == ["response.incomplete"]
+        assert rest[0]["response"]["incomplete_details"]["reason"] == "cancelled"

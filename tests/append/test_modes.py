@@ -9,24 +9,16 @@ from typing import Any
 
 import orjson
 import pytest
-from _append_helpers import (
-    EXEC_TOOL,
-    FINAL,
-    INSTRUCTIONS,
-    MODEL,
-    cmd,
-    decode_items,
-    decode_tools,
-    running,
-    tool_script,
-    wait_for,
-)
 
 from protocol.items import Message, OutputText
 from rollout.client import MODES, AgentResult, run_agent
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.work import Work
+from support.accounting import decode_items, decode_tools
+from support.servers import serving
+from support.tools import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, cmd, tool_script
+from support.waits import wait_for
 
 CALLS = 10
 REQUEST: dict[str, Any] = {
@@ -42,8 +34,8 @@ def exec_tool(args: dict[str, Any]) -> str:
 
 
 async def run_mode(mode: str) -> tuple[AgentResult, Engine]:
-    async with running(tool_script(CALLS)) as server:
-        result = await run_agent(mode, server.base_url, REQUEST, {"exec": exec_tool})
+    async with serving(tool_script(CALLS)) as server:
+        result = await run_agent(mode, server.http_base_url, REQUEST, {"exec": exec_tool})
         expected = 1 if mode.endswith("append") else CALLS + 1
         # WebSocket billing runs in the background: wait until every response is recorded.
         await wait_for(lambda: server.engine.stats.responses >= expected)

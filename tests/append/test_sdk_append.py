@@ -5,57 +5,24 @@
 # `model_dump()`.
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import orjson
-import pytest
-from _append_helpers import (
-    FINAL,
-    TERMINAL,
-    append_frame,
-    cmd,
-    create_frame,
-    output,
-    parallel,
-)
-from openai import OpenAI
-
-from rollout.engine.engine import Engine
-from rollout.model.policy import Policy, ScriptedPolicy, call, text
-from rollout.testing.thread import ServerThread
+from rollout.model.policy import ScriptedPolicy, text
+from support.events import TERMINAL
+from support.frames import append_frame, create_frame
+from support.servers import Serve
+from support.tools import FINAL, cmd, output, parallel, run_exec, tool_steps
 
 CALLS = 4
 
 
-def sdk(server: ServerThread) -> OpenAI:
-    return OpenAI(api_key="test", base_url=server.http_base_url, max_retries=0, timeout=10)
-
-
-@pytest.fixture
-def serve() -> Iterator[Any]:
-    servers: list[ServerThread] = []
-
-    def start(policy: Policy) -> tuple[ServerThread, OpenAI]:
-        server = ServerThread(Engine(policy=policy)).start()
-        servers.append(server)
-        return server, sdk(server)
-
-    try:
-        yield start
-    finally:
-        for server in servers:
-            server.stop()
-
-
 def run_tool(name: str, arguments: str) -> str:
     assert name == "exec"
-    return f"ran {orjson.loads(arguments)['cmd']}: exit 0"
+    return run_exec(arguments)
 
 
-def test_sdk_drives_an_append_rollout_to_completion(serve: Any) -> None:
-    script = ScriptedPolicy([call("exec", {"cmd": cmd(i)}) for i in range(CALLS)] + [text(FINAL)])
-    server, client = serve(script)
+def test_sdk_drives_an_append_rollout_to_completion(serve: Serve) -> None:
+    server, client = serve(ScriptedPolicy(tool_steps(CALLS)))
     seqs: list[int] = []
     kinds: list[str] = []
     ids: set[str] = set()
@@ -102,7 +69,7 @@ def test_sdk_drives_an_append_rollout_to_completion(serve: Any) -> None:
     assert server.engine.stats.totals.counts["routing"].calls == 1
 
 
-def test_sdk_parallel_calls_and_an_error_event_on_the_way(serve: Any) -> None:
+def test_sdk_parallel_calls_and_an_error_event_on_the_way(serve: Serve) -> None:
     _, client = serve(ScriptedPolicy([parallel("a", "b", "c"), text(FINAL)]))
     errors: list[dict[str, Any]] = []
     pauses = 0

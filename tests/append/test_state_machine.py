@@ -9,7 +9,7 @@
 # closed, the grace period waited out) no live rollout in the server and every rollout recorded.
 from __future__ import annotations
 
-import functools
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -17,14 +17,6 @@ from typing import Any
 import attrs
 import orjson
 import pytest
-from _append_helpers import (
-    TERMINAL,
-    append_frame,
-    append_host,
-    create_frame,
-    output,
-    parallel,
-)
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -32,14 +24,15 @@ from websockets.sync.client import ClientConnection, connect
 
 from protocol.items import Message, text_of
 from rollout.engine.context import Context
-from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy, Step, text
-from rollout.service.config import ServerConfig
-from rollout.service.live import LiveRollouts
 from rollout.testing.thread import ServerThread
+from support.events import PAUSE_OR_END, TERMINAL
+from support.frames import append_frame, cancel_frame, create_frame
+from support.servers import threaded
+from support.tools import output, parallel
+from support.waits import TIMEOUT, holds_within, wait_until
 
 GRACE = 0.3
-READ_TIMEOUT = 5.0
 MAX_CONNECTIONS = 3
 PLAN = st.lists(st.integers(0, 3), max_size=4)  # calls per model step; 0 is the answer
 APPEND_KINDS = st.sampled_from(
@@ -59,6 +52,7 @@ def plan_policy(ctx: Context) -> Step:
     return text("done")
 
 
+_servers = contextlib.ExitStack()
 _server: ServerThread | None = None
 
 
@@ -66,23 +60,18 @@ def shared_server() -> ServerThread:
     """The machine's one server, started on first use and stopped after the module."""
     global _server
     if _server is None:
-        config = ServerConfig(append_grace_s=GRACE, append_timeout_s=60)
-        _server = ServerThread(Engine(policy=ScriptedPolicy(plan_policy)), config=config).start()
+        policy = ScriptedPolicy(plan_policy)
+        limits = {"append_grace_s": GRACE, "append_timeout_s": 60}
+        _server = _servers.enter_context(threaded(policy, **limits))
     return _server
-
-
-@functools.cache
-def shared_host(server: ServerThread) -> LiveRollouts:
-    return append_host(server)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_shared_server() -> Iterator[None]:
     yield
     global _server
-    if _server is not None:
-        _server.stop()
-        _server = None
+    _servers.close()
+    _server = None
 
 
 @attrs.define(eq=False)
@@ -123,7 +112,7 @@ class AppendMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.server = shared_server()
-        self.host = shared_host(self.server)
+        self.host = self.server.service.live
         self.conns: list[Conn] = []
         self.rollouts: list[Model] = []
         self.by_lane: dict[str, Model] = {}
@@ -133,7 +122,7 @@ class AppendMachine(RuleBasedStateMachine):
     # -- plumbing -------------------------------------------------------------------------------
 
     def _open(self) -> Conn:
-        ws = connect(self.server.ws_url, max_size=None, open_timeout=5, close_timeout=2)
+        ws = connect(self.server.ws_url, max_size=None, open_timeout=TIMEOUT, close_timeout=2)
         conn = Conn(ws)
         self.conns.append(conn)
         return conn
@@ -172,7 +161,7 @@ class AppendMachine(RuleBasedStateMachine):
 
     def _read(self, conn: Conn, done: Any) -> dict[str, Any]:
         """Dispatch frames from `conn` until `done(frame)`; returns that frame."""
-        deadline = time.monotonic() + READ_TIMEOUT
+        deadline = time.monotonic() + TIMEOUT
         while True:
             left = deadline - time.monotonic()
             assert left > 0, "timed out waiting for the server"
@@ -184,7 +173,7 @@ class AppendMachine(RuleBasedStateMachine):
     def _read_to_boundary(self, r: Model) -> None:
         self._read(
             r.conn,
-            lambda f: f.get("stream_id") == r.lane and f["type"] in TERMINAL | {"response.done"},
+            lambda f: f.get("stream_id") == r.lane and f["type"] in PAUSE_OR_END,
         )
 
     def _open_conns(self) -> list[Conn]:
@@ -286,7 +275,7 @@ class AppendMachine(RuleBasedStateMachine):
         if suspended:
             r = data.draw(st.sampled_from(suspended), label="rollout")
             assert r.id is not None
-            self._send(r.conn, {"type": "response.cancel", "response_id": r.id})
+            self._send(r.conn, cancel_frame(r.id))
             r.state = "running"  # its terminal event comes next
             self._read_to_boundary(r)
             terminal = r.terminals[-1]
@@ -296,7 +285,7 @@ class AppendMachine(RuleBasedStateMachine):
         finished = [r for r in self.rollouts if r.state == "finished" and r.id is not None]
         conn = self._any_conn(data)
         target = data.draw(st.sampled_from(finished), label="rollout").id if finished else None
-        self._send(conn, {"type": "response.cancel", "response_id": target or "resp_unknown"})
+        self._send(conn, cancel_frame(target or "resp_unknown"))
         frame = self._read(conn, lambda f: f["type"] == "error" and "stream_id" not in f)
         expected = "response_not_suspended" if target else "response_not_found"
         assert frame["error"]["code"] == expected
@@ -340,7 +329,7 @@ class AppendMachine(RuleBasedStateMachine):
         frame = self._read(
             conn,
             lambda f: (
-                (f.get("stream_id") == r.lane and f["type"] in TERMINAL | {"response.done"})
+                (f.get("stream_id") == r.lane and f["type"] in PAUSE_OR_END)
                 or (f["type"] == "error" and "stream_id" not in f)
             ),
         )
@@ -387,16 +376,19 @@ class AppendMachine(RuleBasedStateMachine):
         for r in self.rollouts:
             if r.state != "suspended" or r.id is None:
                 continue
-            deadline = time.monotonic() + 1
+            rid = r.id
             expected = "parked" if r.parked else "suspended"
-            live = host.rollouts.get(r.id)
-            while (live is None or live.state != expected) and time.monotonic() < deadline:
-                if r.parked and r.id in host.finished:
-                    break
-                time.sleep(0.005)
-                live = host.rollouts.get(r.id)
-            if r.parked and r.id in host.finished:
+
+            def settled(r: Model = r, rid: str = rid, expected: str = expected) -> bool:
+                live = host.rollouts.get(rid)
+                return (live is not None and live.state == expected) or (
+                    r.parked and rid in host.finished
+                )
+
+            holds_within(settled)
+            if r.parked and rid in host.finished:
                 continue
+            live = host.rollouts.get(rid)
             assert live is not None and live.state == expected, r.lane
             assert set(live.pending) == set(r.pending)
 
@@ -413,13 +405,10 @@ class AppendMachine(RuleBasedStateMachine):
             conn.open = False
         host = self.host
         stats = self.server.engine.stats
-        deadline = time.monotonic() + GRACE + 5
-        while host.rollouts and time.monotonic() < deadline:
-            time.sleep(0.02)
+        holds_within(lambda: not host.rollouts, GRACE + TIMEOUT)
         assert host.rollouts == {}, list(host.rollouts)
         # Every rollout ended and was recorded (billing runs in the background).
-        while stats.responses < AppendMachine.created_total and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(lambda: stats.responses >= AppendMachine.created_total)
         assert stats.responses == AppendMachine.created_total
         assert stats.billed == AppendMachine.created_total
         assert stats.live_rollouts == 0

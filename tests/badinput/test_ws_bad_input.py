@@ -19,25 +19,14 @@ import attrs
 import orjson
 import pytest
 import trio
-from _helpers import (
-    ANY,
-    CLOSE,
-    CONTINUATION,
-    EXEC_TOOL,
-    MODEL,
-    PING,
-    TEXT,
-    WsClient,
-    assert_no_tracebacks,
-    check_error,
-    check_response_events,
-    deep,
-    ends,
-    output,
-    raw_frame,
-    running,
-    watch_logs,
-)
+
+from support.badinput import check_response_events, deep, ends, watched_server
+from support.errors import ANY, assert_error
+from support.frames import append_frame
+from support.rawws import CLOSE, CONTINUATION, PING, TEXT, RawWs, raw_frame
+from support.tables import assert_table, params
+from support.tools import EXEC_TOOL, MODEL, output
+from support.waits import TIMEOUT
 
 LIMIT = 32 * 1024
 CONFIG: dict[str, Any] = {"max_frame_bytes": LIMIT}
@@ -76,7 +65,7 @@ class Row:
     param: str | None = None
     lane: str | None = None  # the error event's stream_id
     close: int | None = None  # the close code that must follow; None: the connection stays open
-    timeout: float = 5.0
+    timeout: float = TIMEOUT  # a liveness bound for the error event
     bug: str | None = None
 
 
@@ -98,10 +87,6 @@ def raw_create(tail: str) -> str:
 
 def item(**fields: Any) -> dict[str, Any]:
     return create(input=[fields])
-
-
-def append_frame(response_id: Any, items: Any, **extra: Any) -> dict[str, Any]:
-    return {"type": "response.append", "response_id": response_id, "input": items, **extra}
 
 
 def text_frame(payload: bytes, **kw: Any) -> Raw:
@@ -515,7 +500,6 @@ ROWS: list[Row] = [
         "empty_input",
         "input",
         lane="bg",
-        timeout=1.0,
     ),
     # -- response.cancel ------------------------------------------------------------------------
     Row(
@@ -563,7 +547,7 @@ def append_create(lane: str) -> dict[str, Any]:
     return create(shape="append", tools=[EXEC_TOOL], stream_id=lane, input="Fix the tests.")
 
 
-async def suspend(ws: WsClient, lane: str) -> tuple[str, str]:
+async def suspend(ws: RawWs, lane: str) -> tuple[str, str]:
     """Start an append rollout on `lane`; it suspends on one exec call: (id, call_id)."""
     await ws.send_json(append_create(lane))
     events = await ws.until(ends)
@@ -572,7 +556,7 @@ async def suspend(ws: WsClient, lane: str) -> tuple[str, str]:
     return done["response_id"], pending["call_id"]
 
 
-async def chain(ws: WsClient) -> str:
+async def chain(ws: RawWs) -> str:
     """A valid create on the default lane: a completed response (its id)."""
     await ws.send_json(create(input="Are you still there?"))
     events = await ws.until(ends)
@@ -582,7 +566,7 @@ async def chain(ws: WsClient) -> str:
     return done["response"]["id"]
 
 
-async def resume(ws: WsClient, rid: str, call_id: str, lane: str) -> None:
+async def resume(ws: RawWs, rid: str, call_id: str, lane: str) -> None:
     """Finish a suspended rollout with a valid append: response.completed on its lane."""
     await ws.send_json(append_frame(rid, [output(call_id)]))
     events = await ws.until(ends)
@@ -591,7 +575,7 @@ async def resume(ws: WsClient, rid: str, call_id: str, lane: str) -> None:
     assert done["response"]["status"] == "completed"
 
 
-async def send(ws: WsClient, frame: Frame) -> None:
+async def send(ws: RawWs, frame: Frame) -> None:
     if isinstance(frame, Binary):
         await ws.send_bytes(frame.data)
     elif isinstance(frame, Raw):
@@ -605,29 +589,19 @@ def check_error_event(row: Row, event: dict[str, Any]) -> None:
     assert set(event) <= {"type", "status", "error", "stream_id"}, event  # no sequence_number
     assert event["status"] == row.status, event
     assert event.get("stream_id") == row.lane, event
-    check_error(event["error"], code=row.code, param=row.param)
-
-
-def params() -> list[Any]:
-    out = []
-    for row in ROWS:
-        marks = [pytest.mark.xfail(strict=True, reason=row.bug)] if row.bug else []
-        out.append(pytest.param(row, id=row.id, marks=marks))
-    return out
+    assert_error(event["error"], code=row.code, param=row.param)
 
 
 def test_table_size() -> None:
-    assert len(ROWS) >= 40
-    assert len({r.id for r in ROWS}) == len(ROWS)
+    assert_table(ROWS, at_least=40)
 
 
-@pytest.mark.parametrize("row", params())
+@pytest.mark.parametrize("row", params(ROWS))
 async def test_ws_bad_input(row: Row, caplog: pytest.LogCaptureFixture) -> None:
-    watch_logs(caplog)
-    async with running(**CONFIG) as server:
-        a = await WsClient.connect(server.port)
-        b = await WsClient.connect(server.port)
-        others: list[WsClient] = []
+    async with watched_server(caplog, **CONFIG) as server:
+        a = await RawWs.connect(server.port)
+        b = await RawWs.connect(server.port)
+        others: list[RawWs] = []
         try:
             rid, call_id = await suspend(a, "bg")
             chain_id = await chain(a)
@@ -643,7 +617,7 @@ async def test_ws_bad_input(row: Row, caplog: pytest.LogCaptureFixture) -> None:
                 assert events == [], events
                 assert code == row.close
                 # A's rollout was parked: a new connection resumes it, and works otherwise.
-                c = await WsClient.connect(server.port)
+                c = await RawWs.connect(server.port)
                 others.append(c)
                 await resume(c, rid, call_id, "bg")
                 await chain(c)
@@ -653,10 +627,9 @@ async def test_ws_bad_input(row: Row, caplog: pytest.LogCaptureFixture) -> None:
                 await chain(a)
             await chain(b)
             await resume(b, other_rid, other_call_id, "other")
-            fresh = await WsClient.connect(server.port)
+            fresh = await RawWs.connect(server.port)
             others.append(fresh)
             await chain(fresh)
         finally:
             for ws in (a, b, *others):
                 await ws.aclose()
-    assert_no_tracebacks(caplog)

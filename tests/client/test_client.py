@@ -13,81 +13,70 @@ import rollout
 from protocol import codec
 from protocol.events import PauseEvent, ResponseEvent, TextDeltaEvent
 from rollout.client import ClientError, HttpClient, collect, connect_ws
+from rollout.testing.plugin import RolloutServer
+from support.tools import BARE_EXEC_TOOL, output
 
-TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]
-BODY = {"model": "m", "input": "go", "tools": TOOLS, "shape": "append"}
-
-
-def engine() -> rollout.Engine:
-    return rollout.Engine(
-        policy=rollout.ScriptedPolicy([rollout.call("exec", {"cmd": "ls"}), rollout.text("done")])
-    )
+BODY = {"model": "m", "input": "go", "tools": [BARE_EXEC_TOOL], "shape": "append"}
 
 
-def output(call_id: str) -> dict[str, str]:
-    return {"type": "function_call_output", "call_id": call_id, "output": "a b"}
+@pytest.fixture
+def server(rollout_server: RolloutServer) -> RolloutServer:
+    """The fixture's server: one exec call, then the answer "done"."""
+    rollout_server.script([rollout.call("exec", {"cmd": "ls"}), rollout.text("done")])
+    return rollout_server
 
 
-async def test_websocket_create_append_and_typed_events() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine()))
-        async with connect_ws(f"ws://127.0.0.1:{port}/v1/responses") as ws:
-            events = [e async for e in await ws.create(BODY, lane="l1")]
-            assert isinstance(events[0], ResponseEvent) and events[0].type == "response.created"
-            pause = events[-1]
-            assert isinstance(pause, PauseEvent)
-            [pending] = pause.pending_calls
-            rest = [
-                e async for e in await ws.append(pause.response_id, [output(pending.call_id)], "l1")
-            ]
-            assert any(isinstance(e, TextDeltaEvent) for e in rest)
-            assert rest[-1].type == "response.completed"
-            # cancel a second rollout while it is suspended
-            second = await collect(await ws.create(BODY), 0)
-            await ws.cancel(second.response_id)
-            end = [e async for e in ws.events()]
-            assert end[-1].type == "response.incomplete"
-        nursery.cancel_scope.cancel()
+async def test_websocket_create_append_and_typed_events(server: RolloutServer) -> None:
+    async with connect_ws(server.ws_url) as ws:
+        events = [e async for e in await ws.create(BODY, lane="l1")]
+        assert isinstance(events[0], ResponseEvent) and events[0].type == "response.created"
+        pause = events[-1]
+        assert isinstance(pause, PauseEvent)
+        [pending] = pause.pending_calls
+        rest = [
+            e async for e in await ws.append(pause.response_id, [output(pending.call_id)], "l1")
+        ]
+        assert any(isinstance(e, TextDeltaEvent) for e in rest)
+        assert rest[-1].type == "response.completed"
+        # cancel a second rollout while it is suspended
+        second = await collect(await ws.create(BODY), 0)
+        await ws.cancel(second.response_id)
+        end = [e async for e in ws.events()]
+        assert end[-1].type == "response.incomplete"
 
 
-async def test_http_create_append_and_cancel() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine()))
-        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
-            turn = await collect(await http.create(BODY), 0)
-            assert turn.status == "paused" and turn.calls[0].name == "exec"
-            done = await collect(
-                await http.append(turn.response_id, [output(turn.calls[0].call_id)]), 0
-            )
-            assert done.status == "completed" and done.text == "done"
-            second = await collect(await http.create(BODY), 0)
-            cancelled = await http.cancel(second.response_id)
-            assert cancelled["status"] == "incomplete"
-            assert cancelled["incomplete_details"]["reason"] == "cancelled"
-        nursery.cancel_scope.cancel()
+async def test_http_create_append_and_cancel(server: RolloutServer) -> None:
+    async with HttpClient(server.http_base_url) as http:
+        turn = await collect(await http.create(BODY), 0)
+        assert turn.status == "paused" and turn.calls[0].name == "exec"
+        done = await collect(
+            await http.append(turn.response_id, [output(turn.calls[0].call_id)]), 0
+        )
+        assert done.status == "completed" and done.text == "done"
+        second = await collect(await http.create(BODY), 0)
+        cancelled = await http.cancel(second.response_id)
+        assert cancelled["status"] == "incomplete"
+        assert cancelled["incomplete_details"]["reason"] == "cancelled"
 
 
-async def test_raw_requests_and_a_request_after_an_unread_body() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine()))
-        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
-            status, head, chunks = await http.request(
-                "POST", "/responses", content=b"model=m", content_type="text/plain"
-            )
-            refused = orjson.loads(b"".join([c async for c in chunks]))
-            assert status == 415 and head["content-type"] == "application/json"
-            assert refused["error"]["code"] == "unsupported_media_type"
-            status, _, _ = await http.request("GET", "/responses/resp_nope")  # body left unread
-            assert status == 404
-            # The unread body leaves that exchange unfinished: the next one gets a new connection.
-            with pytest.raises(ClientError) as missing:
-                await http.json("GET", "/responses/resp_nope")
-            assert missing.value.status == 404
-            content = orjson.dumps({"model": "m", "input": "go", "tools": TOOLS})
-            status, _, chunks = await http.request("POST", "/responses", content=content)
-            reply = orjson.loads(b"".join([c async for c in chunks]))
-            assert status == 200 and reply["status"] == "completed"
-        nursery.cancel_scope.cancel()
+async def test_raw_requests_and_a_request_after_an_unread_body(server: RolloutServer) -> None:
+    async with HttpClient(server.http_base_url) as http:
+        status, head, chunks = await http.request(
+            "POST", "/responses", content=b"model=m", content_type="text/plain"
+        )
+        refused = orjson.loads(b"".join([c async for c in chunks]))
+        assert status == 415 and head["content-type"] == "application/json"
+        assert refused["error"]["code"] == "unsupported_media_type"
+        status, _, _ = await http.request("GET", "/responses/resp_nope")  # body left unread
+        assert status == 404
+        # The unread body leaves that exchange unfinished: the next one gets a new connection.
+        with pytest.raises(ClientError) as missing:
+            await http.json("GET", "/responses/resp_nope")
+        assert missing.value.status == 404
+        content = orjson.dumps({"model": "m", "input": "go", "tools": [BARE_EXEC_TOOL]})
+        status, _, chunks = await http.request("POST", "/responses", content=content)
+        reply = orjson.loads(b"".join([c async for c in chunks]))
+        assert status == 200 and reply["status"] == "completed"
 
 
 def reframe(stream: bytes) -> bytes:
@@ -103,27 +92,26 @@ def reframe(stream: bytes) -> bytes:
     return b"".join(out)
 
 
-async def test_sse_from_another_framing_decodes_to_the_same_events() -> None:
+async def test_sse_from_another_framing_decodes_to_the_same_events(server: RolloutServer) -> None:
     """The client decodes any WHATWG event stream (protocol.sse), here CRLF-framed, with
     comments and multi-line data, sent a few bytes at a time."""
     create = {**BODY, "stream": True}
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine()))
-        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
-            _, _, chunks = await http.request("POST", "/responses", create)
-            stream = b"".join([c async for c in chunks])
-        expected = [orjson.loads(line[6:]) for line in stream.split(b"\n") if line[:6] == b"data: "]
-        body = reframe(stream)
+    async with HttpClient(server.http_base_url) as http:
+        _, _, chunks = await http.request("POST", "/responses", create)
+        stream = b"".join([c async for c in chunks])
+    expected = [orjson.loads(line[6:]) for line in stream.split(b"\n") if line[:6] == b"data: "]
+    body = reframe(stream)
 
-        async def other_server(conn: trio.SocketStream) -> None:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                request += await conn.receive_some(65536)
-            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-            await conn.send_all(head + b"content-length: %d\r\n\r\n" % len(body))
-            for i in range(0, len(body), 7):
-                await conn.send_all(body[i : i + 7])
+    async def other_server(conn: trio.SocketStream) -> None:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += await conn.receive_some(65536)
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        await conn.send_all(head + b"content-length: %d\r\n\r\n" % len(body))
+        for i in range(0, len(body), 7):
+            await conn.send_all(body[i : i + 7])
 
+    async with trio.open_nursery() as nursery:  # a server that is not this one: raw TCP
         [listener] = await nursery.start(
             functools.partial(trio.serve_tcp, other_server, 0, host="127.0.0.1")
         )

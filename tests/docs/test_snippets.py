@@ -5,7 +5,6 @@ pointed at a live server. A TOML block that names an example file must match tha
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rollout.testing.thread import ServerThread
+from support.processes import project_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "docs" / "quickstart.md", ROOT / "docs" / "test-rigs.md"]
@@ -24,10 +24,6 @@ TIMEOUT = 120
 
 def blocks(page: Path, language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```", page.read_text(), re.S | re.M)
-
-
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *filter(None, sys.path)])}
 
 
 TEST_BLOCKS = [(p, b) for p in PAGES for b in blocks(p, "python") if "def test_" in b]
@@ -57,7 +53,7 @@ def test_test_blocks_pass_under_pytest(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
         cwd=tmp_path,
-        env=env(),
+        env=project_env(),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

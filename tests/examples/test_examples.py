@@ -6,23 +6,19 @@ configuration is checked against the server's real defaults."""
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import socket
 import subprocess
 import sys
-import time
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from openai import OpenAI
 
 from rollout.cli import _parser
 from rollout.model.script import load as load_script
+from support.processes import ROOT, finish, project_env, serve_process
 
-ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TIMEOUT = 120
 
@@ -44,70 +40,18 @@ LIVE = {
 PYTEST_EXAMPLE = "test_with_fixture.py"
 
 
-def env(**extra: str) -> dict[str, str]:
-    """This interpreter's environment, with the project and its imports on the path."""
-    path = os.pathsep.join([str(ROOT), *(p for p in sys.path if p)])
-    return {**os.environ, "PYTHONPATH": path, **extra}
-
-
 def check(result: subprocess.CompletedProcess[str], expected: str) -> None:
     output = f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.returncode == 0, output
     assert expected in result.stdout, output
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_until_listening(proc: subprocess.Popen[str], port: int) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            pytest.fail(f"rollout serve exited: {proc.communicate()[1]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                pytest.fail("rollout serve did not listen within 30 s")
-            time.sleep(0.05)
-
-
-def start_serve(*args: str) -> tuple[subprocess.Popen[str], str]:
-    """`rollout serve ARGS` in its own process, listening; and its base URL."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout.cli", "serve", "--port", str(port), *args],
-        cwd=ROOT,
-        env=env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    wait_until_listening(proc, port)
-    return proc, f"http://127.0.0.1:{port}/v1"
-
-
-def stop(proc: subprocess.Popen[str]) -> None:
-    proc.terminate()
-    try:
-        proc.communicate(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-    assert proc.returncode == 0
-
-
 @pytest.fixture(scope="module")
 def live_server() -> Iterator[str]:
-    proc, base_url = start_serve()
-    try:
-        yield base_url
-    finally:
-        stop(proc)
+    with serve_process() as served:
+        yield served.base_url
+        err = finish(served.proc)
+        assert served.proc.returncode == 0, err
 
 
 class Runs:
@@ -121,7 +65,7 @@ class Runs:
         self.procs[key] = subprocess.Popen(
             [sys.executable, *args],
             cwd=ROOT,
-            env=env(**extra_env),
+            env=project_env(**extra_env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -195,12 +139,13 @@ def test_model_scripts_load(name: str) -> None:
 
 
 def test_rollout_serve_plays_a_script_file() -> None:
-    proc, base_url = start_serve("--script", str(EXAMPLES / "model_script.toml"))
-    try:
-        with OpenAI(base_url=base_url, api_key="unused", max_retries=0, timeout=10) as client:
-            response = client.responses.create(model="any", input="hi")
-    finally:
-        stop(proc)
+    with (
+        serve_process("--script", str(EXAMPLES / "model_script.toml")) as served,
+        OpenAI(base_url=served.base_url, api_key="unused", max_retries=0, timeout=10) as client,
+    ):
+        response = client.responses.create(model="any", input="hi")
+        err = finish(served.proc)
+    assert served.proc.returncode == 0, err
     [item] = response.output
     assert item.type == "function_call" and item.name == "read_file"
     assert item.arguments == '{"path":"README.md"}'

@@ -1,24 +1,18 @@
-# Fixtures for the request-knob tests: servers with a given policy or model table, the official
-# SDK's sync client, and `transport` (each test runs over HTTP + SSE and over WebSocket mode).
-# Helpers live in `_knobs` beside this file.
+# Fixtures for the request-knob tests: `transport` (each test runs over HTTP + SSE and over
+# WebSocket mode), and `serve`, servers with a given policy or model table and the official
+# SDK's sync client as a session over that transport (support.knobs).
 from __future__ import annotations
 
 import contextlib
-import sys
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from openai import OpenAI
 
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
-
-from _knobs import Session, start  # noqa: E402 - needs the path above
-
-Serve = Callable[..., Session]
+from rollout.engine.engine import Engine
+from support.knobs import Serve, Session
+from support.sdk import sdk_client
+from support.servers import threaded
 
 
 @pytest.fixture(params=["http", "ws"])
@@ -32,11 +26,8 @@ def serve(transport: str) -> Iterator[Serve]:
     with contextlib.ExitStack() as stack:
 
         def make(**engine: Any) -> Session:
-            server = start(**engine)
-            stack.callback(server.stop)
-            client = stack.enter_context(
-                OpenAI(api_key="t", base_url=server.http_base_url, max_retries=0, timeout=10)
-            )
+            server = stack.enter_context(threaded(Engine(**engine)))
+            client = stack.enter_context(sdk_client(server))
             return Session(server=server, client=client, transport=transport)
 
         yield make

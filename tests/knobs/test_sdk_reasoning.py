@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from _knobs import kinds, tool
-from conftest import Serve
-
-from rollout.model.policy import ScriptedPolicy, call, text
+from rollout.model.policy import ScriptedPolicy, call, refusal, text
 from rollout.model.profiles import REASONING_TOKENS
+from support.knobs import Serve, kinds, tool, validate
+from support.sdk import sdk_client
+from support.servers import threaded
 
 INCLUDE: Any = ["reasoning.encrypted_content"]
 
@@ -64,20 +64,11 @@ def test_stateless_continuation_with_encrypted_content(serve: Serve) -> None:
 
 
 def test_retrieve_with_stream_replays_reasoning_and_refusals() -> None:
-    from _knobs import start, validate
-    from openai import OpenAI
-
-    from rollout.model.policy import refusal
-
-    server = start(policy=ScriptedPolicy([refusal("Not that.")]))
-    try:
-        with OpenAI(api_key="t", base_url=server.http_base_url, max_retries=0) as client:
-            live = client.responses.create(
-                model="o4-mini", input="x", reasoning={"effort": "low", "summary": "auto"}
-            )
-            replayed = list(client.responses.retrieve(live.id, stream=True))
-    finally:
-        server.stop()
+    with threaded(ScriptedPolicy([refusal("Not that.")])) as server, sdk_client(server) as client:
+        live = client.responses.create(
+            model="o4-mini", input="x", reasoning={"effort": "low", "summary": "auto"}
+        )
+        replayed = list(client.responses.retrieve(live.id, stream=True))
     for event in replayed:
         validate(event)
     types = [e.type for e in replayed]

@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import httpx2 as httpx
-from _knobs import MODEL
-from conftest import Serve
 
 from rollout.model.policy import ScriptedPolicy, text
+from support.knobs import MODEL, Serve
 
 # Required by the OpenResponses ResponseResource schema (a superset of the SDK's required keys).
 REQUIRED = {

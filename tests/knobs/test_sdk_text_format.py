@@ -9,13 +9,12 @@ from typing import Any
 
 import jsonschema
 import pydantic
-from _knobs import MODEL, kinds
-from conftest import Serve
 from openai import omit
 from openai.lib._parsing._responses import parse_response, type_to_text_format_param
 
 from rollout.model.policy import DefaultPolicy, ScriptedPolicy, refusal, text
 from rollout.model.script import steps
+from support.knobs import MODEL, Serve, kinds
 
 
 class Weather(pydantic.BaseModel):

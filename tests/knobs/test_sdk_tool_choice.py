@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from _knobs import calls, kinds, tool
-from conftest import Serve
-
 from rollout.model.policy import (
     CallStep,
     DefaultPolicy,
@@ -18,6 +15,7 @@ from rollout.model.policy import (
     search,
     text,
 )
+from support.knobs import Serve, calls, kinds, tool
 
 TOOLS = [tool("alpha"), tool("beta"), tool("gamma")]
 SEARCH = {"type": "web_search"}

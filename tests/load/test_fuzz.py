@@ -13,7 +13,7 @@ import json
 import logging
 import socket
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -24,11 +24,11 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from protocol.request import CreateRequest
-from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy, text
 from rollout.testing.thread import ServerThread
+from support.events import TERMINAL, TERMINAL_OR_ERROR
+from support.servers import threaded
 
-TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 KINDS = ("response.create", "response.append", "response.cancel")
 FUZZ = settings(
     max_examples=200,
@@ -36,6 +36,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 READ_TIMEOUT = 10.0
+ANY_ERROR = "any error"
 
 # -- strategies ----------------------------------------------------------------------------------
 
@@ -101,8 +102,7 @@ def server() -> Iterator[tuple[ServerThread, Collect]]:
     logger = logging.getLogger("rollout")
     logger.addHandler(handler)
     try:
-        engine = Engine(policy=ScriptedPolicy([text("ok")], final="ok"))
-        with ServerThread(engine) as thread:
+        with threaded(ScriptedPolicy([text("ok")], final="ok")) as thread:
             yield thread, handler
     finally:
         logger.removeHandler(handler)
@@ -136,7 +136,7 @@ class Client:
                 value = json.loads(message)
                 assert isinstance(value, dict), value
                 frames.append(value)
-                if value.get("type") == "error" or value.get("type") in TERMINAL:
+                if value.get("type") in TERMINAL_OR_ERROR:
                     return frames
         except (ConnectionClosed, TimeoutError):
             self.drop()
@@ -188,56 +188,29 @@ def client(server: tuple[ServerThread, Collect]) -> Iterator[Client]:
 
 # -- the fuzz ------------------------------------------------------------------------------------
 
+# What is sent: a strategy, how a drawn value goes on the wire, and the error code its answer
+# must have (None: any answer check_answer accepts).
+FRAMES: dict[str, tuple[st.SearchStrategy[Any], Callable[[Any], str | bytes], str | None]] = {
+    "binary": (st.binary(max_size=512), lambda data: data, "invalid_frame"),
+    "text": (st.text(max_size=256) | st.text(alphabet=JSONISH, max_size=64), str, None),
+    # NaN/Infinity come out as invalid JSON: an error too.
+    "json-values": (json_values, json.dumps, ANY_ERROR),
+    "event-objects": (event_objects(), json.dumps, None),
+}
 
-def test_random_binary_frames(client: Client, server: tuple[ServerThread, Collect]) -> None:
+
+@pytest.mark.parametrize("kind", FRAMES)
+def test_random_frames(kind: str, client: Client, server: tuple[ServerThread, Collect]) -> None:
     thread, logs = server
+    strategy, encode, code = FRAMES[kind]
 
     @FUZZ
-    @given(st.binary(max_size=512))
-    def run(data: bytes) -> None:
-        frames = client.answer(data)
-        assert frames[-1]["type"] == "error"
-        assert frames[-1]["error"]["code"] == "invalid_frame"
-        check_usable(client, thread, logs, data)
-
-    run()
-
-
-def test_random_text_frames(client: Client, server: tuple[ServerThread, Collect]) -> None:
-    thread, logs = server
-
-    @FUZZ
-    @given(st.text(max_size=256) | st.text(alphabet=JSONISH, max_size=64))
-    def run(data: str) -> None:
-        frames = client.answer(data)
-        check_answer(frames, data)
-        check_usable(client, thread, logs, data)
-
-    run()
-
-
-def test_random_json_values(client: Client, server: tuple[ServerThread, Collect]) -> None:
-    thread, logs = server
-
-    @FUZZ
-    @given(json_values)
+    @given(strategy)
     def run(value: Any) -> None:
-        data = json.dumps(value)  # NaN/Infinity come out as invalid JSON: an error too
-        frames = client.answer(data)
-        assert frames[-1]["type"] == "error", (value, frames)
-        check_answer(frames, value)
-        check_usable(client, thread, logs, value)
-
-    run()
-
-
-def test_random_event_objects(client: Client, server: tuple[ServerThread, Collect]) -> None:
-    thread, logs = server
-
-    @FUZZ
-    @given(event_objects())
-    def run(value: dict[str, Any]) -> None:
-        frames = client.answer(json.dumps(value))
+        frames = client.answer(encode(value))
+        if code is not None:
+            assert frames[-1]["type"] == "error", (value, frames)
+            assert code == ANY_ERROR or frames[-1]["error"]["code"] == code, frames
         check_answer(frames, value)
         check_usable(client, thread, logs, value)
 

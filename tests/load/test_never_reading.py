@@ -5,13 +5,9 @@
 # FLOOD_BUDGET bytes, and another client is served meanwhile (HTTP and WebSocket).
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2 as httpx
@@ -19,6 +15,8 @@ import orjson
 import pytest
 import trio
 from trio_websocket import open_websocket_url
+
+from support.processes import serve_on_any_port
 
 MEMORY_BOUND = 48 * 1024 * 1024  # growth of the server's resident memory allowed by the flood
 FLOOD_BUDGET = 256 * 1024 * 1024  # bytes the client tries to send (a server reading it all fails)
@@ -48,27 +46,6 @@ def rss(pid: int) -> int:
     match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
     assert match, status
     return int(match.group(1)) * 1024
-
-
-@contextmanager
-def rollout_serve() -> Iterator[tuple[subprocess.Popen[str], int]]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    argv = ["serve", "--port", "0", "--tool-calls", "0", "--log-level", "WARNING"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout.cli", *argv], env=env, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stderr is not None
-        lines: list[str] = []
-        match = None
-        while match is None:  # the line saying where it serves (log lines may come first)
-            lines.append(proc.stderr.readline())
-            assert lines[-1], lines
-            match = re.search(r"serving http://127\.0\.0\.1:(\d+)/v1", lines[-1])
-        yield proc, int(match.group(1))
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 async def served(port: int) -> None:
@@ -122,7 +99,8 @@ async def never_reading(port: int) -> trio.socket.SocketType:
 
 
 async def test_clients_that_flood_and_never_read_leave_memory_bounded() -> None:
-    with rollout_serve() as (proc, port):
+    with serve_on_any_port("--tool-calls", "0", "--log-level", "WARNING") as server:
+        proc, port = server.proc, server.port
         await served(port)  # warm: what serving costs is in the baseline
         baseline = PEAK[0] = rss(proc.pid)
         ping = frame(0x9, b"p" * 125)

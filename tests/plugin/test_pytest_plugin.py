@@ -1,5 +1,6 @@
 """The pytest plugin, used the way a test rig uses it: a fresh project whose tests only ask for
-the `rollout_server` fixture (the plugin comes from this package's `pytest11` entry point)."""
+the `rollout_server` fixture (the plugin comes from this package's `pytest11` entry point).
+The sync SDK from a trio test is examples/test_with_fixture.py's, run by tests/examples."""
 
 from __future__ import annotations
 
@@ -89,15 +90,6 @@ def test_asyncio_program_with_the_async_sdk(rollout_server):
     assert asyncio.run(main()) == "from asyncio"
 
 
-async def test_trio_test_in_the_same_loop(rollout_server):
-    rollout_server.script([{"text": "from trio"}])
-    client = sdk(rollout_server)
-    response = await trio.to_thread.run_sync(
-        lambda: client.responses.create(model="m", input="hi")
-    )
-    assert response.output_text == "from trio"
-
-
 async def test_trio_mock_clock_drives_the_simulated_model(rollout_server, autojump_clock):
     rollout_server.profile("65tps")  # 60 tokens at 65 tokens/s: about a second of virtual time
     rollout_server.script([{"text": " ".join(["word"] * 60)}])
@@ -114,4 +106,4 @@ def test_the_fixture_works_in_sync_and_trio_tests(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_rig=RIG)
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=5)

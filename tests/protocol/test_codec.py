@@ -5,7 +5,17 @@ from typing import Any
 
 import orjson
 import pytest
-from _strategies import (
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol import codec
+from protocol import events as ev
+from protocol import items as it
+from protocol.errors import ProtocolError
+from protocol.request import AppendRequest, CreateRequest
+from protocol.response import Response, Usage
+from protocol.validate import validate_create
+from support.strategies import (
     ACTION_STRATEGIES,
     CONTENT_PART_STRATEGIES,
     EVENT_FIELDS,
@@ -22,16 +32,6 @@ from _strategies import (
     tools,
     usages,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
-from protocol import codec
-from protocol import events as ev
-from protocol import items as it
-from protocol.errors import ProtocolError
-from protocol.request import AppendRequest, CreateRequest
-from protocol.response import Response, Usage
-from protocol.validate import validate_create
 
 
 def roundtrip_json(obj: Any) -> Any:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from _strategies import SETTINGS
 from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol.sse import SSEDecoder, SSEError, SSEMessage, encode_event
+from support.strategies import SETTINGS
 
 # An event type: any text without a line break (an empty type decodes as "message").
 TYPES = st.text(st.characters(exclude_categories=["Cs"], exclude_characters="\r\n"), min_size=1)

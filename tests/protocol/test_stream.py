@@ -5,7 +5,6 @@ from typing import Any
 
 import orjson
 import pytest
-from _strategies import SETTINGS
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +13,8 @@ from protocol import events as ev
 from protocol import items as it
 from protocol.response import Response, Usage
 from protocol.stream import ResponseStream
+from support.events import START, TEXT_CLOSE, TEXT_OPEN, WEB_SEARCH_CALL, text_answer_types
+from support.strategies import SETTINGS
 
 USAGE = Usage.of(input_tokens=10, cached_tokens=4, output_tokens=7)
 deltas = st.lists(st.text(max_size=8), max_size=6)
@@ -55,17 +56,7 @@ def test_text_answer_sequence(chunks: list[str]) -> None:
         *s.complete(USAGE, completed_at=200),
     ]
     full = "".join(chunks)
-    assert types_of(events) == [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        *["response.output_text.delta"] * len(chunks),
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ]
+    assert types_of(events) == text_answer_types(len(chunks))
     assert_numbered_from_zero(events)
     created, in_progress, added, part_added, *rest = events
     *text_deltas, text_done, part_done, item_done, completed = rest
@@ -218,23 +209,15 @@ def test_web_search_then_cited_text() -> None:
     events += s.complete(USAGE, completed_at=400)
 
     assert types_of(events) == [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.web_search_call.in_progress",
-        "response.web_search_call.searching",
-        "response.web_search_call.completed",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.content_part.added",
+        *START,
+        *WEB_SEARCH_CALL,
+        *TEXT_OPEN,
         "response.output_text.delta",
         "response.output_text.annotation.added",
         "response.output_text.delta",
         "response.output_text.annotation.added",
         "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
+        *TEXT_CLOSE,
         "response.completed",
     ]
     assert_numbered_from_zero(events)

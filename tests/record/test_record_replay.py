@@ -4,12 +4,8 @@
 # events must be the same modulo ids and timestamps; with another model they must differ.
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,29 +13,114 @@ from typing import Any
 import orjson
 import pytest
 import trio
-from _record_helpers import (
-    FINAL,
-    cmd,
-    http_session,
-    replay,
-    sdk,
-    server,
-    tool_script,
-    ws_session,
-)
+from openai import OpenAI
 
 from rollout.client.replay import normalize, replay_session
-from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, TextStep
+from rollout.model.policy import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, TextStep
 from rollout.model.recorded import (
     RecordedModel,
     recorded_events,
     replay_requests,
     script_from_recording,
 )
+from support.events import TERMINAL
+from support.frames import append_frame, create_frame
+from support.processes import cli, finish, project_env, serve_process
+from support.sdk import sdk_client
+from support.servers import threaded
+from support.tools import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, cmd, output, run_exec, tool_script
 
 TURNS = 3
-ROOT = str(Path(__file__).resolve().parents[2])
-ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
+
+
+# -- the sessions that get recorded -------------------------------------------------------------
+
+
+def http_session(client: OpenAI) -> list[str]:
+    """A chained tool rollout over HTTP: streamed and JSON turns alternately (every output sent
+    with previous_response_id), then a retrieve of the last response. Returns the commands run."""
+    ran: list[str] = []
+    stream = True
+    kwargs: dict[str, Any] = {"input": "Fix the failing tests."}
+    while True:
+        if stream:
+            response = None
+            for event in client.responses.create(
+                model=MODEL, instructions=INSTRUCTIONS, tools=[EXEC_TOOL], stream=True, **kwargs
+            ):
+                if event.type in TERMINAL:
+                    response = event.response
+            assert response is not None
+        else:
+            response = client.responses.create(
+                model=MODEL, instructions=INSTRUCTIONS, tools=[EXEC_TOOL], **kwargs
+            )
+        assert response.status == "completed", response
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            break
+        ran += [orjson.loads(c.arguments)["cmd"] for c in calls]
+        outputs = [output(c.call_id, run_exec(c.arguments)) for c in calls]
+        kwargs = {"input": outputs, "previous_response_id": response.id}
+        stream = not stream
+    client.responses.retrieve(response.id)
+    return ran
+
+
+def ws_session(client: OpenAI) -> tuple[list[str], list[str]]:
+    """Over one WebSocket: a chained tool rollout (`conn.response.create`), then an append-shape
+    rollout (raw `conn.send` frames: `shape: "append"`, `response.append`). Returns the final
+    texts of the two rollouts and the commands run in the append rollout."""
+    finals: list[str] = []
+    appended: list[str] = []
+    with client.responses.connect() as conn:
+        extra: dict[str, Any] = {"input": [{"role": "user", "content": "Chain it."}]}
+        while True:
+            conn.response.create(
+                model=MODEL, instructions=INSTRUCTIONS, tools=[EXEC_TOOL], store=False, **extra
+            )
+            response = None
+            for event in conn:
+                if event.type in TERMINAL:
+                    response = event.response
+                    break
+                assert event.type != "error", event
+            assert response is not None and response.status == "completed"
+            calls = [item for item in response.output if item.type == "function_call"]
+            if not calls:
+                finals.append(response.output_text)
+                break
+            outputs = [output(c.call_id, run_exec(c.arguments)) for c in calls]
+            extra = {"input": outputs, "previous_response_id": response.id}
+        conn.send(create_frame(input="Append it."))
+        args: dict[str, str] = {}
+        for event in conn:
+            if event.type == "response.output_item.done" and event.item.type == "function_call":
+                args[event.item.call_id] = event.item.arguments
+            elif event.type == "response.done":
+                pause = event.model_dump()
+                items = []
+                for pending in pause["pending_calls"]:
+                    arguments = args[pending["call_id"]]
+                    appended.append(orjson.loads(arguments)["cmd"])
+                    items.append(output(pending["call_id"], run_exec(arguments)))
+                conn.send(append_frame(pause["response_id"], items))
+            elif event.type in TERMINAL:
+                assert event.response.status == "completed"
+                finals.append(event.response.output_text)
+                break
+            else:
+                assert event.type != "error", event
+    return finals, appended
+
+
+def replay(directory: Path, policy: Policy, record: Path | None = None) -> list[dict[str, Any]]:
+    """Replay the recorded requests against a fresh server with `policy`; what it sent back."""
+    with threaded(policy, record=record) as s:
+        return trio.run(replay_session, directory, s.url)
+
+
+# -- the recordings -----------------------------------------------------------------------------
 
 
 def check_files(directory: Path, transports: set[str]) -> list[dict[str, Any]]:
@@ -72,7 +153,7 @@ def check_files(directory: Path, transports: set[str]) -> list[dict[str, Any]]:
 @pytest.fixture
 def http_recording(tmp_path: Path) -> Path:
     directory = tmp_path / "http"
-    with server(tool_script(TURNS), directory) as s, sdk(s) as client:
+    with threaded(tool_script(TURNS), record=directory) as s, sdk_client(s) as client:
         assert http_session(client) == [cmd(i) for i in range(TURNS)]
     return directory
 
@@ -80,7 +161,7 @@ def http_recording(tmp_path: Path) -> Path:
 @pytest.fixture
 def ws_recording(tmp_path: Path) -> Path:
     directory = tmp_path / "ws"
-    with server(tool_script(TURNS), directory) as s, sdk(s) as client:
+    with threaded(tool_script(TURNS), record=directory) as s, sdk_client(s) as client:
         finals, appended = ws_session(client)
     assert finals == [FINAL, FINAL]
     assert appended == [cmd(i) for i in range(TURNS)]
@@ -170,35 +251,15 @@ def test_cli_serves_a_recording_as_the_model_and_records(
     """`rollout serve --script DIR --record OUT`: the recorded model answers the replayed
     requests as recorded, and the new recording is the same session again."""
     help_text = subprocess.run(
-        [sys.executable, "-m", "rollout.cli", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=ENV,
+        cli("serve", "--help"), capture_output=True, text=True, check=True, env=project_env()
     ).stdout
     assert "--record DIR" in help_text and "recording" in help_text
     out = tmp_path / "out"
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "rollout.cli", "serve", "--port", str(port)]
-    command += ["--script", str(ws_recording), "--record", str(out), "--log-level", "WARNING"]
-    process = subprocess.Popen(command, env=ENV, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None, process.communicate()[1]
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
-        replayed = trio.run(replay_session, ws_recording, f"http://127.0.0.1:{port}")
-    finally:
-        process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=20)
-    assert process.returncode == 0, err
+    args = ["--script", str(ws_recording), "--record", str(out), "--log-level", "WARNING"]
+    with serve_process(*args) as served:
+        replayed = trio.run(replay_session, ws_recording, f"http://127.0.0.1:{served.port}")
+        err = finish(served.proc, signal.SIGINT)
+    assert served.proc.returncode == 0, err
     recorded = normalize(recorded_events(ws_recording))
     assert normalize(replayed) == recorded
     assert normalize(recorded_events(out)) == recorded
@@ -208,11 +269,11 @@ def test_cli_refuses_a_broken_recording(tmp_path: Path) -> None:
     broken = tmp_path / "conn-1-ws.jsonl"
     broken.write_text('{"dir": "in"}\nnot json\n')
     result = subprocess.run(
-        [sys.executable, "-m", "rollout.cli", "serve", "--script", str(broken)],
+        cli("serve", "--script", str(broken)),
         capture_output=True,
         text=True,
-        env=ENV,
-        timeout=30,
+        env=project_env(),
+        timeout=60,
     )
     assert result.returncode == 2
     assert "--script" in result.stderr and "not JSON" in result.stderr

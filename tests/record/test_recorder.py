@@ -5,7 +5,6 @@
 # recording without breaking the connection.
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -19,10 +18,10 @@ import trio
 import trio.testing
 
 from rollout.client import HttpClient, collect, connect_ws
-from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy, text
-from rollout.server.listen import serve
 from rollout.service.record import Recorder
+from support.servers import serving
+from support.waits import TIMEOUT, wait_for
 
 
 def rows(path: Path) -> list[dict[str, Any]]:
@@ -184,10 +183,9 @@ async def test_a_failing_disk_stops_recording_not_the_connection(
 
 @asynccontextmanager
 async def recording_server(directory: Path) -> AsyncIterator[int]:
-    engine = Engine(policy=ScriptedPolicy([text("Recorded at once.")]))
-    async with trio.open_nursery() as nursery:
-        yield await nursery.start(functools.partial(serve, engine, record=directory))
-        nursery.cancel_scope.cancel()
+    """A server recording into `directory`; its port."""
+    async with serving(ScriptedPolicy([text("Recorded at once.")]), record=directory) as server:
+        yield server.port
 
 
 def body(text: str) -> dict[str, Any]:
@@ -198,14 +196,18 @@ async def recorded(directory: Path, transport: str, done: Callable[[Any], bool])
     """The lines of the one `transport` connection as soon as `done` holds for them. Lines reach
     the file one worker-thread round trip after they happen, so this waits a moment; it fails
     (after a generous guard, not a measurement) if they only came at close."""
-    with trio.fail_after(20):
-        while True:
-            files = list(directory.glob(f"conn-*-{transport}.jsonl"))
-            assert len(files) <= 1, files  # one connection, kept alive
-            lines = rows(files[0]) if files else []
-            if lines and done(lines):
-                return lines
-            await trio.sleep(0.005)
+    found: list[Any] = []
+
+    def arrived() -> bool:
+        files = list(directory.glob(f"conn-*-{transport}.jsonl"))
+        assert len(files) <= 1, files  # one connection, kept alive
+        lines = rows(files[0]) if files else []
+        if lines and done(lines):
+            found.append(lines)
+        return bool(found)
+
+    await wait_for(arrived, timeout=2 * TIMEOUT)
+    return found[0]
 
 
 def ends_with(kind: str, requests: int) -> Callable[[Any], bool]:

@@ -4,31 +4,17 @@
 # rollout over HTTP, and normalizing. The recorder's own guarantees are in test_recorder.py.
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from _record_helpers import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, tool_script
 
+from rollout import CallStep, ErrorStep, ScriptedPolicy, TextStep, search
 from rollout.client import ClientError, HttpClient, collect, connect_ws
 from rollout.client.replay import normalize, replay_session
 from rollout.engine.context import Context
-from rollout.engine.engine import Engine
-from rollout.model.policy import (
-    CallStep,
-    Citation,
-    ErrorStep,
-    FunctionCallSpec,
-    Policy,
-    ScriptedPolicy,
-    Step,
-    TextStep,
-    search,
-)
+from rollout.model.policy import Citation, FunctionCallSpec, Step
 from rollout.model.recorded import (
     RecordedModel,
     is_recording,
@@ -36,9 +22,8 @@ from rollout.model.recorded import (
     recorded_events,
     script_from_recording,
 )
-from rollout.server.listen import serve
-from rollout.service.config import ServerConfig
-from rollout.service.service import Service
+from support.servers import serving
+from support.tools import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, tool_script
 
 ANSWER = "Fixed the parser. See Source 1."
 STEPS: list[Step] = [
@@ -68,16 +53,6 @@ def two_conversations(ctx: Context) -> Step:
     return STEPS[ctx.model_turns] if ctx.model_turns < len(STEPS) else TextStep(text="Done.")
 
 
-@asynccontextmanager
-async def running(policy: Policy, record: Path | None = None) -> AsyncIterator[str]:
-    engine = Engine(policy=policy)
-    host = Service(engine, ServerConfig())
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(serve, service=host, record=record))
-        yield f"http://127.0.0.1:{port}"
-        nursery.cancel_scope.cancel()
-
-
 def body(text: str, **extra: Any) -> dict[str, Any]:
     return {
         "model": MODEL,
@@ -99,7 +74,10 @@ def outputs(turn: Any) -> list[dict[str, Any]]:
 async def test_model_steps_are_rebuilt_and_replayed(tmp_path: Path) -> None:
     directory = tmp_path / "rec"
     policy = ScriptedPolicy(two_conversations)
-    async with running(policy, directory) as url, HttpClient(url + "/v1") as http:
+    async with (
+        serving(policy, record=directory) as server,
+        HttpClient(server.http_base_url) as http,
+    ):
         first = await collect(http.events("/responses", body("Fix the parser.")), 0)
         assert first.status == "completed" and len(first.calls) == 2
         last = await collect(
@@ -120,8 +98,8 @@ async def test_model_steps_are_rebuilt_and_replayed(tmp_path: Path) -> None:
         ("Fix the parser.", k): [step] for k, step in enumerate(STEPS)
     }
     assert model.by_key[("Something else.", 0)] == [BROKEN]
-    async with running(policy) as url:
-        replayed = await replay_session(directory, url)
+    async with serving(policy) as server:
+        replayed = await replay_session(directory, server.url)
     assert normalize(replayed) == normalize(recorded_events(directory))
     kinds = [r["event"]["type"] for r in replayed if "event" in r]
     assert "response.web_search_call.completed" in kinds
@@ -150,8 +128,8 @@ async def test_lanes_a_refused_frame_and_http_append_replay(tmp_path: Path) -> N
                 lane,
             )
 
-    async with running(tool_script(2), directory) as url:
-        async with connect_ws(url.replace("http", "ws") + "/v1/responses") as ws:
+    async with serving(tool_script(2), record=directory) as server:
+        async with connect_ws(server.ws_url) as ws:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(chain, ws, "a")
                 nursery.start_soon(chain, ws, "b")
@@ -159,7 +137,7 @@ async def test_lanes_a_refused_frame_and_http_append_replay(tmp_path: Path) -> N
             with pytest.raises(ClientError) as refused:
                 await collect(ws.events(), 0)
             assert refused.value.code == "unknown_event_type"
-        async with HttpClient(url + "/v1") as http:
+        async with HttpClient(server.http_base_url) as http:
             turn = await collect(http.events("/responses", body("Append.", shape="append")), 0)
             while turn.status == "paused":
                 path = f"/responses/{turn.response_id}/append"
@@ -167,11 +145,11 @@ async def test_lanes_a_refused_frame_and_http_append_replay(tmp_path: Path) -> N
             assert turn.status == "completed" and turn.text == FINAL
     lanes = {r["frame"].get("stream_id") for r in load(directory) if "frame" in r}
     assert lanes == {"a", "b", None}
-    async with running(script_from_recording(directory)) as url:
-        replayed = await replay_session(directory, url)
+    async with serving(script_from_recording(directory)) as server:
+        replayed = await replay_session(directory, server.url)
     assert normalize(replayed) == normalize(recorded_events(directory))
-    async with running(tool_script(2, offset=5)) as url:
-        changed = await replay_session(directory, url, timeout=1)
+    async with serving(tool_script(2, offset=5)) as server:
+        changed = await replay_session(directory, server.url, timeout=1)
     assert normalize(changed) != normalize(recorded_events(directory))
 
 

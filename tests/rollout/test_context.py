@@ -3,6 +3,7 @@
 # depend only on the token prefix; `set_header` re-renders only a changed header; the derived
 # conversation state (turns, calls, open calls) follows the items; `fork` is independent.
 from array import array
+from typing import Any
 
 from protocol.items import (
     FunctionCall,
@@ -260,9 +261,9 @@ def test_turns_calls_and_open_calls_follow_the_items() -> None:
 # -- fork ---------------------------------------------------------------------------------------
 
 
-def test_fork_is_independent() -> None:
-    ctx = new_context(history()[:2])
-    snapshot = (
+def state(ctx: Context) -> tuple[Any, ...]:
+    """A copy of everything a fork must not share with its parent."""
+    return (
         list(ctx.items),
         list(ctx.tokens),
         list(ctx.block_hashes),
@@ -271,20 +272,17 @@ def test_fork_is_independent() -> None:
         ctx.scan.tokens_scanned,
         ctx.model_turns,
     )
+
+
+def test_fork_is_independent() -> None:
+    ctx = new_context(history()[:2])
+    snapshot = state(ctx)
     child = ctx.fork()
     child.extend([fout("c1"), assistant(long_text(400, 5)), fcall("c9", "lookup")], Work())
     child.set_header("Other.", (), Work())
     child.function_tools["x"] = FunctionTool(name="x")
 
-    assert snapshot == (
-        list(ctx.items),
-        list(ctx.tokens),
-        list(ctx.block_hashes),
-        dict(ctx.by_id),
-        set(ctx.open_calls),
-        ctx.scan.tokens_scanned,
-        ctx.model_turns,
-    )
+    assert snapshot == state(ctx)
     assert set(ctx.function_tools) == {"get_weather"}
     assert ctx.instructions == INSTRUCTIONS
     assert child.open_calls == {"c9"}

@@ -5,60 +5,15 @@
 # references, and restoring a chain from the store.
 from typing import Any
 
-import attrs
 import pytest
 
 from protocol import codec
 from protocol.errors import ProtocolError
-from protocol.events import Event
 from protocol.items import FunctionCall, Item, ItemReference, Message
-from protocol.response import Response
 from rollout.engine.context import Context, Route, render, render_header
-from rollout.engine.engine import Engine, Prepared
-from rollout.engine.executors import EndResponse
-from rollout.engine.work import Work
 from rollout.model import tokens as tok
-from rollout.model.policy import ScriptedPolicy, Step, call, text
-
-# -- harness ------------------------------------------------------------------------------------
-
-
-@attrs.define
-class Ran:
-    prepared: Prepared
-    events: list[Event]
-
-    @property
-    def response(self) -> Response:
-        return self.prepared.rollout.stream.response
-
-    @property
-    def work(self) -> Work:
-        return self.prepared.rollout.work
-
-    @property
-    def ctx(self) -> Context:
-        return self.prepared.rollout.ctx
-
-
-async def prepare(engine: Engine, body: dict[str, Any], **kw: Any) -> Ran:
-    events: list[Event] = []
-
-    async def emit(event: Event) -> None:
-        events.append(event)
-
-    prepared = await engine.prepare(codec.decode_create(body), Work(), emit, **kw)
-    return Ran(prepared, events)
-
-
-async def drive(engine: Engine, body: dict[str, Any], **kw: Any) -> Ran:
-    ran = await prepare(engine, body, **kw)
-    await engine.run(ran.prepared, EndResponse())
-    return ran
-
-
-def scripted(*steps: Step) -> Engine:
-    return Engine(policy=ScriptedPolicy(list(steps)))
+from rollout.model.policy import call, text
+from support.drive import drive, prepare, scripted
 
 
 def words(n: int, seed: int) -> str:

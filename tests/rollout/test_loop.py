@@ -8,79 +8,39 @@ from typing import Any
 import attrs
 
 from protocol import codec
-from protocol.events import Event
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, WebSearchCall
 from protocol.response import Response
+from rollout import CallStep, ErrorStep, ScriptedPolicy, call, search, text
 from rollout.engine.context import Context
-from rollout.engine.engine import Engine, Prepared
-from rollout.engine.executors import EndResponse, WebSearch
+from rollout.engine.engine import Engine
+from rollout.engine.executors import WebSearch
 from rollout.engine.loop import Executor, Rollout, ToolCall
-from rollout.engine.work import Work
 from rollout.model import tokens as tok
-from rollout.model.policy import (
-    CallStep,
-    ErrorStep,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    Step,
-    call,
-    cited_answer,
-    search,
-    text,
-)
+from rollout.model.policy import FunctionCallSpec, Step, cited_answer
 from rollout.model.profiles import CostProfile
+from support.drive import Ran, scripted
+from support.drive import drive as run
+from support.events import (
+    START,
+    TERMINAL,
+    TEXT_CLOSE,
+    TEXT_OPEN,
+    WEB_SEARCH_CALL,
+    text_answer_types,
+)
 
 # -- harness ------------------------------------------------------------------------------------
-
-
-@attrs.define
-class Ran:
-    prepared: Prepared
-    events: list[Event]
-
-    @property
-    def response(self) -> Response:
-        return self.prepared.rollout.stream.response
-
-    @property
-    def work(self) -> Work:
-        return self.prepared.rollout.work
-
-    @property
-    def ctx(self) -> Context:
-        return self.prepared.rollout.ctx
-
-    @property
-    def types(self) -> list[str]:
-        return [e.type for e in self.events]
-
-    def of(self, type_: str) -> list[Any]:
-        return [e for e in self.events if e.type == type_]
 
 
 async def drive(
     engine: Engine, body: dict[str, Any], client: Executor | None = None, **kw: Any
 ) -> Ran:
-    events: list[Event] = []
-
-    async def emit(event: Event) -> None:
-        events.append(event)
-
-    prepared = await engine.prepare(codec.decode_create(body), Work(), emit, **kw)
-    await engine.run(prepared, client or EndResponse())
-    ran = Ran(prepared, events)
-    assert [e.sequence_number for e in events] == list(range(len(events)))
-    assert sum(t.startswith("response.") and t in TERMINAL for t in ran.types) == 1
+    """One response to its end: numbered from 0, exactly one terminal event, the last."""
+    ran = await run(engine, body, client, **kw)
+    assert [e.sequence_number for e in ran.events] == list(range(len(ran.events)))
+    assert sum(t in TERMINAL for t in ran.types) == 1
     assert ran.types[-1] in TERMINAL
     return ran
-
-
-TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
-START = ["response.created", "response.in_progress"]
-
-
-def scripted(*steps: Step, **engine: Any) -> Engine:
-    return Engine(policy=ScriptedPolicy(list(steps)), **engine)
 
 
 def output_text(response: Response, index: int = -1) -> str:
@@ -104,16 +64,7 @@ ANSWER = "The patch updates the parser, so the failing case now passes and the b
 async def test_text_only() -> None:
     ran = await drive(scripted(text(ANSWER)), {"model": "m", "input": "Status?"})
     n = len(deltas(ran))
-    assert ran.types == [
-        *START,
-        "response.output_item.added",
-        "response.content_part.added",
-        *["response.output_text.delta"] * n,
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ]
+    assert ran.types == text_answer_types(n)
     assert "".join(deltas(ran)) == ANSWER
     assert ran.of("response.output_text.done")[0].text == ANSWER
     assert ran.response.status == "completed"
@@ -218,17 +169,10 @@ async def test_hosted_search_then_cited_text() -> None:
     urls = [s.url for s in WebSearch(costs).sources(query)]
     assert ran.types == [
         *START,
-        "response.output_item.added",
-        "response.web_search_call.in_progress",
-        "response.web_search_call.searching",
-        "response.web_search_call.completed",
-        "response.output_item.done",
-        "response.output_item.added",
-        "response.content_part.added",
+        *WEB_SEARCH_CALL,
+        *TEXT_OPEN,
         *ran.types[9 : 9 + n + len(urls)],  # deltas with the annotations among them
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
+        *TEXT_CLOSE,
         "response.completed",
     ]
     middle = set(ran.types[9 : 9 + n + len(urls)])

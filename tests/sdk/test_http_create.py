@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 import http.client
-import os
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx2 as httpx
 import orjson
-import pytest
-from _sdk_helpers import (
-    MODEL,
-    REQUIRED_RESPONSE_KEYS,
-    assert_event_class,
-    parse_sse,
-    raw_client,
-    stream_event_classes,
-)
 from openai import OpenAI
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -37,8 +22,28 @@ from openai.types.responses import (
 from rollout.model import tokens
 from rollout.model.policy import ScriptedPolicy, text
 from rollout.testing.thread import ServerThread
+from support.processes import finish, serve_process
+from support.sdk import assert_event_class, raw_client, stream_event_classes
+from support.sse import parse_sse
+from support.tools import EXEC_TOOL, MODEL
 
-ROOT = Path(__file__).resolve().parents[2]
+# The always-required keys of a Response object (spec §2.3).
+REQUIRED_RESPONSE_KEYS = (
+    "id",
+    "object",
+    "created_at",
+    "error",
+    "incomplete_details",
+    "instructions",
+    "model",
+    "tools",
+    "output",
+    "parallel_tool_calls",
+    "metadata",
+    "tool_choice",
+    "temperature",
+    "top_p",
+)
 
 
 def check_usage(usage: object, output_text: str) -> None:
@@ -337,58 +342,17 @@ def test_keep_alive_with_httpx_client(server: ServerThread) -> None:
 # -- `rollout serve` as its own process ---------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_cli_serve_subprocess() -> None:
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout.cli", "serve", "--port", str(port), "--tool-calls", "0"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        base = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 15
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"rollout serve exited: {proc.stderr.read().decode()}")  # type: ignore[union-attr]
-            try:
-                r = httpx.get(f"{base}/responses/resp_probe", timeout=1)
-                assert r.status_code == 404
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    pytest.fail("rollout serve did not answer within 15 s")
-                time.sleep(0.05)
-        with OpenAI(api_key="test", base_url=base, max_retries=0, timeout=10) as client:
+    with serve_process("--tool-calls", "0") as served:
+        r = httpx.get(f"{served.base_url}/responses/resp_probe", timeout=10)
+        assert r.status_code == 404
+        with OpenAI(api_key="test", base_url=served.base_url, max_retries=0, timeout=10) as client:
             resp = client.responses.create(
-                model=MODEL, input="hello from another process", tools=[EXEC_TOOL_FOR_CLI]
+                model=MODEL, input="hello from another process", tools=[EXEC_TOOL]
             )
             assert resp.status == "completed"
             assert resp.output_text
             again = client.responses.retrieve(resp.id)
             assert again.output_text == resp.output_text
-    finally:
-        proc.terminate()
-        try:
-            _, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-    assert f"http://127.0.0.1:{port}/v1".encode() in err
-
-
-EXEC_TOOL_FOR_CLI = {
-    "type": "function",
-    "name": "exec",
-    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
-}
+        err = finish(served.proc)
+    assert served.base_url in err

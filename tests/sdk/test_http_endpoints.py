@@ -7,8 +7,10 @@ from __future__ import annotations
 import httpx2 as httpx
 import openai
 import pytest
-from _sdk_helpers import MODEL, assert_error_envelope
 from openai import OpenAI
+
+from support.errors import assert_envelope
+from support.tools import MODEL
 
 HISTORY = [
     {"role": "user", "content": "Summarize the design of the parser module in detail."},
@@ -63,7 +65,7 @@ def test_a_tampered_compaction_blob_is_refused(client: OpenAI) -> None:
 def test_compact_needs_a_model(http: httpx.Client) -> None:
     r = http.post("/responses/compact", json={"input": "hi"})
     assert r.status_code == 400
-    assert_error_envelope(r.json(), code="missing_required_parameter", param="model")
+    assert_envelope(r.json(), code="missing_required_parameter", param="model")
 
 
 def test_models_are_listed_and_retrievable(client: OpenAI, http: httpx.Client) -> None:
@@ -72,5 +74,5 @@ def test_models_are_listed_and_retrievable(client: OpenAI, http: httpx.Client) -
     assert client.models.retrieve("o3").id == "o3"
     r = http.get("/models/no-such-model")
     assert r.status_code == 404
-    assert_error_envelope(r.json(), code="model_not_found", param="model")
+    assert_envelope(r.json(), code="model_not_found", param="model")
     assert http.head("/models").status_code == 200

@@ -5,8 +5,11 @@ from __future__ import annotations
 import httpx2 as httpx
 import openai
 import pytest
-from _sdk_helpers import MODEL, assert_error_envelope, assert_healthy
 from openai import OpenAI
+
+from support.errors import assert_envelope
+from support.sdk import assert_api_error, assert_healthy
+from support.tools import MODEL
 
 N_ITEMS = 7
 
@@ -54,7 +57,7 @@ def test_delete_then_retrieve_is_404(client: OpenAI, http: httpx.Client) -> None
     with pytest.raises(openai.NotFoundError) as exc:
         client.responses.retrieve(created.id)
     assert exc.value.status_code == 404
-    assert_error_envelope(exc.value.response.json(), code="response_not_found")
+    assert_envelope(exc.value.response.json(), code="response_not_found")
     with pytest.raises(openai.NotFoundError):
         client.responses.delete(created.id)
     with pytest.raises(openai.NotFoundError):
@@ -154,7 +157,7 @@ def test_input_items_bad_query(client: OpenAI, http: httpx.Client, params, param
     created = client.responses.create(model=MODEL, input="hi")
     r = http.get(f"/responses/{created.id}/input_items", params=params)
     assert r.status_code == 400
-    assert_error_envelope(r.json(), code="invalid_value", param=param)
+    assert_envelope(r.json(), code="invalid_value", param=param)
     assert_healthy(client)
 
 
@@ -172,7 +175,7 @@ def test_store_false_is_not_retrievable(client: OpenAI, http: httpx.Client) -> N
     assert resp.status == "completed" and resp.store is False
     with pytest.raises(openai.NotFoundError) as exc:
         client.responses.retrieve(resp.id)
-    assert_error_envelope(exc.value.response.json(), code="response_not_found")
+    assert_envelope(exc.value.response.json(), code="response_not_found")
     r = http.get(f"/responses/{resp.id}/input_items")
     assert r.status_code == 404
     assert http.delete(f"/responses/{resp.id}").status_code == 404
@@ -182,12 +185,8 @@ def test_chaining_from_store_false_is_previous_response_not_found(client: OpenAI
     resp = client.responses.create(model=MODEL, input="hi", store=False)
     with pytest.raises(openai.BadRequestError) as exc:
         client.responses.create(model=MODEL, input="again", previous_response_id=resp.id)
-    err = exc.value
-    assert err.status_code == 400
-    assert err.code == "previous_response_not_found"
-    assert err.param == "previous_response_id"
-    body = assert_error_envelope(
-        err.response.json(), code="previous_response_not_found", param="previous_response_id"
+    body = assert_api_error(
+        exc.value, 400, code="previous_response_not_found", param="previous_response_id"
     )
     assert body["message"] == f"Previous response with id '{resp.id}' not found."
     assert_healthy(client)

@@ -5,14 +5,14 @@
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-from _sdk_helpers import EXEC_TOOL, MODEL, function_calls, sdk_client
 
 import rollout
+from support.sdk import function_calls, sdk_client
+from support.tools import EXEC_TOOL, MODEL
 
 HOSTILE_TOOL: dict[str, Any] = {
     "type": "function",
@@ -23,12 +23,6 @@ HOSTILE_TOOL: dict[str, Any] = {
         "required": ["s"],
     },
 }
-
-
-@pytest.fixture
-def server() -> Iterator[rollout.ServerThread]:
-    with rollout.ServerThread(rollout.Engine(policy=rollout.DefaultPolicy())) as thread:
-        yield thread
 
 
 def test_billion_repetition_pattern_fails_promptly_with_the_limit(

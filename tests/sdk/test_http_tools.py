@@ -10,7 +10,6 @@ import attrs
 import jsonschema
 import orjson
 import pytest
-from _sdk_helpers import EXEC_TOOL, MODEL, assert_event_class, function_calls
 from openai import OpenAI
 from openai.types.responses import (
     ResponseFunctionCallArgumentsDeltaEvent,
@@ -22,6 +21,8 @@ from openai.types.responses import (
 from rollout.model import tokens
 from rollout.model.policy import DefaultPolicy, ScriptedPolicy, call, text
 from rollout.testing.thread import ServerThread
+from support.sdk import assert_event_class, function_calls
+from support.tools import EXEC_TOOL, MODEL, function_tool
 
 STEPS = 5
 FINAL = "All five commands ran; the build is green."
@@ -207,70 +208,58 @@ def test_streamed_function_call_events(serve) -> None:
 
 # -- the default model and JSON Schema tools ----------------------------------------------------
 
-SCHEMA_TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "name": "get_weather",
-        "description": "Weather for a city.",
-        "strict": True,
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "city": {"type": "string", "minLength": 2, "maxLength": 40},
-                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                "days": {"type": "integer", "minimum": 1, "maximum": 14},
-            },
-            "required": ["city", "unit", "days"],
-            "additionalProperties": False,
+# The parameters schema of each tool, by tool name.
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "get_weather": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 2, "maxLength": 40},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer", "minimum": 1, "maximum": 14},
         },
+        "required": ["city", "unit", "days"],
+        "additionalProperties": False,
     },
-    {
-        "type": "function",
-        "name": "search_files",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "pattern": "^[a-z]+\\.py$"},
-                "paths": {
-                    "type": "array",
-                    "items": {"type": "string"},
-                    "minItems": 1,
-                    "maxItems": 3,
+    "search_files": {
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "pattern": "^[a-z]+\\.py$"},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3},
+            "options": {
+                "type": "object",
+                "properties": {
+                    "case_sensitive": {"type": "boolean"},
+                    "max_results": {"type": ["integer", "null"], "minimum": 0},
                 },
-                "options": {
-                    "type": "object",
-                    "properties": {
-                        "case_sensitive": {"type": "boolean"},
-                        "max_results": {"type": ["integer", "null"], "minimum": 0},
-                    },
-                    "required": ["case_sensitive"],
-                    "additionalProperties": False,
-                },
-                "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+                "required": ["case_sensitive"],
+                "additionalProperties": False,
             },
-            "required": ["pattern", "paths", "options"],
-            "additionalProperties": False,
+            "ratio": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
         },
+        "required": ["pattern", "paths", "options"],
+        "additionalProperties": False,
     },
-    {
-        "type": "function",
-        "name": "set_mode",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "mode": {"anyOf": [{"const": "fast"}, {"type": "integer", "multipleOf": 5}]},
-                "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
-            },
-            "required": ["mode"],
+    "set_mode": {
+        "type": "object",
+        "properties": {
+            "mode": {"anyOf": [{"const": "fast"}, {"type": "integer", "multipleOf": 5}]},
+            "tags": {"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": True},
         },
+        "required": ["mode"],
     },
+}
+EXTRA: dict[str, dict[str, Any]] = {
+    "get_weather": {"description": "Weather for a city.", "strict": True},
+}
+SCHEMA_TOOLS = [
+    function_tool(name, schema, **EXTRA.get(name, {})) for name, schema in SCHEMAS.items()
 ]
 
 
 def test_default_policy_arguments_match_tool_schemas(serve) -> None:
     n = 6
     _, client = serve(policy=DefaultPolicy(tool_calls=n, seed=7))
-    schemas = {t["name"]: t["parameters"] for t in SCHEMA_TOOLS}
+    schemas = SCHEMAS
     resp = client.responses.create(model=MODEL, input="Plan my trip.", tools=SCHEMA_TOOLS)
     seen: list[str] = []
     for _ in range(n + 1):

@@ -1,64 +1,90 @@
 """A client that stops reading: the server's memory for it stays bounded (its sender waits) and
-other connections keep their speed."""
+other connections are served meanwhile, while the stalled connection's tasks stay asleep."""
 
 from __future__ import annotations
 
-import functools
 import socket
-import time
 
 import orjson
 import trio
+import trio.testing
 from trio_websocket import open_websocket_url
 
-import rollout
 from rollout.model.policy import TextStep
 from rollout.server.wsconn import HIGH_WATER
-from rollout.service.config import ServerConfig
-from rollout.service.service import Service
+from rollout.testing.plugin import RolloutServer
+from support.rawws import RawWs
+from support.waits import TIMEOUT, wait_for
 
 LONG = " ".join(["word"] * 200_000)  # far more than socket buffers and the outbox hold
+# Scheduling steps the server's older tasks (the listener's, the stalled connection's) may take
+# while another connection is served: one accept, and some slack. A stalled sender that polled
+# instead of waiting for the writer would take a step per poll; one that never waited at all
+# would keep the loop from ever settling.
+STEP_BUDGET = 5
 
 
-async def test_a_client_that_stops_reading_stalls_only_itself() -> None:
-    engine = rollout.Engine(
-        policy=rollout.ScriptedPolicy(
-            lambda ctx: TextStep(text=LONG if "flood" in ctx.last_user_text else "ok")
-        )
+class StepCounter(trio.abc.Instrument):
+    """Counts the scheduling steps of the `watched` tasks."""
+
+    def __init__(self, watched: set[trio.lowlevel.Task]) -> None:
+        self.watched = watched
+        self.steps = 0
+
+    def before_task_step(self, task: trio.lowlevel.Task) -> None:
+        if task in self.watched:
+            self.steps += 1
+
+
+def every_task() -> set[trio.lowlevel.Task]:
+    found, todo = set(), [trio.lowlevel.current_root_task()]
+    while todo:
+        task = todo.pop()
+        if task is not None:
+            found.add(task)
+            todo += [child for n in task.child_nurseries for child in n.child_tasks]
+    return found
+
+
+async def test_a_client_that_stops_reading_stalls_only_itself(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.policy(
+        lambda ctx: TextStep(text=LONG if "flood" in ctx.last_user_text else "ok")
     )
-    host = Service(engine, ServerConfig())
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, service=host))
-        # A raw client that sends one create and never reads a byte.
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        key = "dGhlIHNhbXBsZSBub25jZQ=="
-        sock.sendall(
-            f"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-            f"Sec-WebSocket-Version: 13\r\n\r\n".encode()
-        )
-        payload = orjson.dumps({"type": "response.create", "model": "m", "input": "flood"})
-        assert len(payload) < 126  # (a 7-bit length: longer encodings of it are refused, 1002)
-        mask = b"\x00\x00\x00\x00"
-        sock.sendall(bytes([0x81, 0x80 | len(payload)]) + mask + payload)
-        await trio.sleep(0.5)  # the flood fills every buffer it can
-        peak = 0
-        for _ in range(20):
-            peak = max(peak, *(s.shutdown.__self__.ws.queued for s in host.sessions))
-            await trio.sleep(0.01)
-        # Another connection is served at full speed meanwhile.
-        start = time.perf_counter()
-        async with open_websocket_url(f"ws://127.0.0.1:{port}/v1/responses") as ws:
-            for _ in range(5):
-                create = {"type": "response.create", "model": "m", "input": "hi"}
-                await ws.send_message(orjson.dumps(create).decode())
-                while orjson.loads(await ws.get_message())["type"] != "response.completed":
-                    pass
-        elapsed = time.perf_counter() - start
-        for s in host.sessions:
-            peak = max(peak, s.shutdown.__self__.ws.queued)
-        sock.close()
-        nursery.cancel_scope.cancel()
-    assert HIGH_WATER <= peak <= HIGH_WATER + 64 * 1024, peak  # it filled, and no further
-    assert elapsed < 2.0, elapsed
+    engine, service = rollout_server.engine, rollout_server.service
+    # A client that sends one create after the handshake and never reads another byte.
+    flood = await RawWs.connect(rollout_server.port)
+    flood.stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    await flood.send_json({"type": "response.create", "model": "m", "input": "flood"})
+    # The flood fills every buffer it can, then its sender waits: nothing is left to run.
+    await wait_for(lambda: engine.stats.events_sent > 0)
+    with trio.fail_after(TIMEOUT):  # a sender that polled instead of waiting never settles
+        await trio.testing.wait_all_tasks_blocked()
+    assert len(engine.running) == 1 and engine.stats.responses == 0  # stalled mid-response
+
+    def peak() -> int:
+        """The largest outbox of the open WebSocket connections (each session's transport)."""
+        return max((s.shutdown.__self__.ws.queued for s in service.sessions), default=0)
+
+    assert HIGH_WATER <= peak() <= HIGH_WATER + 64 * 1024, peak()  # it filled, and no further
+    # Another connection is served meanwhile; the stalled one's tasks do not run while it is.
+    counter = StepCounter(every_task() - {trio.lowlevel.current_task()})
+    trio.lowlevel.add_instrument(counter)
+    try:
+        with trio.fail_after(TIMEOUT):  # "did not hang": only a server that never answers fails
+            async with open_websocket_url(rollout_server.ws_url) as ws:
+                for _ in range(5):
+                    create = {"type": "response.create", "model": "m", "input": "hi"}
+                    await ws.send_message(orjson.dumps(create).decode())
+                    while orjson.loads(await ws.get_message())["type"] != "response.completed":
+                        pass
+    finally:
+        trio.lowlevel.remove_instrument(counter)
+    assert counter.steps <= STEP_BUDGET, counter.steps
+    # The flood is still held by backpressure (the others did not wait for it to end), and its
+    # outbox stayed bounded.
+    assert len(engine.running) == 1
+    assert engine.stats.responses == 5
+    assert HIGH_WATER <= peak() <= HIGH_WATER + 64 * 1024, peak()
+    await flood.abort()

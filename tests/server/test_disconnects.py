@@ -3,59 +3,49 @@ return to their baseline) and billing still completes for every response."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
-
-import orjson
-import trio
-from trio_websocket import WebSocketConnection, open_websocket_url
+from typing import Any
 
 import rollout
 from rollout.model.profiles import InferenceProfile
-from rollout.service.config import ServerConfig
-from rollout.service.service import Service
+from support.frames import append_frame
+from support.rawws import JsonWs, json_ws
+from support.servers import serving
+from support.tools import BARE_EXEC_TOOL, output
+from support.waits import wait_for
 
 SLOW = InferenceProfile(name="slow", decode_tps=200)
-TOOLS = [{"type": "function", "name": "exec", "parameters": {"type": "object"}}]
 
 
-def create(shape: str = "append", text: str = "go") -> str:
-    body = {"type": "response.create", "model": "m", "input": text, "tools": TOOLS, "shape": shape}
-    return orjson.dumps(body).decode()
+def create(shape: str = "append", text: str = "go") -> dict[str, Any]:
+    return {
+        "type": "response.create",
+        "model": "m",
+        "input": text,
+        "tools": [BARE_EXEC_TOOL],
+        "shape": shape,
+    }
 
 
-async def until(ws: WebSocketConnection, kind: str) -> dict[str, object]:
-    with trio.fail_after(5):
-        return await _until(ws, kind)
+async def until(ws: JsonWs, kind: str) -> dict[str, Any]:
+    return (await ws.until(lambda f: f["type"] == kind))[-1]
 
 
-async def _until(ws: WebSocketConnection, kind: str) -> dict[str, object]:
-    while True:
-        frame: dict[str, object] = orjson.loads(await ws.get_message())
-        if frame["type"] == kind:
-            return frame
-
-
-async def mid_stream(ws: WebSocketConnection) -> None:
-    await ws.send_message(create("chain", "stream please"))
+async def mid_stream(ws: JsonWs) -> None:
+    await ws.send(create("chain", "stream please"))
     await until(ws, "response.output_text.delta")
 
 
-async def mid_suspension(ws: WebSocketConnection) -> None:
-    await ws.send_message(create())
+async def mid_suspension(ws: JsonWs) -> None:
+    await ws.send(create())
     await until(ws, "response.done")
 
 
-async def mid_append(ws: WebSocketConnection) -> None:
-    await ws.send_message(create())
+async def mid_append(ws: JsonWs) -> None:
+    await ws.send(create())
     pause = await until(ws, "response.done")
-    [call] = pause["pending_calls"]  # type: ignore[misc]
-    append = {
-        "type": "response.append",
-        "response_id": pause["response_id"],
-        "input": [{"type": "function_call_output", "call_id": call["call_id"], "output": "ok"}],
-    }
-    await ws.send_message(orjson.dumps(append).decode())
+    [call] = pause["pending_calls"]
+    await ws.send(append_frame(pause["response_id"], [output(call["call_id"], "ok")]))
     await until(ws, "response.output_text.delta")  # resumed and streaming again
 
 
@@ -71,27 +61,19 @@ async def test_nothing_leaks_when_clients_vanish() -> None:
         ),
         inference=SLOW,
     )
-    config = ServerConfig(append_grace_s=0.2)
-    host = Service(engine, config)
-    scenarios: list[Callable[[WebSocketConnection], Awaitable[None]]] = [
-        mid_stream,
-        mid_suspension,
-        mid_append,
-    ]
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, service=host))
+    scenarios: list[Callable[[JsonWs], Awaitable[None]]] = [mid_stream, mid_suspension, mid_append]
+    async with serving(engine, append_grace_s=0.2) as server:
+        live = server.service.live
         for scenario in scenarios:
-            async with open_websocket_url(f"ws://127.0.0.1:{port}/v1/responses") as ws:
+            async with json_ws(server.ws_url) as ws:
                 await scenario(ws)
             # The client is gone (closed mid-way); wait for the server to settle.
-            with trio.fail_after(5):
-                while engine.stats.ws_connections or engine.running or host.live.rollouts:
-                    await trio.sleep(0.02)
-        with trio.fail_after(5):
-            while engine.stats.billed < engine.stats.responses or engine.stats.responses < 3:
-                await trio.sleep(0.02)
-        nursery.cancel_scope.cancel()
+            await wait_for(
+                lambda: not (engine.stats.ws_connections or engine.running or live.rollouts)
+            )
+        stats = engine.stats
+        await wait_for(lambda: stats.billed >= stats.responses >= 3)
     assert engine.stats.live_rollouts == 0
     assert engine.stats.ws_connections == 0
-    assert not engine.running and not host.live.rollouts
+    assert not engine.running and not live.rollouts
     assert engine.stats.responses == engine.stats.billed == 3

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import orjson
@@ -12,7 +11,10 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import ClientError, HttpClient
+from rollout.engine.executors import EndResponse
 from rollout.engine.faults import MESSAGES, Faults, Plan, parse_errors
+from rollout.testing.plugin import RolloutServer
+from support.drive import prepare, scripted
 
 
 def test_plans_are_deterministic_under_a_seed() -> None:
@@ -52,14 +54,11 @@ def test_parse_errors() -> None:
         parse_errors(["server_error"])
 
 
-def engine(faults: Faults) -> rollout.Engine:
-    e = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("one two three four five")]))
-    e.faults = faults
-    return e
+ANSWER = [rollout.text("one two three four five")]
 
 
-async def sse(port: int) -> list[Any]:
-    async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
+async def sse(server: RolloutServer) -> list[Any]:
+    async with HttpClient(server.http_base_url) as http:
         body = {"model": "m", "input": "hi", "stream": True}
         seen: list[Any] = []
         try:
@@ -70,15 +69,14 @@ async def sse(port: int) -> list[Any]:
         return seen
 
 
-async def test_injected_model_error_fails_the_response_inside_the_stream() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine(Faults(errors={"model_error": 1.0})))
-        )
-        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
-            body = {"model": "m", "input": "hi"}
-            response = await http.json("POST", "/responses", body)
-        nursery.cancel_scope.cancel()
+async def test_injected_model_error_fails_the_response_inside_the_stream(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script(ANSWER)
+    rollout_server.fault(error="model_error", next_only=False)
+    async with HttpClient(rollout_server.http_base_url) as http:
+        body = {"model": "m", "input": "hi"}
+        response = await http.json("POST", "/responses", body)
     assert response["status"] == "failed"
     assert response["error"]["code"] == "model_error"
 
@@ -92,16 +90,15 @@ async def test_injected_model_error_fails_the_response_inside_the_stream() -> No
         ("server_overloaded", 503),
     ],
 )
-async def test_injected_refusals_are_http_statuses_before_any_byte(code: str, status: int) -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine(Faults(errors={code: 1.0})))
-        )
-        async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
-            body = {"model": "m", "input": "hi", "stream": True}
-            got, head, chunks = await http.request("POST", "/responses", body)
-            data = b"".join([c async for c in chunks])
-        nursery.cancel_scope.cancel()
+async def test_injected_refusals_are_http_statuses_before_any_byte(
+    rollout_server: RolloutServer, code: str, status: int
+) -> None:
+    rollout_server.script(ANSWER)
+    rollout_server.fault(error=code, next_only=False)
+    async with HttpClient(rollout_server.http_base_url) as http:
+        body = {"model": "m", "input": "hi", "stream": True}
+        got, head, chunks = await http.request("POST", "/responses", body)
+        data = b"".join([c async for c in chunks])
     assert got == status
     assert head["content-type"] == "application/json"  # no event stream was started
     assert head["retry-after"] == "1"
@@ -111,44 +108,37 @@ async def test_injected_refusals_are_http_statuses_before_any_byte(code: str, st
     assert error["code"] == code and error["message"] == MESSAGES[code]
 
 
-async def test_disconnect_after_n_events_over_sse_and_websocket() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine(Faults(disconnect_after=3)))
-        )
-        types = await sse(port)
-        assert types[:3] == [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-        ]
-        assert "response.completed" not in types
-        frames: list[str] = []
-        closed: list[int | None] = []
-        async with open_websocket_url(f"ws://127.0.0.1:{port}/v1/responses") as ws:
-            create = {"type": "response.create", "model": "m", "input": "hi"}
-            await ws.send_message(orjson.dumps(create).decode())
-            try:
-                while True:
-                    frames.append(orjson.loads(await ws.get_message())["type"])
-            except ConnectionClosed as exc:
-                closed.append(exc.reason.code)
-        nursery.cancel_scope.cancel()
+async def test_disconnect_after_n_events_over_sse_and_websocket(
+    rollout_server: RolloutServer,
+) -> None:
+    rollout_server.script(ANSWER)
+    rollout_server.fault(disconnect_after=3, next_only=False)
+    types = await sse(rollout_server)
+    assert types[:3] == [
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+    ]
+    assert "response.completed" not in types
+    frames: list[str] = []
+    closed: list[int | None] = []
+    async with open_websocket_url(rollout_server.ws_url) as ws:
+        create = {"type": "response.create", "model": "m", "input": "hi"}
+        await ws.send_message(orjson.dumps(create).decode())
+        try:
+            while True:
+                frames.append(orjson.loads(await ws.get_message())["type"])
+        except ConnectionClosed as exc:
+            closed.append(exc.reason.code)
     assert len(frames) == 3
     assert closed == [1006]
 
 
 async def test_added_latency_is_counted(autojump_clock: trio.abc.Clock) -> None:
-    e = engine(Faults(latency_s=2.0))
-    from protocol import codec
-    from rollout.engine.executors import EndResponse
-    from rollout.engine.work import Work
-
-    async def emit(event: object) -> None:
-        del event
-
-    prepared = await e.prepare(codec.decode_create({"model": "m", "input": "hi"}), Work(), emit)
+    e = scripted(*ANSWER)
+    e.faults = Faults(latency_s=2.0)
+    ran = await prepare(e, {"model": "m", "input": "hi"})
     start = trio.current_time()
-    await e.run(prepared, EndResponse())
+    await e.run(ran.prepared, EndResponse())
     assert trio.current_time() - start >= 2.0
     assert e.stats.totals.counts["fault"].calls == 1

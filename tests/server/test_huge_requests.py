@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import http.client
 import threading
-import time
 
 import orjson
 
 import rollout
 from rollout.service.capture import Captured
+from support.waits import TIMEOUT, wait_until
 
 
 def post(port: int, body: bytes, done: list[str], name: str) -> None:
@@ -36,9 +36,7 @@ def test_a_small_request_is_served_while_a_huge_one_is_processed() -> None:
         big = threading.Thread(target=post, args=(server.port, huge, done, "huge"))
         big.start()
         # The server has read the whole huge body once it is captured; it is decoding it now.
-        deadline = time.monotonic() + 60
-        while not captured and time.monotonic() < deadline:
-            time.sleep(0.001)
+        wait_until(lambda: captured, 6 * TIMEOUT)
         post(server.port, small, done, "small")
         big.join(timeout=60)
     assert done == ["small", "huge"]

@@ -3,7 +3,6 @@
 # cap on live append rollouts, each refused with its documented error.
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,6 +13,8 @@ from trio_websocket import open_websocket_url
 import rollout
 from rollout.model.profiles import InferenceProfile
 from rollout.service.service import Service
+from support.servers import serving
+from support.waits import TIMEOUT, wait_for
 
 SLOW = InferenceProfile(name="slow", ttft_s=0.2, decode_tps=100)
 TOOL = {"type": "function", "name": "exec", "parameters": {"type": "object"}}
@@ -27,11 +28,8 @@ async def server(
         policy=rollout.ScriptedPolicy([rollout.call("exec", {}), rollout.text("done " * 5)]),
         inference=SLOW if slow else rollout.INFERENCE_PROFILES["instant"],
     )
-    service = Service(engine, config)
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, service=service))
-        yield service, f"ws://127.0.0.1:{port}/v1/responses"
-        nursery.cancel_scope.cancel()
+    async with serving(engine, config=config) as served:
+        yield served.service, served.ws_url
 
 
 def create(**extra: object) -> str:
@@ -40,9 +38,8 @@ def create(**extra: object) -> str:
 
 async def settle(service: Service) -> None:
     """Wait until the server has nothing left running (a hang fails the test)."""
-    with trio.fail_after(30):
-        while service.engine.running or service.engine.stats.ws_connections:
-            await trio.sleep(0.01)
+    engine = service.engine
+    await wait_for(lambda: not (engine.running or engine.stats.ws_connections))
 
 
 async def test_queued_creates_over_the_limit_get_an_error_event() -> None:
@@ -51,7 +48,7 @@ async def test_queued_creates_over_the_limit_get_an_error_event() -> None:
         for _ in range(10):
             await ws.send_message(create())
         completed = refused = 0
-        with trio.fail_after(30):
+        with trio.fail_after(3 * TIMEOUT):
             while completed + refused < 10:
                 event = orjson.loads(await ws.get_message())
                 if event["type"] == "error":
@@ -74,7 +71,7 @@ async def test_queued_bytes_over_the_limit_get_an_error_event() -> None:
         await ws.send_message(create(input="x" * 1500))
         await ws.send_message(create(input="y" * 1500))
         codes = []
-        with trio.fail_after(30):
+        with trio.fail_after(3 * TIMEOUT):
             while len(codes) < 2:
                 event = orjson.loads(await ws.get_message())
                 if event["type"] in ("error", "response.completed"):
@@ -102,7 +99,7 @@ async def test_live_append_rollouts_are_capped() -> None:
             body = {"shape": "append", "tools": [TOOL], "stream_id": lane}
             await ws.send_message(create(**body))
         paused, refused = [], []
-        with trio.fail_after(30):
+        with trio.fail_after(3 * TIMEOUT):
             while len(paused) + len(refused) < 3:
                 event = orjson.loads(await ws.get_message())
                 if event["type"] == "response.done":

@@ -3,27 +3,22 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
-
-import trio
 
 import rollout
 from rollout.client import ClientError, HttpClient
+from rollout.testing.plugin import RolloutServer
 
 
-async def test_metrics_after_some_traffic() -> None:
-    engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, engine))
-        async with HttpClient(f"http://127.0.0.1:{port}") as http:
-            for _ in range(3):
-                await http.json("POST", "/v1/responses", {"model": "m", "input": "hi"})
-            with contextlib.suppress(ClientError):
-                await http.json("POST", "/v1/responses", {"model": 1, "input": "hi"})
-            status, head, chunks = await http.request("GET", "/metrics")
-            text = b"".join([c async for c in chunks]).decode()
-        nursery.cancel_scope.cancel()
+async def test_metrics_after_some_traffic(rollout_server: RolloutServer) -> None:
+    rollout_server.script([rollout.text("ok")])
+    async with HttpClient(rollout_server.url) as http:
+        for _ in range(3):
+            await http.json("POST", "/v1/responses", {"model": "m", "input": "hi"})
+        with contextlib.suppress(ClientError):
+            await http.json("POST", "/v1/responses", {"model": 1, "input": "hi"})
+        status, head, chunks = await http.request("GET", "/metrics")
+        text = b"".join([c async for c in chunks]).decode()
     assert status == 200 and head["content-type"].startswith("text/plain")
     samples = dict(
         (m.group(1), float(m.group(2)))

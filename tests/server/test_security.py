@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 from pathlib import Path
 
 import orjson
 import pytest
-import trio
 from trio_websocket import open_websocket_url
 
 import rollout
 from rollout.cli import api_keys
 from rollout.client import ClientError, HttpClient
-from rollout.service.config import ServerConfig
 from rollout.store.sqlite import SqliteStore
+from support.servers import serving
+from support.waits import wait_for
 
 KEYS = frozenset({"key-a", "key-b"})
 SECRET_INPUT = "the secret input sk-THISISNOTAREALKEY0123456789"
@@ -32,11 +31,8 @@ async def test_a_response_stored_under_one_key_is_invisible_to_another(
     served = engine()
     if store == "sqlite":
         served.store = SqliteStore(tmp_path / "db.sqlite")
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, served, config=ServerConfig(api_keys=KEYS))
-        )
-        base = f"http://127.0.0.1:{port}/v1"
+    async with serving(served, api_keys=KEYS) as server:
+        base = server.http_base_url
         async with HttpClient(base, "key-a") as a, HttpClient(base, "key-b") as b:
             created = await a.json("POST", "/responses", {"model": "m", "input": "hi"})
             rid = created["id"]
@@ -64,7 +60,6 @@ async def test_a_response_stored_under_one_key_is_invisible_to_another(
                 await c.json("GET", f"/responses/{rid}")
             assert info.value.status == 401 and info.value.code == "invalid_api_key"
             assert "wrong" not in info.value.error["message"]
-        nursery.cancel_scope.cancel()
     if isinstance(served.store, SqliteStore):  # and the file holds no key
         await served.store.aclose()
         data = b"".join(p.read_bytes() for p in tmp_path.glob("db.sqlite*"))
@@ -72,11 +67,8 @@ async def test_a_response_stored_under_one_key_is_invisible_to_another(
 
 
 async def test_websocket_chaining_from_the_store_respects_the_key() -> None:
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine(), config=ServerConfig(api_keys=KEYS))
-        )
-        url = f"ws://127.0.0.1:{port}/v1/responses"
+    async with serving(engine(), api_keys=KEYS) as server:
+        url = server.ws_url
 
         async def create(key: str, **extra: object) -> dict[str, object]:
             headers = [("Authorization", f"Bearer {key}")]
@@ -95,31 +87,26 @@ async def test_websocket_chaining_from_the_store_respects_the_key() -> None:
         assert other["error"]["code"] == "previous_response_not_found"  # type: ignore[index]
         mine = await create("key-a", previous_response_id=rid)
         assert mine["type"] == "response.completed"
-        nursery.cancel_scope.cancel()
 
 
 async def test_access_log_has_one_line_per_request_and_no_secrets(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="rollout.access")
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(
-            functools.partial(rollout.serve, engine(), config=ServerConfig(api_keys=KEYS))
-        )
-        async with HttpClient(f"http://127.0.0.1:{port}/v1", "key-a") as http:
+    async with serving(engine(), api_keys=KEYS) as server:
+        async with HttpClient(server.http_base_url, "key-a") as http:
             await http.json("POST", "/responses", {"model": "m", "input": SECRET_INPUT})
             with pytest.raises(ClientError):
                 await http.json("POST", "/responses", {"model": 5, "input": SECRET_INPUT})
         headers = [("Authorization", "Bearer key-a")]
         async with open_websocket_url(
-            f"ws://127.0.0.1:{port}/v1/responses",
+            server.ws_url,
             extra_headers=headers,  # type: ignore[arg-type]
         ) as ws:
             assert ws.handshake_headers  # the server's x-request-id, see below
             rid = dict(ws.handshake_headers).get(b"x-request-id", b"")
             assert rid.startswith(b"req_")
-        await trio.sleep(0.05)
-        nursery.cancel_scope.cancel()
+        await wait_for(lambda: server.engine.stats.ws_connections == 0)  # ws_close is logged
     lines = [orjson.loads(r.getMessage()) for r in caplog.records if r.name == "rollout.access"]
     requests = [line for line in lines if line["event"] == "http_request"]
     assert [r["status"] for r in requests[:2]] == [200, 400]

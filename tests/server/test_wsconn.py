@@ -4,7 +4,6 @@
 # instead of a reset, and frames sent in the same write as the handshake are not lost.
 from __future__ import annotations
 
-import functools
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,10 +14,11 @@ import trio
 import wsproto
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-import rollout
 from rollout.server.wsconn import HIGH_WATER, RECEIVE
-from rollout.service.config import ServerConfig
 from rollout.service.service import Service
+from support.servers import serving
+from support.tools import answers
+from support.waits import TIMEOUT
 
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 HANDSHAKE = (
@@ -42,12 +42,9 @@ def frame(opcode: int, payload: bytes) -> bytes:
 
 @asynccontextmanager
 async def server(**config: Any) -> AsyncIterator[tuple[int, Service]]:
-    engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.text("ok")))
-    service = Service(engine, ServerConfig(**config))
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(rollout.serve, service=service))
-        yield port, service
-        nursery.cancel_scope.cancel()
+    """A server answering "ok", with ServerConfig `config`: (its port, its service)."""
+    async with serving(answers(), **config) as served:
+        yield served.port, served.service
 
 
 async def handshake(port: int) -> tuple[trio.SocketStream, wsproto.WSConnection]:
@@ -135,7 +132,7 @@ async def test_a_frame_in_the_same_write_as_the_handshake_is_read() -> None:
         stream = await trio.open_tcp_stream("127.0.0.1", port)
         await stream.send_all(HANDSHAKE + frame(0x1, orjson.dumps(CREATE)))
         data = bytearray()
-        with trio.fail_after(5):
+        with trio.fail_after(TIMEOUT):
             while b"response.completed" not in data:
                 chunk = await stream.receive_some(65536)
                 assert chunk, bytes(data)

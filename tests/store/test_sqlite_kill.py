@@ -7,10 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,77 +16,16 @@ import openai
 import pytest
 from openai import OpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
-STARTUP_S = 60.0
-
-EXEC_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "exec",
-    "description": "Run a shell command.",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}},
-        "required": ["cmd"],
-        "additionalProperties": False,
-    },
-}
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _command(port: int, db: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "rollout.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--store",
-        f"sqlite:{db}",
-        "--profile",
-        "65tps",
-        "--log-level",
-        "WARNING",
-    ]
+from support.processes import ROOT, cli, project_env, serve_process
+from support.tools import EXEC_TOOL
 
 
 @contextlib.contextmanager
-def server(db: Path, log: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """A `rollout serve` process on a free port, ready for requests; killed on exit."""
-    port = _free_port()
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            _command(port, db), env=_env(), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the server exited with {proc.returncode}:\n{log.read_text()}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"the server did not start in {STARTUP_S}s:\n{log.read_text()}")
-                time.sleep(0.05)
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+def server(db: Path, log: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """A `rollout serve` process on the store `db`, ready for requests; killed on exit."""
+    args = ["--store", f"sqlite:{db}", "--profile", "65tps", "--log-level", "WARNING"]
+    with serve_process(*args, log=log) as served:
+        yield served.proc, served.port
 
 
 def client(port: int) -> OpenAI:
@@ -166,8 +102,8 @@ def test_completed_responses_survive_kill_9_and_chain(tmp_path: Path) -> None:
 
 def test_bad_store_spec_exits_2() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rollout.cli", "serve", "--port", "0", "--store", "postgres://x"],
-        env=_env(),
+        cli("serve", "--port", "0", "--store", "postgres://x"),
+        env=project_env(),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,65 +12,16 @@ import orjson
 import pytest
 
 from protocol import codec
-from protocol.events import Event
-from protocol.items import Item, Message
+from protocol.items import Item
 from protocol.reasoning import Sealed, seal
-from protocol.response import Response
+from rollout import CallStep, ErrorStep, ScriptedPolicy, TextStep, call, search, text
 from rollout.engine.engine import Engine, Prepared
-from rollout.engine.executors import EndResponse
 from rollout.engine.loop import DEFAULT_SECRET
-from rollout.engine.work import Work
-from rollout.model.policy import (
-    CallStep,
-    Citation,
-    ErrorStep,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    Step,
-    TextStep,
-    call,
-    search,
-    text,
-)
+from rollout.model.policy import Citation, FunctionCallSpec, Step
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 from rollout.store.sqlite import SCHEMA, VERSION, SqliteStore, open_store
-
-# -- stores ---------------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "memory":
-        yield MemoryStore()
-        return
-    sqlite = SqliteStore(tmp_path / "store.sqlite")
-    try:
-        yield sqlite
-    finally:
-        await sqlite.aclose()
-
-
-def msg(role: str, body: str) -> Message:
-    return Message(id=f"msg_{role}_{body}", role=role, content=body)  # type: ignore[arg-type]
-
-
-def record(rid: str, previous: str | None, question: str, answer: str) -> StoredResponse:
-    response = Response(id=rid, created_at=0, model="m", output=[msg("assistant", answer)])
-    return StoredResponse(
-        response=response, input_items=[msg("user", question)], previous_response_id=previous
-    )
-
-
-async def fill(store: Store) -> Store:
-    await store.put(record("resp_1", None, "q1", "a1"))
-    await store.put(record("resp_2", "resp_1", "q2", "a2"))
-    await store.put(record("resp_3", "resp_2", "q3", "a3"))
-    return store
-
-
-def bodies(items: list[Item]) -> list[str]:
-    return [i.content for i in items]  # type: ignore[union-attr]
-
+from support.drive import drive
+from support.stores import bodies, fill, record
 
 # -- the same semantics on both stores ----------------------------------------------------------
 
@@ -94,6 +44,7 @@ async def test_put_of_the_same_id_replaces(store: Store) -> None:
 
 async def test_conversation_walks_the_chain_oldest_first(store: Store) -> None:
     await fill(store)
+    assert len(store) == 3
     assert bodies(await store.conversation("resp_3")) == ["q1", "a1", "q2", "a2", "q3", "a3"]
     assert bodies(await store.conversation("resp_2")) == ["q1", "a1", "q2", "a2"]
     assert bodies(await store.conversation("resp_1")) == ["q1", "a1"]
@@ -190,13 +141,8 @@ STEPS: list[Step] = [
 # first_turn=1) plays STEPS from its start.
 
 
-async def drive(engine: Engine, body: dict[str, Any]) -> Prepared:
-    async def emit(event: Event) -> None:
-        del event
-
-    prepared = await engine.prepare(codec.decode_create(body), Work(), emit)
-    await engine.run(prepared, EndResponse())
-    return prepared
+async def run(engine: Engine, body: dict[str, Any]) -> Prepared:
+    return (await drive(engine, body)).prepared
 
 
 def call_ids(prepared: Prepared) -> list[str]:
@@ -223,8 +169,8 @@ async def rollout(engine: Engine) -> list[Prepared]:
         "temperature": 0.5,
         "reasoning": {"effort": "low", "summary": None},
     }
-    first = await drive(engine, {**common, "input": FIRST_INPUT})
-    second = await drive(
+    first = await run(engine, {**common, "input": FIRST_INPUT})
+    second = await run(
         engine,
         {
             **common,
@@ -234,7 +180,7 @@ async def rollout(engine: Engine) -> list[Prepared]:
             ),  # text and parts
         },
     )
-    third = await drive(
+    third = await run(
         engine,
         {
             **common,
@@ -242,7 +188,7 @@ async def rollout(engine: Engine) -> list[Prepared]:
             "input": "And Nice?",
         },
     )
-    fourth = await drive(
+    fourth = await run(
         engine,
         {
             **common,
@@ -313,8 +259,8 @@ async def test_responses_survive_a_restart_and_chain(tmp_path: Path) -> None:
     steps = [call("get_weather", {"city": "Paris"}), text("Sunny."), text("Still sunny.")]
     before = SqliteStore(path)
     engine = Engine(policy=ScriptedPolicy(steps), store=before)
-    first = await drive(engine, {"model": "m", "tools": TOOLS[:1], "input": "Weather?"})
-    second = await drive(
+    first = await run(engine, {"model": "m", "tools": TOOLS[:1], "input": "Weather?"})
+    second = await run(
         engine,
         {
             "model": "m",
@@ -336,7 +282,7 @@ async def test_responses_survive_a_restart_and_chain(tmp_path: Path) -> None:
             assert got.response == p.rollout.stream.response
             assert got.input_items == p.input_items
         engine = Engine(policy=ScriptedPolicy(steps), store=after)  # a new process, in effect
-        third = await drive(
+        third = await run(
             engine,
             {
                 "model": "m",

@@ -6,47 +6,44 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _ws_helpers import (
-    EXEC_TOOL,
-    FINAL,
-    INSTRUCTIONS,
-    MODEL,
-    TERMINAL,
-    TURNS,
-    assert_sdk_class,
-    cmd,
-    decode_items,
-    decode_tools,
-    header_tokens,
-    item_tokens,
-    tool_output,
-    tool_script,
-    wait_until,
-)
 from openai import OpenAI
 
 from rollout.engine.context import Context
-from rollout.engine.engine import Engine
 from rollout.engine.work import Work
+from rollout.model.policy import Policy
 from rollout.testing.thread import ServerThread
+from support.accounting import decode_items, decode_tools, header_tokens, item_tokens
+from support.events import TERMINAL_OR_ERROR
+from support.sdk import assert_sdk_class
+from support.servers import Serve
+from support.tools import EXEC_TOOL, MODEL, cmd, tool_script
+from support.waits import wait_until
 
+TURNS = 20
+FINAL = "done"
+INSTRUCTIONS = (
+    "You are a careful coding agent working in a sandboxed repository. Run one shell command at a "
+    "time with the exec tool, read its output, and decide the next step. Keep going until the "
+    "task is finished, then answer with a one-word summary."
+)
 FIRST_INPUT: dict[str, Any] = {"role": "user", "content": "Fix the failing tests in this repo."}
 
 
 @pytest.fixture
-def server() -> Iterator[ServerThread]:
-    with ServerThread(Engine(policy=tool_script())) as s:
-        yield s
+def model() -> Policy:
+    """The model of `server` (tests/conftest.py): TURNS exec calls, then FINAL."""
+    return tool_script(TURNS, FINAL)
 
 
-@pytest.fixture
-def client(server: ServerThread) -> Iterator[OpenAI]:
-    with OpenAI(api_key="t", base_url=server.http_base_url, max_retries=0, timeout=10) as c:
-        yield c
+def tool_output(call_id: str, i: int) -> dict[str, Any]:
+    return {
+        "type": "function_call_output",
+        "call_id": call_id,
+        "output": f"exit 0: {i + 1} passed in 0.{i:02d}s",
+    }
 
 
 def counts(server: ServerThread) -> dict[str, Any]:
@@ -67,7 +64,7 @@ def events_until_terminal(conn: Any) -> list[Any]:
     for event in conn:
         assert_sdk_class(event)
         events.append(event)
-        if event.type in TERMINAL:
+        if event.type in TERMINAL_OR_ERROR:
             break
     return events
 
@@ -166,7 +163,7 @@ def test_cache_scans_and_tokenizes_each_input_token_once(
 
 
 def test_http_full_history_costs_quadratically_more_than_the_socket(
-    server: ServerThread, client: OpenAI
+    server: ServerThread, client: OpenAI, serve: Serve
 ) -> None:
     """The same rollout over HTTP, `store: false`, the client resending everything each turn."""
     with client.responses.connect() as conn:
@@ -176,26 +173,23 @@ def test_http_full_history_costs_quadratically_more_than_the_socket(
     ws_scan = counts(server)["scan"].tokens
     ws_tokenize = counts(server)["tokenize"].tokens
 
-    with (
-        ServerThread(Engine(policy=tool_script())) as http_server,
-        OpenAI(api_key="t", base_url=http_server.http_base_url, max_retries=0) as http,
-    ):
-        history: list[dict[str, Any]] = [FIRST_INPUT]
-        for i in range(TURNS + 1):
-            resp = http.responses.create(
-                model=MODEL,
-                input=history,  # type: ignore[arg-type]
-                tools=[EXEC_TOOL],  # type: ignore[list-item]
-                instructions=INSTRUCTIONS,
-                store=False,
-            )
-            assert resp.status == "completed"
-            history.extend(item.to_dict() for item in resp.output)
-            if i < TURNS:
-                history.append(tool_output(the_call(resp).call_id, i))
-        assert resp.output_text == FINAL
-        http_counts = counts(http_server)
-        assert http_server.engine.stats.billed == TURNS + 1
+    http_server, http = serve(tool_script(TURNS, FINAL))
+    history: list[dict[str, Any]] = [FIRST_INPUT]
+    for i in range(TURNS + 1):
+        resp = http.responses.create(
+            model=MODEL,
+            input=history,  # type: ignore[arg-type]
+            tools=[EXEC_TOOL],  # type: ignore[list-item]
+            instructions=INSTRUCTIONS,
+            store=False,
+        )
+        assert resp.status == "completed"
+        history.extend(item.to_dict() for item in resp.output)
+        if i < TURNS:
+            history.append(tool_output(the_call(resp).call_id, i))
+    assert resp.output_text == FINAL
+    http_counts = counts(http_server)
+    assert http_server.engine.stats.billed == TURNS + 1
     assert http_counts["routing"].calls == TURNS + 1
     assert http_counts["scan"].tokens >= 10 * ws_scan, (http_counts["scan"].tokens, ws_scan)
     assert http_counts["tokenize"].tokens >= 10 * ws_tokenize, (
@@ -252,7 +246,7 @@ def test_two_lanes_run_the_chain_concurrently(server: ServerThread, client: Open
     assert counts(server)["routing"].calls == 1
 
 
-def lane_events(conn: Any, lane: str, until: frozenset[str] = TERMINAL) -> list[Any]:
+def lane_events(conn: Any, lane: str, until: frozenset[str] = TERMINAL_OR_ERROR) -> list[Any]:
     """Events of `lane` up to one whose type is in `until` (no other lane is active)."""
     events = []
     for event in conn:

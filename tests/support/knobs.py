@@ -1,48 +1,36 @@
-# Shared helpers of the request-knob tests: one create over either transport with the official
-# SDK (HTTP streaming, or `client.responses.connect()`), every event checked against the SDK's
-# own pydantic class for its type (`model_validate`, not the SDK's lenient construct), and the
-# request error either transport reports (an HTTP error body, or a WebSocket `error` event).
+# The request-knob tests' session (tests/knobs): one create over either transport with the
+# official SDK (HTTP streaming, or `client.responses.connect()`), every event checked against the
+# SDK's own pydantic class for its type (`model_validate`, not the SDK's lenient construct), and
+# the request error either transport reports (an HTTP error body, or a WebSocket `error` event).
 from __future__ import annotations
 
-import functools
-import typing
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 import openai
 from openai import OpenAI
-from openai.types.responses import ResponseStreamEvent
 
-from rollout.engine.engine import Engine
 from rollout.testing.thread import ServerThread
+from support.events import TERMINAL
+from support.sdk import function_calls as calls
+from support.sdk import stream_event_classes
+from support.tools import MODEL, function_tool
 
-MODEL = "gpt-test"
-TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
+__all__ = ["MODEL", "Failure", "Serve", "Session", "calls", "kinds", "tool", "validate"]
 
 
 def tool(name: str, **properties: Any) -> dict[str, Any]:
+    """A function tool `name` whose arguments are `properties` (default: a string `q`), all
+    required, nothing else allowed."""
     props = properties or {"q": {"type": "string"}}
-    return {
-        "type": "function",
-        "name": name,
-        "description": f"The {name} tool.",
-        "parameters": {
-            "type": "object",
-            "properties": props,
-            "required": list(props),
-            "additionalProperties": False,
-        },
+    schema = {
+        "type": "object",
+        "properties": props,
+        "required": list(props),
+        "additionalProperties": False,
     }
-
-
-@functools.cache
-def event_classes() -> dict[str, type[Any]]:
-    union = typing.get_args(ResponseStreamEvent)[0]
-    return {
-        literal: cls
-        for cls in typing.get_args(union)
-        for literal in typing.get_args(cls.model_fields["type"].annotation)
-    }
+    return function_tool(name, schema, description=f"The {name} tool.")
 
 
 def validate(event: Any) -> None:
@@ -50,17 +38,13 @@ def validate(event: Any) -> None:
 
     One exception: an in-progress `web_search_call` has no `action` yet (as the real API sends
     it, spec §2.5), which the SDK's type marks required."""
-    cls = event_classes().get(event.type)
+    cls = stream_event_classes().get(event.type)
     assert cls is not None, f"the SDK has no class for {event.type}"
     data = event.to_dict()
     item = data.get("item", {})
     if item.get("type") == "web_search_call" and "action" not in item:
         return
     cls.model_validate(data)
-
-
-def start(**engine: Any) -> ServerThread:
-    return ServerThread(Engine(**engine)).start()
 
 
 @attrs.define
@@ -129,9 +113,9 @@ def _ws_create(conn: Any, fields: dict[str, Any]) -> None:
         conn.response.create(**fields)
 
 
-def calls(response: Any) -> list[Any]:
-    return [o for o in response.output if o.type == "function_call"]
-
-
 def kinds(response: Any) -> list[str]:
     return [o.type for o in response.output]
+
+
+#: The knobs tests' `serve` fixture: `session = serve(policy=..., models=...)`.
+Serve = Callable[..., Session]

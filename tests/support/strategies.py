@@ -1,8 +1,9 @@
 # Hypothesis strategies for every wire type of `protocol`: content parts, items, tools, the create
 # request, the Response, usage and every event class. Values stay JSON-safe (finite floats,
 # 53-bit integers, lists and dicts only) so that a codec round trip can be compared with `==`.
-# Imported by the test modules of tests/protocol (conftest.py puts this folder on sys.path).
+# Used by the codec and stream tests (tests/protocol).
 import string
+from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -34,6 +35,19 @@ def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     return st.none() | strategy
 
 
+def builds_into(
+    table: dict[type, st.SearchStrategy[Any]],
+) -> Callable[..., st.SearchStrategy[Any]]:
+    """`st.builds` that also files the strategy in `table` under the class it builds (the tests
+    of coverage check that every class of a union has one)."""
+
+    def build(cls: type, **fields: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        table[cls] = strategy = st.builds(cls, **fields)
+        return strategy
+
+    return build
+
+
 # -- scalars and free JSON ----------------------------------------------------------------------
 
 ids = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=1, max_size=12)
@@ -54,105 +68,79 @@ string_maps = st.dictionaries(texts, texts, max_size=3)
 
 # -- content parts ------------------------------------------------------------------------------
 
+#: One strategy per ContentPart class.
+CONTENT_PART_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {}
+builds_part = builds_into(CONTENT_PART_STRATEGIES)
+
 url_citations = st.builds(
     it.UrlCitation, url=texts, title=texts, start_index=counts, end_index=counts
 )
-input_texts = st.builds(it.InputText, text=texts)
-input_images = st.builds(
+input_texts = builds_part(it.InputText, text=texts)
+input_images = builds_part(
     it.InputImage,
     image_url=optional(texts),
     file_id=optional(ids),
     detail=st.sampled_from(["auto", "low", "high"]),
 )
-input_files = st.builds(
+input_files = builds_part(
     it.InputFile,
     file_id=optional(ids),
     file_data=optional(texts),
     file_url=optional(texts),
     filename=optional(texts),
 )
-output_texts = st.builds(
+output_texts = builds_part(
     it.OutputText,
     text=texts,
     annotations=st.lists(url_citations, max_size=2).map(tuple),
     logprobs=st.lists(json_values, max_size=2).map(tuple),
 )
-refusals = st.builds(it.Refusal, refusal=texts)
+refusals = builds_part(it.Refusal, refusal=texts)
 
-#: One strategy per ContentPart class (the test of coverage checks none is missing).
-CONTENT_PART_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
-    it.InputText: input_texts,
-    it.InputImage: input_images,
-    it.InputFile: input_files,
-    it.OutputText: output_texts,
-    it.Refusal: refusals,
-}
 content_parts = st.one_of(*CONTENT_PART_STRATEGIES.values())
 content = texts | st.lists(content_parts, max_size=3).map(tuple)
 
 # -- items --------------------------------------------------------------------------------------
 
+#: One strategy per Item class, and per WebSearchAction class.
+ITEM_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {}
+ACTION_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {}
+builds_item = builds_into(ITEM_STRATEGIES)
+builds_action = builds_into(ACTION_STRATEGIES)
+
 roles = st.sampled_from(["user", "assistant", "system", "developer"])
 statuses = optional(st.sampled_from(["in_progress", "completed", "incomplete"]))
 
-messages = st.builds(it.Message, id=optional(ids), role=roles, content=content, status=statuses)
-function_calls = st.builds(
-    it.FunctionCall,
-    id=optional(ids),
-    call_id=ids,
-    name=ids,
-    arguments=texts,
-    status=statuses,
-)
-function_call_outputs = st.builds(
-    it.FunctionCallOutput,
-    id=optional(ids),
-    call_id=ids,
-    output=content,
-    status=statuses,
-)
-search_actions = st.builds(
+messages = builds_item(it.Message, id=optional(ids), role=roles, content=content, status=statuses)
+call_fields = {"id": optional(ids), "call_id": ids, "status": statuses}  # calls and outputs
+function_calls = builds_item(it.FunctionCall, name=ids, arguments=texts, **call_fields)
+function_call_outputs = builds_item(it.FunctionCallOutput, output=content, **call_fields)
+search_actions = builds_action(
     it.SearchAction,
     query=texts,
     sources=optional(st.lists(st.builds(it.UrlSource, url=texts), max_size=3).map(tuple)),
 )
-open_page_actions = st.builds(it.OpenPageAction, url=optional(texts))
-find_in_page_actions = st.builds(it.FindInPageAction, url=texts, pattern=texts)
-#: One strategy per WebSearchAction class.
-ACTION_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
-    it.SearchAction: search_actions,
-    it.OpenPageAction: open_page_actions,
-    it.FindInPageAction: find_in_page_actions,
-}
+open_page_actions = builds_action(it.OpenPageAction, url=optional(texts))
+find_in_page_actions = builds_action(it.FindInPageAction, url=texts, pattern=texts)
 web_search_actions = st.one_of(*ACTION_STRATEGIES.values())
-web_search_calls = st.builds(
+web_search_calls = builds_item(
     it.WebSearchCall,
     id=ids,
     status=st.sampled_from(["in_progress", "searching", "completed", "failed"]),
     action=optional(web_search_actions),
 )
-reasonings = st.builds(
+reasonings = builds_item(
     it.Reasoning,
     id=optional(ids),
     summary=st.lists(st.builds(it.SummaryText, text=texts), max_size=2).map(tuple),
     encrypted_content=optional(texts),
     content=optional(st.lists(st.builds(it.ReasoningText, text=texts), max_size=2).map(tuple)),
 )
-compactions = st.builds(
+compactions = builds_item(
     it.Compaction, id=optional(ids), encrypted_content=texts, created_by=optional(texts)
 )
-item_references = st.builds(it.ItemReference, id=ids)
+item_references = builds_item(it.ItemReference, id=ids)
 
-#: One strategy per Item class.
-ITEM_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
-    it.Message: messages,
-    it.FunctionCall: function_calls,
-    it.FunctionCallOutput: function_call_outputs,
-    it.WebSearchCall: web_search_calls,
-    it.Reasoning: reasonings,
-    it.Compaction: compactions,
-    it.ItemReference: item_references,
-}
 items = st.one_of(*ITEM_STRATEGIES.values())
 item_tuples = st.lists(items, max_size=4).map(tuple)
 

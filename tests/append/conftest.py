@@ -1,9 +1,0 @@
-# Import path for the append-shape tests: helpers live in `_append_helpers` beside this file.
-from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)

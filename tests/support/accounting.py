@@ -1,0 +1,30 @@
+# Token accounting done independently of the server: wire items and tools decoded into the
+# server's types, rendered and counted one at a time, to compare with the server's counters.
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from protocol import codec
+from protocol.items import Item, Tool
+from rollout.engine.context import render, render_header
+from rollout.model import tokens
+from support.tools import MODEL
+
+
+def decode_items(items: Sequence[dict[str, Any]]) -> list[Item]:
+    """Wire items (as sent or received) as the server's item types."""
+    return list(codec.decode_create({"model": MODEL, "input": list(items)}).input)
+
+
+def decode_tools(tools: Sequence[dict[str, Any]]) -> list[Tool]:
+    return list(codec.decode_create({"model": MODEL, "input": "x", "tools": list(tools)}).tools)
+
+
+def header_tokens(instructions: str | None, tools: Sequence[dict[str, Any]]) -> int:
+    return tokens.count(render_header(instructions, decode_tools(tools)))
+
+
+def item_tokens(items: Sequence[dict[str, Any]]) -> int:
+    """Tokens of the items each rendered once, one at a time."""
+    return sum(tokens.count(render(item)) for item in decode_items(items))
