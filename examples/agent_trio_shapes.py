@@ -1,9 +1,11 @@
 """One tool-using agent, run in every protocol shape with the trio client.
 
-`rollout.run_agent` drives a rollout in six modes: HTTP and WebSocket, each with the full
+`rollout.run_agent` drives a rollout in seven modes: HTTP and WebSocket, each with the full
 history resent every turn (`*-full`), chained by `previous_response_id` (`*-chain`), or as one
-suspended response that the client appends tool outputs to (`*-append`). The agent code (the
-first request and the local tools) is the same in every mode; only how a turn travels differs.
+suspended response that the client appends tool outputs to (`*-append`), and the real API's
+multi-agent response over WebSocket that waits for `response.inject` (`ws-inject`). The agent
+code (the first request and the local tools) is the same in every mode; only how a turn travels
+differs.
 
     python examples/agent_trio_shapes.py                        # its own in-process server
     python examples/agent_trio_shapes.py --base-url http://127.0.0.1:8000/v1   # `rollout serve`

@@ -9,15 +9,18 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 from cattrs.errors import AttributeValidationNote, IterableValidationNote
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.orjson import make_converter
 
 from protocol.errors import ProtocolError, clip
 from protocol.events import (
     ErrorEvent,
+    FailedSteer,
 )
 from protocol.items import (
     Compaction,
+    FunctionCall,
+    FunctionTool,
     InputFile,
     InputImage,
     InputText,
@@ -84,7 +87,7 @@ def _locate(exc: BaseException) -> tuple[Path, str, str]:
         step: Path = ()
         for note in getattr(sub, "__notes__", ()):
             if isinstance(note, AttributeValidationNote):
-                step = (note.name,)
+                step = (note.name.rstrip("_") if note.name == "async_" else note.name,)
             elif isinstance(note, IterableValidationNote):
                 step = (note.index,)
         path, template, code = _locate(sub)
@@ -372,7 +375,32 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
 for _cls, _keys in _OMIT_NONE:
     converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))
 
+
+def _async_hooks(cls: type) -> None:
+    """`async` is a Python keyword: the field is `async_`, the JSON key `async`, left out when
+    unset (only async tools and their calls carry it)."""
+    inner: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls, converter, async_=override(rename="async")
+    )
+
+    def structure_hook(value: object, _: object) -> Any:
+        if not isinstance(value, Mapping):
+            raise _wrong_type("an object", value)
+        return inner(value, cls)
+
+    converter.register_structure_hook(cls, structure_hook)
+    converter.register_unstructure_hook(
+        cls,
+        make_dict_unstructure_fn(
+            cls, converter, async_=override(rename="async", omit_if_default=True)
+        ),
+    )
+
+
 converter.register_structure_hook(OtherTool, _other_tool)
+converter.register_unstructure_hook(
+    FailedSteer, make_dict_unstructure_fn(FailedSteer, converter, id=override(omit_if_default=True))
+)
 converter.register_unstructure_hook(ErrorEvent, _error_event_hook())
 converter.register_unstructure_hook(OtherTool, lambda t: t.raw or {"type": t.type})
 converter.register_structure_hook_factory(_is_literal, _literal_hook)
@@ -380,3 +408,5 @@ converter.register_structure_hook_factory(_is_sequence, _sequence_hook)
 converter.register_structure_hook_factory(_is_dict, _dict_hook)
 converter.register_structure_hook_factory(_is_union, _union_hook)
 converter.register_structure_hook_factory(attrs.has, _attrs_hook)
+for _cls in (FunctionTool, FunctionCall):
+    _async_hooks(_cls)

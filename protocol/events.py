@@ -197,6 +197,96 @@ class PauseEvent:
     usage: Usage
 
 
+# -- the real API's pause/resume events (pause-resume.md): inject and steer ---------------------
+
+
+@attrs.frozen(kw_only=True)
+class InjectError:
+    code: str  # response_already_completed | response_not_found | invalid_input
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class InjectCreatedEvent:
+    """`response.inject.created`: every injected item was validated and committed."""
+
+    type: Literal["response.inject.created"] = "response.inject.created"
+    response_id: str
+    sequence_number: int
+
+
+@attrs.frozen(kw_only=True)
+class InjectFailedEvent:
+    """`response.inject.failed`: nothing was committed; `input` is returned as it was sent."""
+
+    type: Literal["response.inject.failed"] = "response.inject.failed"
+    response_id: str
+    input: tuple[Any, ...]
+    error: InjectError
+    sequence_number: int
+
+
+@attrs.frozen(kw_only=True)
+class SteerRef:
+    id: str
+    previous_response_id: str
+
+
+@attrs.frozen(kw_only=True)
+class FailedSteer:
+    input: Any  # as sent
+    previous_response_id: str
+    id: str | None = None  # absent when the submission failed before it got an id
+
+
+@attrs.frozen(kw_only=True)
+class SteerError:
+    code: str  # a BetaResponseSteerErrorCode
+    message: str
+    type: Literal["invalid_request_error"] = "invalid_request_error"
+
+
+@attrs.frozen(kw_only=True)
+class RequiredInput:
+    """A stub of a client tool output the response waits for (fill `output`, then create)."""
+
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    name: str
+
+
+@attrs.frozen(kw_only=True)
+class SteerAcceptedEvent:
+    type: Literal["response.steer.accepted"] = "response.steer.accepted"
+    sequence_number: int
+    steer: SteerRef
+
+
+@attrs.frozen(kw_only=True)
+class SteerPendingEvent:
+    type: Literal["response.steer.pending"] = "response.steer.pending"
+    reason: str  # waiting_for_required_input
+    required_input: tuple[RequiredInput, ...]
+    sequence_number: int
+    steer: SteerRef
+
+
+@attrs.frozen(kw_only=True)
+class SteerFailedEvent:
+    type: Literal["response.steer.failed"] = "response.steer.failed"
+    error: SteerError
+    sequence_number: int
+    steer: FailedSteer
+
+
+PauseResumeEvent = (
+    InjectCreatedEvent
+    | InjectFailedEvent
+    | SteerAcceptedEvent
+    | SteerPendingEvent
+    | SteerFailedEvent
+)
+
 Event = (
     ResponseEvent
     | OutputItemEvent
@@ -214,6 +304,7 @@ Event = (
     | WebSearchCallEvent
     | ErrorEvent
     | PauseEvent
+    | PauseResumeEvent
 )
 
 EVENT_CLASSES: tuple[type[Event], ...] = get_args(Event)

@@ -73,18 +73,28 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
     return out
 
 
-def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Container[str]) -> None:
-    """Each tool output answers an open call (once); each reference resolves; no call is left
-    unanswered. `open_calls` and `known_ids` describe the conversation being continued.
+def check_input(
+    items: Sequence[Item],
+    open_calls: Set[str],
+    known_ids: Container[str],
+    async_calls: Set[str] = frozenset(),
+) -> None:
+    """Each tool output answers an open call (once); each reference resolves; no synchronous
+    call is left unanswered (an async call's output may come in any later request).
+    `open_calls`, `known_ids` and `async_calls` (the open calls of async tools) describe the
+    conversation being continued.
 
     Pure: raises before anything is touched, so a bad request leaves cached state intact.
     """
     calls: set[str] = set()
     answered: set[str] = set()
     ids: set[str] = set()
+    optional = set(async_calls)
     for i, item in enumerate(items):
         if isinstance(item, FunctionCall):
             calls.add(item.call_id)
+            if item.async_:
+                optional.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):
             known = item.call_id in calls or item.call_id in open_calls
             if item.call_id in answered or not known:
@@ -105,7 +115,7 @@ def check_input(items: Sequence[Item], open_calls: Set[str], known_ids: Containe
                 )
         if not isinstance(item, ItemReference) and item.id is not None:
             ids.add(item.id)
-    unanswered = (set(open_calls) | calls) - answered
+    unanswered = (set(open_calls) | calls) - answered - optional
     if unanswered:
         raise errors.invalid(
             f"No tool output found for function call {clip(min(unanswered))}.",
@@ -191,7 +201,7 @@ def new_response(
         max_output_tokens=req.max_output_tokens,
         max_tool_calls=req.max_tool_calls,
         model=req.model,
-        parallel_tool_calls=req.parallel_tool_calls,
+        parallel_tool_calls=req.parallel,
         previous_response_id=req.previous_response_id,
         reasoning=effective,
         service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,

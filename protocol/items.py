@@ -85,6 +85,7 @@ class FunctionCall:
     name: str
     arguments: str
     status: str | None = None
+    async_: bool | None = None  # `async` on the wire: a call of an async tool (no wait)
 
 
 @attrs.frozen(kw_only=True)
@@ -192,6 +193,7 @@ class FunctionTool:
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+    async_: bool | None = None  # `async` on the wire: the model does not wait for its output
 
 
 WEB_SEARCH_TOOL_TYPES = frozenset({"web_search", "web_search_2025_08_26", "web_search_preview"})

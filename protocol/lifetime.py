@@ -1,6 +1,7 @@
-# The lifetime of a live rollout (the append shape: one response that pauses on client tool calls),
-# as a table. Everything that moves a rollout between states lives here: which events are legal in
-# which state, and the one compound rule that must be atomic, accepting tool outputs (check and
+# The lifetime of a live rollout (the append and multi-agent shapes: one response that waits for
+# client tool outputs), as a table, and the steering of a WebSocket response (below). Everything
+# that moves a rollout between states lives here: which events are legal in which state, and the
+# one compound rule that must be atomic, accepting tool outputs (check and
 # record in one step, so of two racing appends exactly one wins). Sans-IO, like h11's _state.py:
 # no tasks, no clocks; the service layer feeds events in and acts on the state that comes out.
 #
@@ -10,16 +11,20 @@
 # A client that lets go at a pause (an HTTP append stream ends) RELEASEs it: still SUSPENDED,
 # under the append timeout. A client whose connection dies DETACHes it: a suspended rollout is
 # PARKED (kept for the grace period, for a new connection to ATTACH), a running one is cancelled.
-# FINISH is legal in every state but FINISHED, and is final.
+# FINISH is legal in every state but FINISHED, and is final. A multi-agent response waits in the
+# same states without announcing the pause (no `response.done`). The output of an async call may
+# arrive in any live state (LATE_OUTPUT): it joins the context at the next boundary and never
+# resumes a wait.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
+from typing import Any
 
 import attrs
 
 from protocol.errors import ProtocolError, clip
-from protocol.items import FunctionCallOutput, Item, Message
+from protocol.items import FunctionCallOutput, InputFile, InputImage, InputText, Item, Message
 
 
 class State(enum.StrEnum):
@@ -36,15 +41,30 @@ class Event(enum.StrEnum):
     DETACH = "detach"  # the attached client's connection closed
     ATTACH = "attach"  # a client takes the rollout (its events go there)
     FINISH = "finish"  # the loop ended (completed, incomplete or failed)
+    LATE_OUTPUT = "late_output"  # the output of an async call arrived (no wait ends)
 
 
 R, S, P, F = State.RUNNING, State.SUSPENDED, State.PARKED, State.FINISHED
 
 #: state -> event -> next state. A pair that is not here is illegal.
 TRANSITIONS: dict[State, dict[Event, State]] = {
-    R: {Event.PAUSE: S, Event.ATTACH: R, Event.RELEASE: R, Event.DETACH: R, Event.FINISH: F},
-    S: {Event.RESUME: R, Event.ATTACH: S, Event.RELEASE: S, Event.DETACH: P, Event.FINISH: F},
-    P: {Event.RESUME: R, Event.ATTACH: S, Event.FINISH: F},
+    R: {
+        Event.PAUSE: S,
+        Event.ATTACH: R,
+        Event.RELEASE: R,
+        Event.DETACH: R,
+        Event.FINISH: F,
+        Event.LATE_OUTPUT: R,
+    },
+    S: {
+        Event.RESUME: R,
+        Event.ATTACH: S,
+        Event.RELEASE: S,
+        Event.DETACH: P,
+        Event.FINISH: F,
+        Event.LATE_OUTPUT: S,
+    },
+    P: {Event.RESUME: R, Event.ATTACH: S, Event.FINISH: F, Event.LATE_OUTPUT: P},
     F: {},
 }
 
@@ -74,6 +94,8 @@ class Lifetime:
     pending: dict[str, str] = attrs.field(factory=dict)  # call_id -> tool name
     received: list[Item] = attrs.field(factory=list)  # appended since the pause, in order
     _answered: set[str] = attrs.field(factory=set)
+    late_outputs: list[Item] = attrs.field(factory=list)  # async outputs not yet taken
+    _late_ids: set[str] = attrs.field(factory=set)  # async calls whose output was accepted
 
     def handle(self, event: Event) -> State:
         """Apply `event`; returns the new state or raises IllegalTransition."""
@@ -96,10 +118,17 @@ class Lifetime:
         self.pending = {}
         return out
 
-    def accept(self, items: Sequence[Item]) -> bool:
-        """Check a whole append and record it, in one step: nothing is recorded unless every item
-        is acceptable. Returns True when it completes the pending set (the rollout resumes)."""
-        if self.state not in WAITING:
+    def accept(
+        self, items: Sequence[Item], async_open: Set[str] = frozenset(), *, messages: bool = True
+    ) -> bool:
+        """Check a whole append (or inject) and record it, in one step: nothing is recorded
+        unless every item is acceptable. Outputs of open async calls (`async_open`) are accepted
+        in any live state and kept for `take_late` (they join the context at the next
+        boundary); the rest needs a waiting rollout. Returns True when the items complete the
+        pending set (the rollout resumes). `messages`: whether input messages may come along."""
+        is_late = [isinstance(x, FunctionCallOutput) and x.call_id in async_open for x in items]
+        late = [x for x, flag in zip(items, is_late, strict=True) if flag]
+        if self.state is State.FINISHED or (len(late) < len(items) and self.state not in WAITING):
             raise response_not_suspended(self.response_id, self.state)
         if not items:
             raise ProtocolError(
@@ -107,14 +136,13 @@ class Lifetime:
             )
         seen: set[str] = set()
         for i, item in enumerate(items):
-            if isinstance(item, FunctionCallOutput):
+            if isinstance(item, FunctionCallOutput) and item.call_id in async_open:
+                if item.call_id in self._late_ids or item.call_id in seen:
+                    raise _duplicate(item.call_id, i)
+                seen.add(item.call_id)
+            elif isinstance(item, FunctionCallOutput):
                 if item.call_id in self._answered or item.call_id in seen:
-                    raise ProtocolError(
-                        message=f"An output for call_id '{clip(item.call_id)}' was already "
-                        "appended.",
-                        code="duplicate_call_output",
-                        param=f"input[{i}].call_id",
-                    )
+                    raise _duplicate(item.call_id, i)
                 if item.call_id not in self.pending:
                     raise ProtocolError(
                         message=f"No pending tool call with call_id '{clip(item.call_id)}'.",
@@ -122,26 +150,214 @@ class Lifetime:
                         param=f"input[{i}].call_id",
                     )
                 seen.add(item.call_id)
-            elif not isinstance(item, Message):
+            elif not isinstance(item, Message) or not messages:
                 raise ProtocolError(
-                    message="Only function_call_output items and messages can be appended.",
+                    message="Only function_call_output items and messages can be appended."
+                    if messages
+                    else "Only function_call_output items can be injected.",
                     code="invalid_value",
                     param=f"input[{i}].type",
                 )
-        self._answered |= seen
-        self.received.extend(items)
+        late_ids = {item.call_id for item in late if isinstance(item, FunctionCallOutput)}
+        self._late_ids |= late_ids
+        if late:
+            self.handle(Event.LATE_OUTPUT)
+            self.late_outputs.extend(late)
+        now = [x for x, flag in zip(items, is_late, strict=True) if not flag]
+        if not now:
+            return False
+        self._answered |= seen - late_ids
+        self.received.extend(now)
         if self._answered >= self.pending.keys():
             self.handle(Event.RESUME)
             return True
         return False
 
+    def take_late(self) -> list[Item]:
+        """Outputs of async calls accepted since the last call (for the loop's next boundary)."""
+        out, self.late_outputs = self.late_outputs, []
+        return out
+
+
+def _duplicate(call_id: str, i: int) -> ProtocolError:
+    return ProtocolError(
+        message=f"An output for call_id '{clip(call_id)}' was already appended.",
+        code="duplicate_call_output",
+        param=f"input[{i}].call_id",
+    )
+
+
+# -- steering (response.steer) --------------------------------------------------------------------
+#
+# Steering queues user input for a WebSocket response of the connection. While the response is
+# ACTIVE, accepted input waits for its next step boundary: the response ends `incomplete`
+# (`steered`) and the service creates a successor with the queued input (COMMIT), or, when the
+# response completes first, a successor follows the completion all the same. When the response
+# stops for client tool outputs it is AWAITING_INPUT: the input stays queued (one
+# `response.steer.pending` per submission) and the client's explicit continuation takes it
+# (COMMIT). A completed response with nothing queued refuses steering; so does one that ended
+# otherwise (incomplete, failed) or was already continued.
+
+
+class Phase(enum.StrEnum):
+    ACTIVE = "active"  # the loop runs: steering is queued for the next boundary
+    AWAITING_INPUT = "awaiting_input"  # completed with client calls open: queued for the create
+    COMPLETED = "completed"  # completed (or committed): nothing more is accepted
+    ENDED = "ended"  # incomplete or failed (steered ones included)
+
+
+class SteerStep(enum.StrEnum):
+    STEER = "steer"  # input accepted into the queue
+    COMPLETE = "complete"  # the response completed with no client call open
+    WAIT_FOR_INPUT = "wait_for_input"  # the response completed with client calls open
+    END = "end"  # the response ended incomplete or failed
+    COMMIT = "commit"  # a successor took the queue (automatic, or the explicit create)
+
+
+A, W, C, E = Phase.ACTIVE, Phase.AWAITING_INPUT, Phase.COMPLETED, Phase.ENDED
+
+#: phase -> step -> next phase. A pair that is not here is illegal.
+STEER_TRANSITIONS: dict[Phase, dict[SteerStep, Phase]] = {
+    A: {
+        SteerStep.STEER: A,
+        SteerStep.COMPLETE: C,
+        SteerStep.WAIT_FOR_INPUT: W,
+        SteerStep.END: E,
+    },
+    W: {SteerStep.STEER: W, SteerStep.COMMIT: C},
+    C: {SteerStep.COMMIT: C},
+    E: {SteerStep.COMMIT: E},
+}
+
+#: Why a phase refuses steering (`response.steer.failed` codes).
+REFUSALS: dict[Phase, tuple[str, str]] = {
+    C: ("response_already_completed", "Response '{id}' has already completed."),
+    E: ("response_not_active", "Response '{id}' is no longer accepting steering input."),
+}
+
+
+class SteerRefused(Exception):
+    """A steering submission that cannot be queued; `code` is a BetaResponseSteerErrorCode."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@attrs.define
+class Submission:
+    id: str
+    raw: Any  # the input exactly as sent (returned by a failure)
+    items: list[Message]
+    pending_sent: bool = False  # its response.steer.pending went out (at most once)
+
+
+@attrs.define
+class Steering:
+    """One response's steering: its phase and the queue of accepted submissions."""
+
+    response_id: str
+    limit: int
+    phase: Phase = A
+    queue: list[Submission] = attrs.field(factory=list)
+
+    def handle(self, step: SteerStep) -> Phase:
+        try:
+            self.phase = STEER_TRANSITIONS[self.phase][step]
+        except KeyError:
+            raise IllegalTransition(f"{step.value} in phase {self.phase.value}") from None
+        return self.phase
+
+    def submit(self, submission: Submission) -> None:
+        """Queue a submission, or raise SteerRefused (nothing is queued then)."""
+        if self.phase in REFUSALS:
+            code, message = REFUSALS[self.phase]
+            raise SteerRefused(code, message.format(id=self.response_id))
+        if len(self.queue) >= self.limit:
+            raise SteerRefused(
+                "too_many_pending_steers",
+                f"Response '{self.response_id}' already has {self.limit} pending steering "
+                "submissions; wait for its successor.",
+            )
+        self.handle(SteerStep.STEER)
+        self.queue.append(submission)
+
+    def take(self) -> list[Submission]:
+        """The queue, in submission order, for the successor (the commit)."""
+        out, self.queue = self.queue, []
+        self.handle(SteerStep.COMMIT)
+        return out
+
+    def unannounced(self) -> list[Submission]:
+        """Queued submissions whose pending notice is still to be sent (marked sent)."""
+        out = [x for x in self.queue if not x.pending_sent]
+        for x in out:
+            x.pending_sent = True
+        return out
+
+
+STEER_PARTS = (InputText, InputImage, InputFile)
+
+
+def steer_items(raw: Any) -> list[Message]:
+    """The user messages a steering input stands for, or SteerRefused(`invalid_input`): a
+    non-empty string, or a non-empty list of messages with only `type` ("message"), `role`
+    ("user") and `content` (a string or input_text / input_image / input_file parts)."""
+    from protocol import codec  # the codec imports the request types; late, to stay acyclic
+
+    def bad(message: str) -> SteerRefused:
+        return SteerRefused("invalid_input", message)
+
+    if isinstance(raw, str):
+        if not raw:
+            raise bad("'input' must not be empty.")
+        return [Message(role="user", content=raw)]
+    if not isinstance(raw, list) or not raw:
+        raise bad("'input' must be a string or a non-empty array of user messages.")
+    out: list[Message] = []
+    for i, value in enumerate(raw):
+        if not isinstance(value, dict):
+            raise bad(f"Invalid 'input[{i}]': expected a message object.")
+        if value.get("type", "message") != "message" or value.get("role") != "user":
+            raise bad(f"Invalid 'input[{i}]': steering accepts only messages with the 'user' role.")
+        extra = sorted(set(value) - {"type", "role", "content"})
+        if extra:
+            raise bad(
+                f"Unknown parameter: 'input[{i}].{extra[0]}'. Steering accepts only user "
+                "messages with 'type', 'role' and 'content'."
+            )
+        try:
+            message = codec.structure(value, Message, ("input", i))
+        except ProtocolError as exc:
+            raise bad(exc.message) from None
+        parts = () if isinstance(message.content, str) else message.content
+        if isinstance(message.content, str) and not message.content:
+            raise bad(f"Invalid 'input[{i}].content': must not be empty.")
+        for j, part in enumerate(parts):
+            if not isinstance(part, STEER_PARTS):
+                raise bad(
+                    f"Invalid 'input[{i}].content[{j}]': steering accepts input_text, "
+                    "input_image and input_file parts."
+                )
+        out.append(message)
+    return out
+
 
 __all__ = [
+    "REFUSALS",
+    "STEER_TRANSITIONS",
     "TRANSITIONS",
     "WAITING",
     "Event",
     "IllegalTransition",
     "Lifetime",
+    "Phase",
     "State",
+    "SteerRefused",
+    "SteerStep",
+    "Steering",
+    "Submission",
     "response_not_suspended",
+    "steer_items",
 ]

@@ -53,7 +53,7 @@ def replay(final: Response) -> list[Event]:
                 events += s.end_summary_part()
             events += s.end_reasoning(item.encrypted_content)
         elif isinstance(item, FunctionCall):
-            events += s.begin_call(item.id or "", item.call_id, item.name)
+            events += s.begin_call(item.id or "", item.call_id, item.name, item.async_)
             events.append(s.arguments_delta(index, item.arguments))
             events += s.end_call(index, item.arguments, item.status or "completed")
         elif isinstance(item, WebSearchCall) and item.action is not None:

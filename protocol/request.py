@@ -16,6 +16,14 @@ class StreamOptions:
 
 
 @attrs.frozen(kw_only=True)
+class MultiAgent:
+    """`multi_agent` of a create (the real API's multi-agent beta)."""
+
+    enabled: bool
+    max_concurrent_subagents: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class CreateRequest:
     # Standard fields (spec §2.2).
     model: str
@@ -29,7 +37,7 @@ class CreateRequest:
     background: bool | None = None
     tools: tuple[Tool, ...] = ()
     tool_choice: str | dict[str, Any] = "auto"
-    parallel_tool_calls: bool = True
+    parallel_tool_calls: bool | None = None  # unset: true, or false for a multi-agent response
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
     temperature: float | None = None
@@ -58,6 +66,20 @@ class CreateRequest:
     client_metadata: dict[str, str] | None = None
     # The append shape (append-protocol.md).
     shape: Shape = "chain"
+    # The multi-agent beta (pause-resume.md): client calls wait inside the response.
+    multi_agent: MultiAgent | None = None
+
+    @property
+    def parallel(self) -> bool:
+        """`parallel_tool_calls` in effect: as sent, else true (false for multi-agent)."""
+        if self.parallel_tool_calls is None:
+            return not self.waits_for_inject
+        return self.parallel_tool_calls
+
+    @property
+    def waits_for_inject(self) -> bool:
+        """A multi-agent response: its client calls wait for `response.inject` (WebSocket)."""
+        return self.multi_agent is not None and self.multi_agent.enabled
 
 
 @attrs.frozen(kw_only=True)
@@ -73,3 +95,24 @@ class AppendRequest:
 class CancelRequest:
     response_id: str
     type: Literal["response.cancel"] = "response.cancel"
+
+
+# -- the real API's pause/resume events (pause-resume.md) ----------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class InjectRequest:
+    """`response.inject`: client-owned tool outputs for an active response."""
+
+    type: Literal["response.inject"] = "response.inject"
+    response_id: str
+    input: tuple[Item, ...]
+
+
+@attrs.frozen(kw_only=True)
+class SteerRequest:
+    """`response.steer`, as sent: `input` stays raw JSON (a failure returns it unchanged)."""
+
+    type: Literal["response.steer"] = "response.steer"
+    previous_response_id: str
+    input: Any

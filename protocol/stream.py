@@ -5,6 +5,7 @@
 # (`output_index` keeps counting across pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -16,6 +17,10 @@ from protocol.events import (
     ErrorEvent,
     ErrorPayload,
     Event,
+    FailedSteer,
+    InjectCreatedEvent,
+    InjectError,
+    InjectFailedEvent,
     OutputItemEvent,
     PauseEvent,
     PendingCall,
@@ -24,7 +29,13 @@ from protocol.events import (
     ReasoningSummaryPartEvent,
     RefusalDeltaEvent,
     RefusalDoneEvent,
+    RequiredInput,
     ResponseEvent,
+    SteerAcceptedEvent,
+    SteerError,
+    SteerFailedEvent,
+    SteerPendingEvent,
+    SteerRef,
     TextDeltaEvent,
     TextDoneEvent,
     WebSearchCallEvent,
@@ -326,10 +337,17 @@ class ResponseStream:
 
     # -- function calls -------------------------------------------------------------------------
 
-    def begin_call(self, item_id: str, call_id: str, name: str) -> list[Event]:
+    def begin_call(
+        self, item_id: str, call_id: str, name: str, async_: bool | None = None
+    ) -> list[Event]:
         index = self.next_output_index
         item = FunctionCall(
-            id=item_id, call_id=call_id, name=name, arguments="", status="in_progress"
+            id=item_id,
+            call_id=call_id,
+            name=name,
+            arguments="",
+            status="in_progress",
+            async_=async_,
         )
         self.response.output.append(item)
         return [self._item_event("response.output_item.added", index, item)]
@@ -400,3 +418,51 @@ class ResponseStream:
             ),
             usage=usage,
         )
+
+    # -- inject and steer (pause-resume.md): numbered in the response's own sequence -------------
+
+    def inject_created(self) -> InjectCreatedEvent:
+        return InjectCreatedEvent(response_id=self.response.id, sequence_number=self._n())
+
+    def inject_failed(self, raw: Sequence[Any], code: str, message: str) -> InjectFailedEvent:
+        return InjectFailedEvent(
+            response_id=self.response.id,
+            input=tuple(raw),
+            error=InjectError(code=code, message=message),
+            sequence_number=self._n(),
+        )
+
+    def steer_accepted(self, steer_id: str) -> SteerAcceptedEvent:
+        return SteerAcceptedEvent(
+            sequence_number=self._n(),
+            steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
+        )
+
+    def steer_pending(self, steer_id: str, required: Sequence[FunctionCall]) -> SteerPendingEvent:
+        return SteerPendingEvent(
+            reason="waiting_for_required_input",
+            required_input=tuple(RequiredInput(call_id=c.call_id, name=c.name) for c in required),
+            sequence_number=self._n(),
+            steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
+        )
+
+    def steer_failed(
+        self, raw: Any, code: str, message: str, steer_id: str | None = None
+    ) -> SteerFailedEvent:
+        return steer_failed(self.response.id, raw, code, message, steer_id, self._n())
+
+
+def steer_failed(
+    response_id: str,
+    raw: Any,
+    code: str,
+    message: str,
+    steer_id: str | None = None,
+    sequence_number: int = 0,
+) -> SteerFailedEvent:
+    """`response.steer.failed`; without a known target response it is numbered 0."""
+    return SteerFailedEvent(
+        error=SteerError(code=code, message=message),
+        sequence_number=sequence_number,
+        steer=FailedSteer(input=raw, previous_response_id=response_id, id=steer_id),
+    )

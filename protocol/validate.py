@@ -34,6 +34,10 @@ INVALID_STREAM_ID = (
 )
 
 
+#: Tool types that take `async: true` (the model does not wait for their output).
+ASYNC_TYPES = frozenset({"function", "custom"})
+
+
 def _range(value: float | None, low: float, high: float, param: str) -> None:
     if value is not None and not low <= value <= high:
         raise invalid(
@@ -117,6 +121,7 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
                     code="invalid_value",
                 )
     _check_tools(req)
+    _check_multi_agent(req)
     if req.shape == "append" and not websocket and not req.stream:
         raise invalid(
             "The append shape streams over HTTP: send 'stream: true'.",
@@ -153,6 +158,12 @@ def _wrong_type(param: str, expected: str) -> ProtocolError:
 def _check_tools(req: CreateRequest) -> None:
     names: set[str] = set()
     for i, tool in enumerate(req.tools):
+        if isinstance(tool, OtherTool) and "async" in tool.raw and tool.type not in ASYNC_TYPES:
+            raise invalid(
+                f"Unknown parameter: 'tools[{i}].async'.",
+                param=f"tools[{i}].async",
+                code="unknown_parameter",
+            )
         if not isinstance(tool, FunctionTool):
             continue
         if not TOOL_NAME.fullmatch(tool.name):
@@ -361,4 +372,56 @@ def _check_caching(req: CreateRequest) -> None:
         _one_of(options.get("ttl"), ("30m", "12h"), "prompt_cache_options.ttl")
 
 
-__all__ = ["INVALID_STREAM_ID", "STREAM_ID", "check_stream_id", "validate_create"]
+def _check_multi_agent(req: CreateRequest) -> None:
+    config = req.multi_agent
+    if config is None or not config.enabled:
+        return
+    if req.parallel_tool_calls:
+        raise invalid(
+            "Multi-agent responses do not support 'parallel_tool_calls: true'; omit it or send "
+            "false.",
+            param="multi_agent",
+            code="unsupported_value",
+        )
+    if req.shape == "append":
+        raise invalid(
+            "A multi-agent response cannot use the append shape; send one or the other.",
+            param="shape",
+            code="unsupported_value",
+        )
+    if config.max_concurrent_subagents is not None and config.max_concurrent_subagents < 1:
+        raise invalid(
+            "'multi_agent.max_concurrent_subagents' must be at least 1.",
+            param="multi_agent.max_concurrent_subagents",
+            code="invalid_value",
+        )
+
+
+MULTI_AGENT_BETA = "responses_multi_agent=v1"
+
+
+def betas_of(header: str) -> frozenset[str]:
+    """The features an `OpenAI-Beta` header opts into (comma-separated)."""
+    return frozenset(b.strip() for b in header.split(",") if b.strip())
+
+
+def check_betas(req: CreateRequest, betas: frozenset[str]) -> None:
+    """A multi-agent create needs the request (HTTP) or the connection (WebSocket handshake) to
+    send `OpenAI-Beta: responses_multi_agent=v1`."""
+    if req.waits_for_inject and MULTI_AGENT_BETA not in betas:
+        raise invalid(
+            f"'multi_agent' is a beta feature: send the header 'OpenAI-Beta: {MULTI_AGENT_BETA}'.",
+            param="multi_agent",
+            code="beta_required",
+        )
+
+
+__all__ = [
+    "INVALID_STREAM_ID",
+    "MULTI_AGENT_BETA",
+    "STREAM_ID",
+    "betas_of",
+    "check_betas",
+    "check_stream_id",
+    "validate_create",
+]

@@ -3,6 +3,7 @@
 # importable from here, and the subpackages behind it are internals that may move.
 from rollout.client import (
     MODES,
+    SCENARIOS,
     AgentResult,
     ClientError,
     HttpClient,
@@ -49,6 +50,7 @@ __all__ = [
     "INFERENCE_PROFILES",
     "MODEL_PROFILES",
     "MODES",
+    "SCENARIOS",
     "AgentResult",
     "CallStep",
     "Captured",

@@ -13,7 +13,7 @@ import attrs
 import trio
 
 from rollout.cli_parser import parser as _parser
-from rollout.client import MODES
+from rollout.client import MODES, SCENARIOS
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
 from rollout.experiments.compare import RunResult
@@ -105,9 +105,9 @@ def _compare(args: argparse.Namespace) -> int:
         names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
         profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-        unknown = [m for m in modes if m not in MODES]
+        unknown = [m for m in modes if m not in MODES + SCENARIOS]
         if unknown or not modes:
-            raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES)}")
+            raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES + SCENARIOS)}")
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
         costs = cost_profile(args.costs)

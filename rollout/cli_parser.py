@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rollout.client import MODES
+from rollout.client import MODES, SCENARIOS
 from rollout.experiments.workloads import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
@@ -137,7 +137,11 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated inference profiles (quick: 1000tps,4000tps; --full: "
         "65tps,1000tps,4000tps)",
     )
-    c.add_argument("--modes", default=",".join(MODES), help="comma-separated modes")
+    c.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help=f"comma-separated modes (also the scenario {', '.join(SCENARIOS)})",
+    )
     c.add_argument("--repeats", type=int, default=3, help="rollouts per mode and profile")
     c.add_argument("--seed", type=int, default=0, help="workload seed")
     c.add_argument(

@@ -1,7 +1,10 @@
-# One agent runner that drives a rollout in any of six modes with the same agent code:
-# http-full, http-chain, ws-full, ws-chain, ws-append, http-append.
+# One agent runner that drives a rollout in any of its modes with the same agent code:
+# http-full, http-chain, ws-full, ws-chain, ws-append, http-append, ws-inject (a multi-agent
+# response that waits for `response.inject`), and ws-steer (ws-chain steered once, timed from the
+# steer to the first token of the response that takes it).
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -14,17 +17,26 @@ import orjson
 from protocol import codec
 from protocol.events import (
     TERMINAL_TYPES,
+    ArgumentsDeltaEvent,
     Event,
     OutputItemEvent,
     PauseEvent,
     ResponseEvent,
+    SteerAcceptedEvent,
+    SteerPendingEvent,
     TextDeltaEvent,
 )
 from protocol.items import FunctionCall, FunctionCallOutput
+from protocol.validate import MULTI_AGENT_BETA
 from rollout.client.http import HttpClient
 from rollout.client.ws import WsClient, connect_ws
 
-MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
+MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append", "ws-inject")
+#: Modes that change the rollout itself (so they are not in the default comparison).
+SCENARIOS = ("ws-steer",)
+#: Modes whose whole rollout is one response.
+ONE_RESPONSE = frozenset({"ws-append", "http-append", "ws-inject"})
+STEER_TEXT = "Also keep the change small."
 
 
 Tool = Callable[[dict[str, Any]], Any]
@@ -38,13 +50,21 @@ class Turn:
     calls: list[FunctionCall]
     output: list[dict[str, Any]]  # the output items, as JSON, in order
     text: str
-    status: str  # paused | completed | incomplete | failed
+    status: str  # paused | waiting (a multi-agent call) | completed | incomplete | failed
     first_token_s: float | None
     events: int
     seconds: float  # from sending the request to its pause or terminal event
+    reason: str | None = None  # why it ended incomplete
 
 
-async def collect(events: AsyncIterator[Event], started: float) -> Turn:
+async def collect(events: AsyncIterator[Event], started: float, *, at_call: bool = False) -> Turn:
+    """One stretch of events: to the pause or terminal event (or, with `at_call`, to the first
+    function call done: a multi-agent response waits there without a pause event)."""
+    async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
+        return await _collect(stream, started, at_call)
+
+
+async def _collect(events: AsyncIterator[Event], started: float, at_call: bool) -> Turn:
     response_id = ""
     calls: list[FunctionCall] = []
     output: list[dict[str, Any]] = []
@@ -52,12 +72,15 @@ async def collect(events: AsyncIterator[Event], started: float) -> Turn:
     first: float | None = None
     n = 0
     status = "paused"
+    reason = None
     async for event in events:
         n += 1
         if isinstance(event, ResponseEvent):
             response_id = event.response.id
             if event.type in TERMINAL_TYPES:
                 status = event.response.status
+                details = event.response.incomplete_details
+                reason = details.reason if details is not None else None
         elif isinstance(event, PauseEvent):
             response_id = event.response_id
         elif isinstance(event, TextDeltaEvent):
@@ -70,8 +93,11 @@ async def collect(events: AsyncIterator[Event], started: float) -> Turn:
                 calls.append(event.item)
                 if first is None:
                     first = time.perf_counter() - started
+                if at_call:
+                    status = "waiting"
+                    break
     seconds = time.perf_counter() - started
-    return Turn(response_id, calls, output, "".join(text), status, first, n, seconds)
+    return Turn(response_id, calls, output, "".join(text), status, first, n, seconds, reason)
 
 
 @attrs.define
@@ -85,6 +111,7 @@ class AgentResult:
     bytes_sent: int
     bytes_received: int
     spans: list[tuple[str, float, float]]  # client-side (name, start, end), perf_counter
+    steer_to_first_token_s: float | None = None  # ws-steer: steer sent -> its response's token
 
     @property
     def response_ids(self) -> list[str]:
@@ -122,14 +149,17 @@ async def run_agent(
     async; a non-string result is sent as JSON). The agent code is the same in every mode; only
     how a turn is sent differs.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode not in MODES + SCENARIOS:
+        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES + SCENARIOS)}")
     transport, shape = mode.split("-")
     body = dict(request)
     body.pop("stream", None)
     body["store"] = mode == "http-chain"
     if shape == "append":
         body["shape"] = "append"
+    if shape == "inject":
+        body["multi_agent"] = {"enabled": True}
+    steer = Steer() if shape == "steer" else None
     turns: list[Turn] = []
     spans: list[tuple[str, float, float]] = []
     client_seconds = 0.0
@@ -137,17 +167,25 @@ async def run_agent(
     async with AsyncExitStack() as stack:
         if transport == "ws":
             ws_url = base_url.replace("http", "ws", 1).rstrip("/") + "/responses"
+            betas = [MULTI_AGENT_BETA] if shape == "inject" else []
             client: WsClient | HttpClient = await stack.enter_async_context(
-                connect_ws(ws_url, api_key)
+                connect_ws(ws_url, api_key, betas)
             )
         else:
             client = await stack.enter_async_context(HttpClient(base_url, api_key))
         history: list[dict[str, Any]] = _initial_input(body.get("input"))
         t = time.perf_counter()
-        turn = await collect(await client.create(body), t)
+        events = await client.create(body)
+        if steer is not None:
+            assert isinstance(client, WsClient)
+            events = steer.watch(client, events)
+        turn = await collect(events, t, at_call=shape == "inject")
+        if steer is not None:
+            assert isinstance(client, WsClient)
+            turn = await steer.successor(client, turn, turns, spans, t)
         turns.append(turn)
         spans.append(("turn", t, t + turn.seconds))
-        while turn.calls and turn.status in ("paused", "completed"):
+        while turn.calls and turn.status in ("paused", "completed", "waiting"):
             c = time.perf_counter()
             outputs = [await _run_tool(tools, call) for call in turn.calls]
             done = time.perf_counter()
@@ -157,9 +195,21 @@ async def run_agent(
             t = time.perf_counter()
             if shape == "append":
                 turn = await collect(await client.append(turn.response_id, outputs), t)
-            elif shape == "chain":
+            elif shape == "inject":
+                assert isinstance(client, WsClient)
+                await client.inject(turn.response_id, outputs)
+                turn = await collect(client.events(), t, at_call=True)
+                turn.response_id = turn.response_id or turns[-1].response_id
+            elif shape in ("chain", "steer"):
                 nxt = {**body, "input": outputs, "previous_response_id": turn.response_id}
-                turn = await collect(await client.create(nxt), t)
+                events = await client.create(nxt)
+                if steer is not None:
+                    assert isinstance(client, WsClient)
+                    events = steer.watch(client, events)
+                turn = await collect(events, t)
+                if steer is not None:
+                    assert isinstance(client, WsClient)
+                    turn = await steer.successor(client, turn, turns, spans, t)
             else:
                 history += [_clean(o) for o in turn.output] + outputs
                 turn = await collect(await client.create({**body, "input": history}), t)
@@ -176,7 +226,61 @@ async def run_agent(
         bytes_sent=client.bytes_sent,
         bytes_received=client.bytes_received,
         spans=spans,
+        steer_to_first_token_s=steer.seconds if steer is not None else None,
     )
+
+
+@attrs.define
+class Steer:
+    """ws-steer: one `response.steer` right after the first response is created; the time from
+    sending it to the first token of the response that takes it (the automatic successor, or the
+    continuation the client sends after `response.steer.pending`)."""
+
+    sent: float | None = None
+    accepted: bool = False
+    pending: bool = False  # response.steer.pending: the client's continuation takes it
+    committed: bool = False
+    seconds: float | None = None
+
+    async def watch(self, client: WsClient, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        async for event in events:
+            if isinstance(event, ResponseEvent) and event.type == "response.created":
+                if self.sent is None:
+                    self.sent = time.perf_counter()
+                    await client.steer(event.response.id, STEER_TEXT)
+                elif self.accepted and not self.committed:
+                    self.committed = True  # the successor's response.created: the commit point
+            elif isinstance(event, SteerAcceptedEvent):
+                self.accepted = True
+            elif isinstance(event, SteerPendingEvent):
+                self.pending = True
+            elif self.committed and self.seconds is None and _is_token(event):
+                assert self.sent is not None
+                self.seconds = time.perf_counter() - self.sent
+            yield event
+
+    async def successor(
+        self,
+        client: WsClient,
+        turn: Turn,
+        turns: list[Turn],
+        spans: list[tuple[str, float, float]],
+        started: float,
+    ) -> Turn:
+        """After a turn that ended with steering accepted and nothing for the client to do (it
+        was steered, or completed with no call), the automatic successor follows on the lane."""
+        while self.accepted and not self.committed and not self.pending and not turn.calls:
+            if turn.status not in ("completed", "incomplete"):
+                break
+            turns.append(turn)
+            spans.append(("turn", started, started + turn.seconds))
+            started = time.perf_counter()
+            turn = await collect(self.watch(client, client.events()), started)
+        return turn
+
+
+def _is_token(event: Event) -> bool:
+    return isinstance(event, TextDeltaEvent | ArgumentsDeltaEvent)
 
 
 def _initial_input(value: Any) -> list[dict[str, Any]]:

@@ -86,14 +86,28 @@ class WsClient:
         await self.send({"type": "response.append", "response_id": response_id, "input": items})
         return self.events(lane)
 
+    async def inject(self, response_id: str, items: Sequence[Mapping[str, Any]]) -> None:
+        """Send `response.inject` (its answer comes on the response's lane)."""
+        await self.send({"type": "response.inject", "response_id": response_id, "input": items})
+
+    async def steer(self, previous_response_id: str, input: Any) -> None:
+        """Send `response.steer` (its answers come on the target response's lane)."""
+        frame = {"type": "response.steer", "previous_response_id": previous_response_id}
+        await self.send({**frame, "input": input})
+
     async def cancel(self, response_id: str) -> None:
         await self.send({"type": "response.cancel", "response_id": response_id})
 
 
 @asynccontextmanager
-async def connect_ws(url: str, api_key: str | None = None) -> AsyncIterator[WsClient]:
-    """A WebSocket client for `url` (`ws://host:port/v1/responses`), open for the block."""
+async def connect_ws(
+    url: str, api_key: str | None = None, betas: Sequence[str] = ()
+) -> AsyncIterator[WsClient]:
+    """A WebSocket client for `url` (`ws://host:port/v1/responses`), open for the block;
+    `betas` go in the handshake's OpenAI-Beta header (`responses_multi_agent=v1`)."""
     headers = [(b"authorization", f"Bearer {api_key}".encode())] if api_key else []
+    if betas:
+        headers.append((b"openai-beta", ",".join(betas).encode()))
     async with open_websocket_url(
         url, extra_headers=headers, receive_buffer_size=256 * 1024, max_message_size=1 << 26
     ) as ws:

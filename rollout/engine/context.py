@@ -129,6 +129,7 @@ class Context:
     by_id: dict[str, int] = attrs.field(factory=dict)
     call_names: dict[str, str] = attrs.field(factory=dict)
     open_calls: set[str] = attrs.field(factory=set)
+    async_calls: set[str] = attrs.field(factory=set)  # open calls of async tools
     model_turns: int = 0
     last_was_model: bool = False
     last_was_hosted: bool = False
@@ -236,8 +237,11 @@ class Context:
             self.call_names[item.call_id] = item.name
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
+            if item.async_:
+                self.async_calls.add(item.call_id)
         elif isinstance(item, FunctionCallOutput):
             self.open_calls.discard(item.call_id)
+            self.async_calls.discard(item.call_id)
         elif isinstance(item, WebSearchCall):
             self.searches_since_user += 1
         elif isinstance(item, Message) and item.role == "user":
@@ -272,6 +276,11 @@ class Context:
         prev = self.block_hashes[full - 1] if full else 0
         tail = memoryview(self.tokens)[full * BLOCK : position].tobytes()
         return hash(("breakpoint", prev, tail))
+
+    def is_async(self, name: str) -> bool:
+        """Whether the function tool `name` is declared `async: true`."""
+        tool = self.function_tools.get(name)
+        return tool is not None and bool(tool.async_)
 
     def resolve(self, ref: ItemReference) -> Item | None:
         index = self.by_id.get(ref.id)
@@ -312,6 +321,7 @@ class Context:
             by_id=dict(self.by_id),
             call_names=dict(self.call_names),
             open_calls=set(self.open_calls),
+            async_calls=set(self.async_calls),
             function_tools=dict(self.function_tools),
             item_tokens=list(self.item_tokens),
             body_breakpoints=list(self.body_breakpoints),

@@ -39,7 +39,7 @@ from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route, fit
-from rollout.engine.executors import WebSearch
+from rollout.engine.executors import Deferred, WebSearch
 from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults, Plan
 from rollout.engine.ids import new_id
 from rollout.engine.loop import (
@@ -116,6 +116,7 @@ class Engine:
             safety=self.scan_latency,
             secret=self.secret,
             thoughts=self.thoughts,
+            deferred=Deferred(),
         )
 
     # -- pre-inference --------------------------------------------------------------------------
@@ -193,7 +194,7 @@ class Engine:
                 base = Context()
         profile = model_profile(req.model, self.models)
         raw = normalize_input(req.input, new_id)
-        check_input(raw, base.open_calls, base.by_id)
+        check_input(raw, base.open_calls, base.by_id, base.async_calls)
         hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
         items = resolve_references(raw, base.resolve)
         ctx = base
@@ -205,7 +206,7 @@ class Engine:
         truncation = req.truncation or "disabled"
         ctx = fit(ctx, profile.context_window, truncation, work)
         ctx.choice = resolve_tool_choice(
-            req.tool_choice, parallel=req.parallel_tool_calls, max_calls=req.max_tool_calls
+            req.tool_choice, parallel=req.parallel, max_calls=req.max_tool_calls
         )
         ctx.format = resolve_format(req.text)
         ctx.response_steps = ctx.response_calls = 0
@@ -307,6 +308,8 @@ class Engine:
     ) -> None:
         """Post-inference: usage, billing, the store, the terminal event."""
         r = prepared.rollout
+        with contextlib.suppress(Disconnected):
+            await r.send_notes()  # acknowledgements still queued go before the terminal event
         if billing is None:
             await self.bill(r.work)
         if outcome.status == "completed":
@@ -331,6 +334,8 @@ class Engine:
                 )
         with contextlib.suppress(Disconnected):
             await r.send(events)
+            await r.send_notes()  # posted while the terminal event was on its way
+        r.mailbox.closed = True
         r.work.mark("terminal")
         if billing is None:
             self.stats.record(r.work)

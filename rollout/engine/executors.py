@@ -2,7 +2,9 @@
 # interface (`rollout.engine.loop.Executor`). The chain shape's client-tool executor ends the
 # response (the client answers with a new response.create carrying previous_response_id); the
 # hosted web-search service runs inside the server with a declared latency and deterministic
-# results. The append shape's executor pauses for the client (rollout.service.live).
+# results. Calls of async tools go to Deferred, which returns at once: the model does not wait,
+# and their outputs join the context whenever they arrive (a later create, an inject). The append
+# and multi-agent shapes' executor waits for the client (rollout.service.live).
 from __future__ import annotations
 
 import hashlib
@@ -25,6 +27,17 @@ class EndResponse:
     async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
         del r, calls
         return None
+
+
+class Deferred:
+    """Calls of async tools (`async: true`): nothing to wait for, nothing joins the context now;
+    each call stays open until its output arrives on its call_id."""
+
+    scans = True
+
+    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+        del r, calls
+        return ()
 
 
 @attrs.define

@@ -3,8 +3,9 @@
 # it; tool calls go to their executors, every one behind the same interface (`await
 # executor.call(r, calls)` returns the output items that join the context, or None to end the
 # response there); repeat. Shapes differ only in the client-tool executor, transports only in
-# the Sink events go to. Pre- and post-inference work (ingest, billing) is the caller's
-# (rollout.engine.engine).
+# the Sink events go to; what reaches a running loop from outside (async outputs,
+# acknowledgements, a steer) waits in its Mailbox for the next safe boundary. Pre- and
+# post-inference work (ingest, billing) is the caller's (rollout.engine.engine).
 from __future__ import annotations
 
 import functools
@@ -14,13 +15,14 @@ from typing import Protocol
 import attrs
 import trio
 
-from protocol.events import Event
-from protocol.items import Item, UrlCitation
+from protocol.events import ArgumentsDeltaEvent, Event, TextDeltaEvent
+from protocol.items import FunctionCall, Item, UrlCitation
 from protocol.reasoning import Sealed, seal
 from protocol.response import Usage
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route, fit
 from rollout.engine.ids import new_id
+from rollout.engine.mailbox import Mailbox
 from rollout.engine.work import Work
 from rollout.model.choice import constrain
 from rollout.model.inference import CacheOptions, Pacer, PrefixCache, pieces, prefill
@@ -143,6 +145,7 @@ class LoopEnv:
     cache: PrefixCache
     hosted: Executor  # hosted tools (web search)
     safety: Callable[[int, Work], Awaitable[None]]  # the safety service's latency for new tokens
+    deferred: Executor  # calls of async tools: returns at once, outputs come later
     secret: bytes = DEFAULT_SECRET
     thoughts: dict[str, str] = attrs.field(factory=dict)  # reasoning item id -> hidden text
 
@@ -167,10 +170,20 @@ class Rollout:
     cache_options: CacheOptions = attrs.field(factory=lambda: CacheOptions())
     first_token_pending: bool = False
     gone: bool = False  # the client disconnected: events are dropped from then on
+    mailbox: Mailbox = attrs.field(factory=Mailbox)
 
     async def emit(self, event: Event) -> None:
         if not self.gone:
             await self.sink.emit(event)
+            # After a delta no built event waits unsent: notes can go in between.
+            if self.mailbox.notes and type(event) in _SINGLE:
+                await self.send_notes()
+
+    async def send_notes(self) -> None:
+        """Send what the mailbox holds to send (call only where no built event waits)."""
+        notes = self.mailbox.notes
+        while notes and not self.gone:
+            await self.sink.emit(notes.pop(0)(self.stream))
 
     async def send(self, events: Sequence[Event] | Event) -> None:
         if isinstance(events, Sequence):
@@ -192,13 +205,37 @@ class Rollout:
         )
 
 
+_SINGLE = (TextDeltaEvent, ArgumentsDeltaEvent)  # events the loop builds and sends one at a time
+
+
+async def _boundary(r: Rollout, env: LoopEnv) -> None:
+    """A step boundary: what arrived from outside joins the context, notes are sent."""
+    box = r.mailbox
+    if box.items:
+        items, box.items = box.items, []
+        before = r.ctx.scan.tokens_scanned
+        r.ctx.extend(items, r.work)
+        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
+    await r.send_notes()
+
+
+async def _think(r: Rollout, seconds: float) -> None:
+    """A scripted step's wait before sampling; a steer ends it early (the boundary is here)."""
+    with r.work.stage("fault"), trio.move_on_after(seconds):
+        while r.mailbox.stop is None:
+            await r.mailbox.wait()
+            await r.send_notes()
+
+
 async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
     while True:
+        await _boundary(r, env)
         r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
         step = constrain(env.policy.next_step(r.ctx), r.ctx)
         if step.delay_s > 0:
-            with r.work.stage("fault"):
-                await trio.sleep(step.delay_s)
+            await _think(r, step.delay_s)
+        if r.mailbox.stop is not None and r.stream.response.output:
+            return Outcome("incomplete", reason=r.mailbox.stop)
         with r.work.stage("inference") as stage:
             pf = await prefill(r.ctx, r.route.engine, env.cache, env.profile, r.cache_options)
             stage.tokens = pf.prompt_tokens
@@ -238,8 +275,16 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
             await _execute(r, env, env.hosted, hosted)
         if functions:
             r.ctx.extend([c.item for c in functions], r.work, scan=False)
-            if not await _execute(r, env, client, functions):
+            deferred = [c for c in functions if _is_async(c)]
+            waiting = [c for c in functions if not _is_async(c)]
+            if deferred:
+                await _execute(r, env, env.deferred, deferred)
+            if waiting and not await _execute(r, env, client, waiting):
                 return Outcome("completed")
+
+
+def _is_async(c: ToolCall) -> bool:
+    return isinstance(c.item, FunctionCall) and bool(c.item.async_)
 
 
 async def _execute(r: Rollout, env: LoopEnv, executor: Executor, calls: list[ToolCall]) -> bool:
@@ -375,7 +420,8 @@ async def _sample_calls(r: Rollout, step: CallStep, pacer: Pacer) -> list[ToolCa
             out.append(ToolCall(index, r.stream.response.output[index], spec))
             continue
         r.ctx.response_calls += 1
-        await r.send(r.stream.begin_call(new_id("fc"), new_id("call"), spec.name))
+        is_async = r.ctx.is_async(spec.name) or None
+        await r.send(r.stream.begin_call(new_id("fc"), new_id("call"), spec.name, is_async))
         delta = functools.partial(r.stream.arguments_delta, index)
         streamed, cut = await _stream_tokens(r, spec.arguments, pacer, delta)
         if cut:

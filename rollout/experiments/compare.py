@@ -15,7 +15,7 @@ import attrs
 import orjson
 import trio
 
-from rollout.client import MODES, run_agent
+from rollout.client import MODES, ONE_RESPONSE, SCENARIOS, run_agent
 from rollout.engine.engine import Engine
 from rollout.engine.work import CPU, DECLARED, Stats, Work
 from rollout.experiments.workloads import Scenario
@@ -48,6 +48,7 @@ class RunResult:
     bytes_received: int
     text: str
     calls: list[tuple[str, str]]
+    steer_s: float | None = None  # ws-steer: steer sent -> first token of the response taking it
     trace: list[dict[str, Any]] = attrs.field(factory=list, repr=False)
     marks: list[tuple[str, float]] = attrs.field(factory=list, repr=False)
 
@@ -83,7 +84,7 @@ async def run_one(
         result = await run_agent(
             mode, f"http://127.0.0.1:{port}/v1", scenario.request, scenario.tools
         )
-        expected = 1 if mode.endswith("append") else len(result.turns)
+        expected = 1 if mode in ONE_RESPONSE else len(result.turns)
         with trio.move_on_after(10):  # background billing completes (it is never lost)
             while stats.responses < expected:
                 await trio.sleep(0.002)
@@ -110,6 +111,7 @@ async def run_one(
         bytes_received=result.bytes_received,
         text=result.text,
         calls=result.calls,
+        steer_s=result.steer_to_first_token_s,
         trace=_trace(mode, totals, result.spans),
         marks=sorted(totals.marks, key=lambda m: m[1]),
     )
@@ -201,6 +203,7 @@ class Summary:
     vs_http_full: float
     vs_ideal: float
     same_output: bool
+    steer_s: float | None = None  # ws-steer: steer sent -> first token of its response
 
 
 def summarize(results: Sequence[RunResult]) -> list[Summary]:
@@ -209,6 +212,9 @@ def summarize(results: Sequence[RunResult]) -> list[Summary]:
     for r in results:
         groups.setdefault((r.profile, r.mode), []).append(r)
     reference: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    for r in results:
+        if r.mode not in SCENARIOS:  # a scenario changes the rollout: it is no reference
+            reference.setdefault(r.profile, (r.text, r.calls))
     for r in results:
         reference.setdefault(r.profile, (r.text, r.calls))
     out = []
@@ -239,9 +245,12 @@ def summarize(results: Sequence[RunResult]) -> list[Summary]:
                 vs_http_full=median(secs) / median([r.seconds for r in base]) if base else 1.0,
                 vs_ideal=median([r.seconds / r.ideal_s for r in runs]),
                 same_output=all(r.text == ref_text and r.calls == ref_calls for r in runs),
+                steer_s=median([r.steer_s for r in runs if r.steer_s is not None])
+                if any(r.steer_s is not None for r in runs)
+                else None,
             )
         )
-    order = {m: i for i, m in enumerate(MODES)}
+    order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
     profiles = {p: i for i, p in enumerate(dict.fromkeys(r.profile for r in results))}
     return sorted(out, key=lambda s: (profiles[s.profile], order.get(s.mode, 99)))
 

@@ -100,6 +100,12 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
             )
         console.print(timing)
         console.print(work)
+        for s in rows:
+            if s.steer_s is not None:
+                console.print(
+                    f"{profile} {s.mode}: steer sent -> first token of the response taking it "
+                    f"{_ms(s.steer_s)} ms (median)"
+                )
     console.print(
         "overhead: share of end-to-end time beyond inference + client time; cpu: server CPU "
         "stages; declared: simulated service latencies (billing may overlap); vs ideal: "

@@ -27,7 +27,8 @@ KNOBS: dict[str, str] = {
     "or a hosted type: the response's first step makes that call; `allowed_tools`: calls only "
     "from its list (`mode: required` forces the first step). Naming a tool not in `tools`, or "
     "`required` without tools, is refused with `param: tool_choice`.",
-    "parallel_tool_calls": "`false`: at most one tool call per model step.",
+    "parallel_tool_calls": "`false`: at most one tool call per model step (the default of a "
+    "multi-agent response, which refuses `true`).",
     "max_output_tokens": "The output budget (reasoning included); when it runs out the response "
     "ends `incomplete` with `max_output_tokens`.",
     "max_tool_calls": "Tool calls (function and hosted) one response may make; further calls "
@@ -67,4 +68,8 @@ KNOBS: dict[str, str] = {
     "client_metadata": "Accepted and ignored.",
     "shape": "`append` runs the append shape (the rollout pauses on client tool calls); default "
     "`chain`.",
+    "multi_agent": '`{"enabled": true}` (with the header `OpenAI-Beta: '
+    "responses_multi_agent=v1`): over WebSocket the response waits for `response.inject` at a "
+    "client call, without a pause event; over HTTP it completes there. "
+    "`max_concurrent_subagents` is checked; the simulated model runs one agent.",
 }

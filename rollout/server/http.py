@@ -19,6 +19,7 @@ import trio
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
+from protocol.validate import betas_of
 from rollout.engine.engine import Engine
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
@@ -313,6 +314,7 @@ class HttpConnection:
                 self.request_id,
                 self.number,
                 trailing=trailing,
+                betas=betas_of(request.headers.get("openai-beta", "")),
             )
         finally:
             self.engine.stats.ws_connections -= 1

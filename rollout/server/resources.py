@@ -14,7 +14,7 @@ from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.replay import replay
 from protocol.request import CreateRequest
-from protocol.validate import validate_create
+from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
 from rollout.engine.loop import Sink
 from rollout.engine.work import Work
@@ -64,7 +64,11 @@ async def create(ex: Exchange, request: Request) -> None:
     work = Work()
     with work.stage("decode", items=1) as c:
         c.tokens = len(request.body)
-        req = await ex.service.decode_create(request.body, websocket=False)
+        req = await ex.service.decode_create(
+            request.body,
+            websocket=False,
+            betas=betas_of(request.headers.get("openai-beta", "")),
+        )
     stream = ex.sse() if req.stream else None
     response = await ex.service.create(
         req, work, stream or ex.null_sink(), owner=ex.owner, holder=stream

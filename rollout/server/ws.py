@@ -77,6 +77,7 @@ async def serve_websocket(
     number: int = 0,
     *,
     trailing: bytes = b"",
+    betas: frozenset[str] = frozenset(),
 ) -> None:
     """Complete the handshake (already vetted by the HTTP layer) and run the session.
     `trailing`: bytes read after the handshake request (the first frames)."""
@@ -90,7 +91,16 @@ async def serve_websocket(
             return
         logs.event("ws_open", request_id=request_id)
         conn = WsTransport(ws, service, service.taps.open("ws", number, service.engine.stats))
-        session = Session(service, owner, conn.taps, conn.sink_for, conn.refuse, conn.shutdown)
+        session = Session(
+            service,
+            owner,
+            conn.taps,
+            conn.sink_for,
+            conn.refuse,
+            conn.shutdown,
+            hangup=conn.hangup,
+            betas=betas,
+        )
         session.on_active = conn.active
         age = trio.CancelScope()
         try:
@@ -152,6 +162,10 @@ class WsTransport:
         await self.taps.error(exc, frame)
         with contextlib.suppress(WsClosed):
             await self.ws.send_message(frame)
+
+    async def hangup(self) -> None:
+        """Close after a malformed event that ends the connection (`response.inject`)."""
+        await self.ws.aclose(1008, "invalid event")
 
     async def shutdown(self) -> None:
         """The server is stopping: close with 1001 (Going Away)."""

@@ -25,6 +25,8 @@ class ServerConfig:
     append_timeout_s: float = 600.0  # a suspended rollout waits this long for its outputs
     append_grace_s: float = 60.0  # a suspended rollout outlives its connection this long
     max_live_rollouts: int = 10_000  # live append rollouts at once; more get 503
+    # Steering (response.steer)
+    max_pending_steers: int = 8  # queued steering submissions per response; more fail
     # Both
     max_open_connections: int = 4096  # TCP connections at once (HTTP and WebSocket); more: 503
     shutdown_grace_s: float = 10.0  # on SIGINT/SIGTERM, running responses get this long to end

@@ -1,9 +1,11 @@
-# Live rollouts of the append shape: one long-running response per rollout, whose loop is the one
-# sampling loop given `AppendTools` as its client-tool executor (emit `response.done`, wait for
-# the outputs, return them to the loop). Live rollouts belong to the service, not to a
-# connection: a rollout whose client disconnects while it is suspended is parked for a grace
-# period and can be resumed from a new connection or an HTTP request. Its state moves only through
-# the table in protocol.lifetime; its events go to whichever client holds it (a Relay).
+# Live rollouts of the append and multi-agent shapes: one long-running response per rollout, whose
+# loop is the one sampling loop given `AppendTools` as its client-tool executor (announce the
+# pause with `response.done` in the append shape, not at all in a multi-agent response; wait for
+# the outputs, from `response.append` or `response.inject`; return them to the loop). Live
+# rollouts belong to the service, not to a connection: a rollout whose client disconnects while
+# it waits is parked for a grace period and can be resumed from a new connection or an HTTP
+# request. Its state moves only through the table in protocol.lifetime; its events go to
+# whichever client holds it (a Relay).
 from __future__ import annotations
 
 import logging
@@ -23,6 +25,7 @@ from rollout.engine.engine import Engine, Prepared
 from rollout.engine.faults import Plan
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Cancel, Disconnected, EndRollout, Rollout, Sink, ToolCall
+from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.config import ServerConfig
 
@@ -79,6 +82,7 @@ class Live:
     owner: str | None
     lane: str | None
     config: ServerConfig
+    announces: bool = True  # the append shape announces each pause (`response.done`)
     lifetime: Lifetime = attrs.field(init=False)
     relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
@@ -169,7 +173,8 @@ class AppendTools:
         live = self.live
         items = [c.item for c in calls if isinstance(c.item, FunctionCall)]
         live.lifetime.pause({c.call_id: c.name for c in items})
-        await r.send(r.stream.pause(items, r.usage))
+        if live.announces:
+            await r.send(r.stream.pause(items, r.usage))
         r.work.mark("paused")
         live.boundary.set()
         with r.work.stage("client_tool", items=len(items)):
@@ -179,10 +184,14 @@ class AppendTools:
                 live.timeout_reason = "append_timeout"
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()
-                await live.resumed.wait()
+                # Acknowledgements are sent from here, in order with the response's events.
+                while not live.resumed.is_set():
+                    await r.mailbox.wait()
+                    await r.send_notes()
             live.wait_scope = None
         if scope.cancelled_caught:
             raise EndRollout(live.timeout_reason)
+        await r.send_notes()
         live.resumed = trio.Event()
         return live.lifetime.take_outputs()
 
@@ -216,10 +225,13 @@ class LiveRollouts:
         lane: str | None,
         billing: trio.Nursery | None,
         plan: Plan | None = None,
+        announces: bool = True,
     ) -> Live:
         if len(self.rollouts) >= self.config.max_live_rollouts:
             raise too_many_suspended(self.config.max_live_rollouts)
-        live = Live(prepared=prepared, owner=owner, lane=lane, config=self.config)
+        live = Live(
+            prepared=prepared, owner=owner, lane=lane, config=self.config, announces=announces
+        )
         live.attach(sink, holder)
         prepared.rollout.sink = live.relay
         self.rollouts[live.id] = live
@@ -253,16 +265,29 @@ class LiveRollouts:
             raise response_not_suspended(response_id, State.FINISHED)
         raise response_not_found(response_id)
 
-    def accept(self, live: Live, items: Sequence[Item], work: Work) -> trio.Event:
-        """Check and record an append in one step (no await: of two racing appends exactly one
-        wins); resume the loop when it completes the pending set. Returns the event set at the
-        next pause or the end (already set when the rollout keeps waiting)."""
+    def accept(
+        self,
+        live: Live,
+        items: Sequence[Item],
+        work: Work,
+        *,
+        note: Note | None = None,
+        messages: bool = True,
+    ) -> trio.Event:
+        """Check and record an append (or inject) in one step (no await: of two racing appends
+        exactly one wins); resume the loop when it completes the pending set. Outputs of open
+        async calls go to the loop's mailbox (they join the context at its next boundary), and
+        so does `note` (an acknowledgement, sent in order with the response's events). Returns
+        the event set at the next pause or the end (already set when the rollout keeps
+        waiting)."""
         stored = normalize_input(items, new_id)
-        resumed = live.lifetime.accept(stored)
         r = live.prepared.rollout
+        resumed = live.lifetime.accept(stored, r.ctx.async_calls, messages=messages)
+        late = live.lifetime.take_late()
         r.work.mark("received", work.created)
         r.work.merge(work)
         live.prepared.input_items.extend(stored)
+        r.mailbox.post(note, late)
         if resumed:
             live.boundary = trio.Event()
             live.resumed.set()

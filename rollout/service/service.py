@@ -1,8 +1,10 @@
 # The service layer: the one place that handles what clients ask for, whatever the transport.
 # A transport decodes nothing about shapes; it hands the service a request (or a frame, through
 # a WebSocket Session) and a Sink for the events, and the service does the rest: create in every
-# shape (chain: the engine runs one response; append: a live rollout that pauses), append,
-# cancel, live rollouts, the taps, and the decode of large bodies off the event loop. Adding a
+# shape (chain: the engine runs one response; append: a live rollout that pauses; multi-agent over
+# WebSocket: a live rollout that waits without a pause event), append, inject, cancel, live
+# rollouts, the taps, and the decode of large bodies off the event loop (steering, which belongs
+# to one connection's responses, is rollout.service.steer). Adding a
 # client event means adding a method here (and a row in Session's table); a transport stays
 # framing only.
 from __future__ import annotations
@@ -19,7 +21,8 @@ from protocol import codec
 from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Response
-from protocol.validate import validate_create
+from protocol.stream import ResponseStream
+from protocol.validate import check_betas, validate_create
 from rollout.engine.context import Context, Route
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
@@ -99,16 +102,19 @@ class Service:
         lane: str | None = None,
         closing: trio.Event | None = None,
     ) -> None:
-        """Run a prepared create in its shape. Chain: the response runs to its end. Append: a
-        live rollout starts and this returns at its first pause (UNTIL_PAUSE) or its end, or when
-        `closing` is set (UNTIL_END). Billing blocks unless `billing` is given (WebSocket); an
-        append rollout's background billing runs in the live rollouts' nursery, which outlives
-        the connection."""
+        """Run a prepared create in its shape. Chain: the response runs to its end (so does a
+        multi-agent response over HTTP: it completes when it waits for client calls). Append,
+        and multi-agent over WebSocket: a live rollout starts and this returns at its first
+        pause (UNTIL_PAUSE) or its end, or when `closing` is set (UNTIL_END). Billing blocks
+        unless `billing` is given (WebSocket); a live rollout's background billing runs in the
+        live rollouts' nursery, which outlives the connection."""
         plan = self.engine.draw_faults()
         refusal = plan.refusal() if prepared.request.generate is not False else None
         if refusal is not None:  # fails the way the real API does: before any event
             raise refusal
-        if prepared.request.shape != "append":
+        req = prepared.request
+        multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
+        if req.shape != "append" and not multi_agent:
             await self.engine.run(prepared, EndResponse(), billing=billing, plan=plan)
             return
         live = self.live.start(
@@ -119,6 +125,7 @@ class Service:
             lane=lane,
             billing=self.live.nursery if billing is not None else None,
             plan=plan,
+            announces=not multi_agent,
         )
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
@@ -161,6 +168,18 @@ class Service:
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, boundary, holder)
 
+    def inject(
+        self, live: Live, items: Sequence[Item], work: Work, sink: Sink, *, holder: object
+    ) -> None:
+        """`response.inject`: commit tool outputs to a live rollout atomically (outputs of sync
+        calls it waits for, outputs of open async calls at any time); `response.inject.created`
+        follows in the response's own sequence. Raises ProtocolError with nothing committed."""
+        live.check_free(holder)
+        self.live.accept(
+            live, items, work, note=ResponseStream.inject_created, messages=live.announces
+        )
+        live.take_over(sink, holder)
+
     async def _until(self, live: Live, boundary: trio.Event, holder: object) -> None:
         """Let the rollout's events reach the holder until `boundary`, then let go of it."""
         try:
@@ -187,9 +206,12 @@ class Service:
 
     # -- decoding -------------------------------------------------------------------------------
 
-    async def decode_create(self, body: bytes | str, *, websocket: bool) -> CreateRequest:
+    async def decode_create(
+        self, body: bytes | str, *, websocket: bool, betas: frozenset[str] = frozenset()
+    ) -> CreateRequest:
         req = await off_loop(codec.decode_create, body, len(body))
         validate_create(req, websocket=websocket)
+        check_betas(req, betas)
         return req
 
 

@@ -1,11 +1,11 @@
-# One WebSocket-mode connection's service state: the client events of each text frame decoded and
-# dispatched (a table: create, append, cancel), lanes run as FIFO workers under the connection's
-# in-flight limit, and the connection-local cache that makes chaining cheap (the whole context of
-# each lane's latest response, extended in place by its continuation). The admission, pinning and
-# eviction rules are protocol.lanes' LaneBook; this module owns the tasks and queues that carry
-# them out. The transport (rollout.server.ws) gives it a sink per lane and a way to refuse.
+# One WebSocket-mode connection's service state: the client events of each frame decoded and
+# dispatched (a table: create, append, inject, steer, cancel), lanes run as FIFO workers under the
+# in-flight limit (a steered response's automatic successor runs next on its lane), and the
+# connection cache that makes chaining cheap. Admission, pinning and eviction are protocol.lanes'
+# LaneBook; the transport (rollout.server.ws) gives it a sink per lane and a way to refuse.
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,13 +15,17 @@ import trio
 
 from protocol import codec
 from protocol.errors import ProtocolError, clip
+from protocol.events import Event, InjectError, InjectFailedEvent
 from protocol.lanes import Lane, LaneBook, LaneLimits
-from protocol.request import AppendRequest, CancelRequest, CreateRequest
-from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from protocol.lifetime import State
+from protocol.request import AppendRequest, CancelRequest, CreateRequest, InjectRequest
+from protocol.validate import INVALID_STREAM_ID, STREAM_ID, check_betas, validate_create
 from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
+from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.service import Hold, Service, off_loop
+from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 
 Refuse = Callable[[ProtocolError, Lane], Awaitable[None]]
@@ -53,7 +57,10 @@ class Session:
     sink_for: Callable[[Lane], Sink]  # the transport's sink for a lane
     refuse: Refuse  # the transport's error event, on a lane
     shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
+    hangup: Callable[[], Awaitable[None]] | None = None  # close after a malformed inject
+    betas: frozenset[str] = frozenset()  # the handshake's OpenAI-Beta features
     book: LaneBook[Context] = attrs.field(init=False)
+    steer: Steerer = attrs.field(init=False)
     lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
     routes: dict[tuple[str, str | None], Route] = attrs.field(factory=dict)  # (model, cache key)
     in_flight: trio.Semaphore = attrs.field(init=False)
@@ -75,6 +82,11 @@ class Session:
             )
         )
         self.in_flight = trio.Semaphore(c.max_in_flight)
+        self.steer = Steerer(self._send, c.max_pending_steers)
+
+    async def _send(self, lane: Lane, event: Event) -> None:
+        with contextlib.suppress(Disconnected):
+            await self.sink_for(lane).emit(event)
 
     @property
     def closed(self) -> bool:
@@ -138,11 +150,15 @@ class Session:
                 request = await off_loop(EVENTS[kind][0], value, len(message))
             await EVENTS[kind][1](self, request, work, len(message))
         except ProtocolError as exc:
-            if isinstance(value, dict) and value.get("type") == "response.create":
+            sent = value.get("type") if isinstance(value, dict) else None
+            if sent == "response.create" and isinstance(value, dict):
                 self.book.refused(value.get("previous_response_id"), lane)
             await self.refuse(exc, lane)
+            if sent == "response.inject" and self.hangup is not None:
+                await self.hangup()  # a malformed inject closes the connection
 
     async def _create(self, req: CreateRequest, work: Work, size: int) -> None:
+        check_betas(req, self.betas)
         lane = req.stream_id
         if self.book.admit(lane, req.previous_response_id, size):
             channel, jobs = trio.open_memory_channel[Job](math.inf)  # bounded by the book
@@ -183,6 +199,58 @@ class Session:
         except ProtocolError as exc:
             await self.refuse(exc, live.lane)
 
+    async def _inject(self, decoded: tuple[InjectRequest, Any], work: Work, size: int) -> None:
+        """`response.inject`: tool outputs for a live response of this connection (a multi-agent
+        one, or the append shape's), or a parked one (same API key). Answers
+        `response.inject.created` in the response's sequence, or `response.inject.failed`
+        with the input as sent."""
+        del size
+        inject, raw = decoded
+        rid = inject.response_id
+        live = self.service.find_live(rid, self.owner)
+        if live is not None and live.relay.target is not None and live.relay.holder is not self:
+            live = None  # another connection holds it: not found from here
+        if live is None:
+            await self._inject_failed(rid, raw, self.steer.known.get(rid))
+            return
+        try:
+            self.service.inject(live, inject.input, work, self.sink_for(live.lane), holder=self)
+        except ProtocolError as exc:
+            code = "response_already_completed" if live.state is State.FINISHED else "invalid_input"
+            message = exc.message
+            note: Note = lambda s: s.inject_failed(raw, code, message)  # noqa: E731
+            if live.relay.holder is self:
+                live.prepared.rollout.mailbox.post(note)
+            else:  # parked: its loop waits and sends nothing
+                await self._send(live.lane, note(live.prepared.rollout.stream))
+
+    async def _inject_failed(self, rid: str, raw: Any, known: Known | None) -> None:
+        finished = rid in self.service.live.finished and self.service.live.finished[rid] == (
+            self.owner
+        )
+        if finished or (known is not None and known.rollout.stream.terminal is not None):
+            code, message = "response_already_completed", f"Response '{rid}' has already completed."
+        elif known is not None:
+            code = "invalid_input"
+            message = (
+                f"Response '{rid}' does not wait for injected input; create it with "
+                "'multi_agent': {'enabled': true}."
+            )
+        else:
+            code, message = "response_not_found", f"Response with id '{rid}' not found."
+        if known is not None:
+            await self.steer.notify(known, lambda s: s.inject_failed(raw, code, message))
+            return
+        error = InjectError(code=code, message=message)
+        await self._send(
+            None,
+            InjectFailedEvent(response_id=rid, input=tuple(raw), error=error, sequence_number=0),
+        )
+
+    async def _steer(self, value: dict[str, Any], work: Work, size: int) -> None:
+        del work, size
+        await self.steer.steer(value)
+
     async def _cancel(self, cancel: CancelRequest, work: Work, size: int) -> None:
         del work, size
         live = self.service.live.find(cancel.response_id, self.owner)
@@ -210,24 +278,46 @@ class Session:
                 self._active_by(-1)
 
     async def _serve(self, lane: Lane, job: Job) -> None:
-        req = job.request
+        """A create, then the automatic successors of steering (each on this lane, next)."""
+        req, taken, parent = self.steer.continuation(job.request, lane)
+        known = await self._respond(lane, req, job.work, pinned=True)
+        if known is None:
+            if parent is not None and taken:
+                await self.steer.successor_failed(parent, taken)
+            return
+        while not self.closed and (successor := await self.steer.ended(known)) is not None:
+            req, queued = successor
+            nxt = await self._respond(lane, req, Work(), pinned=False)
+            if nxt is None:
+                await self.steer.successor_failed(known, queued)
+                return
+            known = nxt
+
+    async def _respond(
+        self, lane: Lane, req: CreateRequest, work: Work, pinned: bool
+    ) -> Known | None:
+        """One response on `lane`: prepare (None if refused), register, run, cache."""
         parent = req.previous_response_id
         try:
-            base = await self._base(lane, req, job.work)
+            base = await self._base(lane, req, work)
             prepared = await self.service.prepare(
                 req,
-                job.work,
+                work,
                 self.sink_for(lane),
                 owner=self.owner,
                 context=base,
                 route=self.routes.get((req.model, req.prompt_cache_key)),
             )
         except ProtocolError as exc:
-            self.book.unpin(parent)
+            if pinned:
+                self.book.unpin(parent)
             await self.refuse(exc, lane)
-            return
-        self.book.unpin(parent)
+            return None
+        if pinned:
+            self.book.unpin(parent)
         self.routes.setdefault((req.model, req.prompt_cache_key), prepared.rollout.route)
+        live = req.shape == "append" or req.waits_for_inject
+        known = self.steer.register(lane, prepared.rollout, req, live)
         try:
             await self.service.run(
                 prepared,
@@ -239,10 +329,11 @@ class Session:
             )
         except ProtocolError as exc:  # refused before its first event (a server limit)
             await self.refuse(exc, lane)
-            return
+            return None
         response = prepared.rollout.stream.response
         if response.status != "failed":
             self.book.remember(lane, response.id, prepared.rollout.ctx)
+        return known
 
     async def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
         """The context a create continues: the cached one in place, a copy of it (a fork), a
@@ -276,10 +367,17 @@ def _decode_create(value: dict[str, Any]) -> CreateRequest:
     return req
 
 
+def _decode_inject(value: dict[str, Any]) -> tuple[InjectRequest, Any]:
+    """The inject and its input as sent (a failure returns it unchanged)."""
+    return codec.decode_object(value, InjectRequest), value["input"]
+
+
 #: The client events of WebSocket mode: type -> (decode, handle).
 EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
     "response.create": (_decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
+    "response.inject": (_decode_inject, Session._inject),
+    "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
     "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
 }
 _EXPECTED = ", ".join(repr(k) for k in list(EVENTS)[:-1]) + f" or {list(EVENTS)[-1]!r}"

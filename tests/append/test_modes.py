@@ -1,8 +1,8 @@
-# One scripted 10-call rollout driven by `rollout.client.run_agent` in all six modes, each against
-# a fresh in-process server: the agent sees the same calls and the same answer in every mode, and
-# the work counters show what the append shape saves (append-protocol.md, "What the shape must
-# show"): one route, one bill, every input token scanned once and every token tokenized once,
-# where http-full repeats the whole history on every turn.
+# One scripted 10-call rollout driven by `rollout.client.run_agent` in all seven modes, each
+# against a fresh in-process server: the agent sees the same calls and the same answer in every
+# mode, and the work counters show what the append shape saves (append-protocol.md, "What the
+# shape must show"): one route, one bill, every input token scanned once and every token
+# tokenized once, where http-full repeats the whole history on every turn.
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from protocol.items import Message, OutputText
-from rollout.client import MODES, AgentResult, run_agent
+from rollout.client import MODES, ONE_RESPONSE, AgentResult, run_agent
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.work import Work
@@ -36,7 +36,7 @@ def exec_tool(args: dict[str, Any]) -> str:
 async def run_mode(mode: str) -> tuple[AgentResult, Engine]:
     async with serving(tool_script(CALLS)) as server:
         result = await run_agent(mode, server.http_base_url, REQUEST, {"exec": exec_tool})
-        expected = 1 if mode.endswith("append") else CALLS + 1
+        expected = 1 if mode in ONE_RESPONSE else CALLS + 1
         # WebSocket billing runs in the background: wait until every response is recorded.
         await wait_for(lambda: server.engine.stats.responses >= expected)
         await wait_for(lambda: server.engine.stats.billed >= expected)
@@ -76,8 +76,8 @@ EXPECTED_CALLS = [("exec", f'{{"cmd":"{cmd(i)}"}}') for i in range(CALLS)]
 # Routes and bills per mode: HTTP routes per request, WebSocket once per connection; the chain
 # and full shapes bill every response, the append shape the one rollout.
 ROUTES = {"http-full": 11, "http-chain": 11, "ws-full": 1, "ws-chain": 1, "ws-append": 1}
-ROUTES["http-append"] = 1
-BILLS = {m: 1 if m.endswith("append") else CALLS + 1 for m in MODES}
+ROUTES["http-append"] = ROUTES["ws-inject"] = 1
+BILLS = {m: 1 if m in ONE_RESPONSE else CALLS + 1 for m in MODES}
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -88,7 +88,7 @@ async def test_mode_gives_the_same_rollout(mode: str) -> None:
     assert result.turns[-1].status == "completed"
     assert len(result.turns) == CALLS + 1
     ids = set(result.response_ids)
-    assert len(ids) == (1 if mode.endswith("append") else CALLS + 1)
+    assert len(ids) == (1 if mode in ONE_RESPONSE else CALLS + 1)
     assert counts(engine)["routing"].calls == ROUTES[mode]
     assert engine.stats.billed == BILLS[mode]
     assert counts(engine)["billing"].calls == BILLS[mode]

@@ -2,10 +2,13 @@
 # and synchronous WebSocket clients (`websockets.sync.client`): random sequences of append-shape
 # creates (each with its own plan of 0-3 parallel calls per model step), valid appends (whole or
 # partial, sometimes with a user message), invalid appends (unknown call id, duplicate output,
-# unknown response id), cancels, disconnects and reconnects. A model of every rollout checks:
-# exactly one terminal event per response; sequence numbers contiguous from 0 over what was
-# received (disconnects happen only while a rollout is suspended, when no event is sent); no
-# event while outputs are missing; no pending call after the end; after teardown (everything
+# unknown response id), injects (`response.inject`, the official name: acknowledged in the
+# response's own sequence, failures returned as `response.inject.failed`), steers (an append
+# rollout does not steer: `response.steer.failed`), cancels, disconnects and reconnects. A model
+# of every rollout checks: exactly one terminal event per response; sequence numbers contiguous
+# from 0 over what was received (acknowledgements included; disconnects happen only while a
+# rollout is suspended, when no event is sent); no event while outputs are missing (but
+# acknowledgements); no pending call after the end; after teardown (everything
 # closed, the grace period waited out) no live rollout in the server and every rollout recorded.
 from __future__ import annotations
 
@@ -39,6 +42,15 @@ APPEND_KINDS = st.sampled_from(
     ["valid", "valid", "valid", "unknown_call_id", "duplicate_call_output", "response_not_found"]
 )
 PAUSING = st.lists(st.integers(1, 3), min_size=1, max_size=3)  # at least one pause
+ANSWERS = frozenset({"response.inject.created", "response.inject.failed", "response.steer.failed"})
+
+
+def inject_frame(response_id: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "response.inject", "response_id": response_id, "input": items}
+
+
+def steer_frame(response_id: str) -> dict[str, Any]:
+    return {"type": "response.steer", "previous_response_id": response_id, "input": "carry on"}
 
 
 def plan_policy(ctx: Context) -> Step:
@@ -79,6 +91,7 @@ class Conn:
     ws: ClientConnection
     open: bool = True
     errors: list[dict[str, Any]] = attrs.field(factory=list)  # errors with no stream_id
+    failures: list[dict[str, Any]] = attrs.field(factory=list)  # inject/steer failed, no lane
 
 
 @attrs.define(eq=False)
@@ -88,6 +101,7 @@ class Model:
     lane: str
     expected_pauses: int
     conn: Conn
+    origin: Conn  # the connection that created it (where its id is known for steering)
     id: str | None = None
     state: str = "running"  # running | suspended | finished
     parked: bool = False  # suspended while its connection is closed
@@ -100,6 +114,7 @@ class Model:
     pauses: int = 0
     errors: list[dict[str, Any]] = attrs.field(factory=list)
     unobserved_end: bool = False  # finished while nobody was connected (grace expiry)
+    acks: list[dict[str, Any]] = attrs.field(factory=list)  # inject and steer answers
 
     @property
     def missing(self) -> list[str]:
@@ -133,10 +148,17 @@ class AppendMachine(RuleBasedStateMachine):
     def _dispatch(self, conn: Conn, frame: dict[str, Any]) -> None:
         lane = frame.get("stream_id")
         if lane is None:
+            if frame["type"] in ANSWERS:
+                conn.failures.append(frame)
+                return
             assert frame["type"] == "error", frame
             conn.errors.append(frame)
             return
         r = self.by_lane[lane]
+        if frame["type"] in ANSWERS:  # in the response's sequence, whatever its state
+            r.seqs.append(frame["sequence_number"])
+            r.acks.append(frame)
+            return
         assert r.conn is conn, "an event arrived on a connection its rollout is not attached to"
         if frame["type"] == "error":
             r.errors.append(frame)
@@ -196,7 +218,7 @@ class AppendMachine(RuleBasedStateMachine):
             if n == 0:
                 break
             pauses += 1
-        r = Model(lane=lane, expected_pauses=pauses, conn=conn)
+        r = Model(lane=lane, expected_pauses=pauses, conn=conn, origin=conn)
         self.rollouts.append(r)
         self.by_lane[lane] = r
         AppendMachine.created_total += 1
@@ -261,6 +283,68 @@ class AppendMachine(RuleBasedStateMachine):
         error = r.errors[-1]["error"]
         assert (error["code"], error["param"]) == (kind, param)
         assert r.state == "suspended"
+
+    @rule(data=st.data(), kind=st.sampled_from(["valid", "valid", "invalid_input", "unknown"]))
+    def inject(self, data: st.DataObject, kind: str) -> None:
+        """`response.inject` (the append shape's official name): a valid one is acknowledged
+        with `response.inject.created` in the response's sequence before it resumes; an output
+        for no pending call fails (`invalid_input`, on the lane); an unknown id fails with no
+        lane (`response_not_found`). Nothing is committed by a failure."""
+        suspended = self._attached("suspended")
+        if kind == "unknown" or not suspended:
+            conn = self._any_conn(data)
+            self._send(conn, inject_frame("resp_unknown", [output("call_x")]))
+            frame = self._read(
+                conn, lambda f: f["type"] == "response.inject.failed" and "stream_id" not in f
+            )
+            assert frame["error"]["code"] == "response_not_found"
+            assert frame["input"] == [output("call_x")]
+            conn.failures.remove(frame)
+            return
+        r = data.draw(st.sampled_from(suspended), label="rollout")
+        assert r.id is not None
+        acks = len(r.acks)
+        if kind == "invalid_input":
+            self._send(r.conn, inject_frame(r.id, [output("call_not_pending")]))
+            self._read(r.conn, lambda f: f.get("stream_id") == r.lane and f["type"] in ANSWERS)
+            assert r.acks[-1]["type"] == "response.inject.failed"
+            assert r.acks[-1]["error"]["code"] == "invalid_input"
+            assert r.state == "suspended"
+            return
+        chosen = data.draw(
+            st.lists(st.sampled_from(r.missing), min_size=1, unique=True), label="outputs"
+        )
+        self._send(r.conn, inject_frame(r.id, [output(c, f"out {c}") for c in chosen]))
+        r.answered += chosen
+        r.outputs += chosen
+        if not r.missing:
+            r.state = "running"
+            self._read_to_boundary(r)
+        else:
+            self._read(r.conn, lambda f: f.get("stream_id") == r.lane and f["type"] in ANSWERS)
+        assert [a["type"] for a in r.acks[acks:]] == ["response.inject.created"]
+
+    @rule(data=st.data())
+    def steer(self, data: st.DataObject) -> None:
+        """`response.steer` to an append rollout on the connection that created it fails with
+        `steering_not_supported` on its lane; to an unknown id, `response_not_found`."""
+        known = [r for r in self.rollouts if r.origin is r.conn and r.conn.open and r.id]
+        if not known:
+            conn = self._any_conn(data)
+            self._send(conn, steer_frame("resp_unknown"))
+            frame = self._read(
+                conn, lambda f: f["type"] == "response.steer.failed" and "stream_id" not in f
+            )
+            assert frame["error"]["code"] == "response_not_found"
+            conn.failures.remove(frame)
+            return
+        r = data.draw(st.sampled_from(known), label="rollout")
+        assert r.id is not None
+        acks = len(r.acks)
+        self._send(r.conn, steer_frame(r.id))
+        self._read(r.conn, lambda f: f.get("stream_id") == r.lane and f["type"] in ANSWERS)
+        assert [a["error"]["code"] for a in r.acks[acks:]] == ["steering_not_supported"]
+        assert r.acks[-1]["steer"] == {"input": "carry on", "previous_response_id": r.id}
 
     # Appends and resumes are what the machine is about: give them more weight than cancels.
     @rule(data=st.data(), kind=APPEND_KINDS, steer=st.booleans())
@@ -395,7 +479,7 @@ class AppendMachine(RuleBasedStateMachine):
     @invariant()
     def no_unexpected_errors(self) -> None:
         for c in self.conns:
-            assert c.errors == []
+            assert c.errors == [] and c.failures == []
 
     # -- teardown -------------------------------------------------------------------------------
 

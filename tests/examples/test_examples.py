@@ -24,11 +24,12 @@ TIMEOUT = 120
 
 # Each runnable script, and a line its output must contain when it ran to the end.
 SCRIPTS = {
-    "agent_trio_shapes.py": "all 6 modes made the same calls and gave the same answer",
+    "agent_trio_shapes.py": "all 7 modes made the same calls and gave the same answer",
     "sdk_http.py": "answer after 4 turns:",
     "sdk_websocket.py": "answer after 4 turns on one connection:",
     "sdk_append.py": "completed: one response (resp_",
     "append_transcript.py": '< {"type":"response.completed"',
+    "pause_resume_transcripts.py": '"incomplete_details":{"reason":"steered"}',
 }
 # Against `rollout serve` (its default model: three tool calls, then an answer).
 LIVE = {

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from rollout.cli import main
-from rollout.client import MODES
+from rollout.client import MODES, ONE_RESPONSE
 from rollout.experiments.compare import (
     Experiment,
     RunResult,
@@ -102,7 +102,7 @@ async def test_every_mode_replays_the_same_rollout(tmp_path: Path) -> None:
     for mode, r in by_mode.items():
         assert r.turns == 4
         assert r.counts["routing"]["calls"] == (4 if mode in ("http-full", "http-chain") else 1)
-        assert r.billed == (1 if mode.endswith("append") else 4)
+        assert r.billed == (1 if mode in ONE_RESPONSE else 4)
         assert r.bytes_sent > 0 and r.bytes_received > 0
         assert len(turn_overheads(r.marks)) == 4
     # Without the cache, the history is scanned again every turn.
@@ -154,3 +154,23 @@ def test_cli_compare_quick_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_cli_compare_refuses_bad_flags(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["compare", *args]) == 2
     assert "rollout compare:" in capsys.readouterr().err
+
+
+async def test_the_steering_scenario_times_steer_to_first_token() -> None:
+    scenario = attrs.evolve(WORKLOADS["coding-agent"], tool_calls=(2, 2)).build(0)
+    experiment = Experiment(
+        scenario=scenario,
+        profiles=[INFERENCE_PROFILES["instant"]],
+        costs=COST_PROFILES["cpu-only"],
+        modes=["ws-chain", "ws-steer"],
+        repeats=1,
+    )
+    results = await experiment.run()
+    by_mode = {r.mode: r for r in results}
+    steer = by_mode["ws-steer"]
+    assert steer.steer_s is not None and steer.steer_s > 0
+    assert by_mode["ws-chain"].steer_s is None
+    # The steering input joins the rollout once, in the response that takes it.
+    assert steer.counts["scan"]["tokens"] > by_mode["ws-chain"].counts["scan"]["tokens"]
+    summary = {s.mode: s for s in summarize(results)}
+    assert summary["ws-steer"].steer_s == steer.steer_s

@@ -352,6 +352,33 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
         ).map(tuple),
         "usage": usages,
     },
+    # -- inject and steer (pause-resume.md) --
+    ev.InjectCreatedEvent: {"sequence_number": seqs, "response_id": ids},
+    ev.InjectFailedEvent: {
+        "sequence_number": seqs,
+        "response_id": ids,
+        "input": st.lists(json_values, max_size=2).map(tuple),
+        "error": st.builds(ev.InjectError, code=ids, message=texts),
+    },
+    ev.SteerAcceptedEvent: {
+        "sequence_number": seqs,
+        "steer": st.builds(ev.SteerRef, id=ids, previous_response_id=ids),
+    },
+    ev.SteerPendingEvent: {
+        "sequence_number": seqs,
+        "reason": ids,
+        "required_input": st.lists(
+            st.builds(ev.RequiredInput, call_id=ids, name=ids), max_size=2
+        ).map(tuple),
+        "steer": st.builds(ev.SteerRef, id=ids, previous_response_id=ids),
+    },
+    ev.SteerFailedEvent: {
+        "sequence_number": seqs,
+        "error": st.builds(ev.SteerError, code=ids, message=texts),
+        "steer": st.builds(
+            ev.FailedSteer, input=json_values, previous_response_id=ids, id=optional(ids)
+        ),
+    },
 }
 
 
