@@ -1,8 +1,8 @@
 # HTTP/1.1 on trio with h11: framing only. Keep-alive, body and header limits (and the
-# server-wide body budget), HEAD answered without a body, SSE bodies (SseSink), and the standard
-# error envelope; the REST surface itself (routes and handlers) is rollout.server.resources. A
-# WebSocket upgrade on /v1/responses is handed to the WebSocket module with the bytes already
-# read, so both transports share one port.
+# server-wide body budget), HEAD answered without a body, SSE bodies (rollout.server.sse), and
+# the standard error envelope; the REST surface itself (routes and handlers) is
+# rollout.server.resources. A WebSocket upgrade on /v1/responses is handed to the WebSocket
+# module with the bytes already read, so both transports share one port.
 from __future__ import annotations
 
 import hmac
@@ -16,7 +16,7 @@ import h11
 import orjson
 import trio
 
-from protocol import codec, errors
+from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.validate import betas_of
@@ -27,6 +27,7 @@ from rollout.server import logs
 from rollout.server.closing import linger_close
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.resources import Request, digits, integer, route
+from rollout.server.sse import SseBroken, SseSink
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -43,46 +44,6 @@ class _Closed(Exception):
 
 class _BodyTooLarge(Exception):
     """The body being read declares more than the limit (a chunk's size says so)."""
-
-
-@attrs.define(eq=False)
-class SseSink:
-    """The events of one HTTP request as a `text/event-stream` body. The response head goes out
-    with the first event (or at the end), so a request refused before any event still gets a
-    plain HTTP error status."""
-
-    conn: HttpConnection
-    started: bool = False
-
-    async def emit(self, event: Event) -> None:
-        payload = codec.encode_event(event)
-        if not self.started:
-            await self._start()
-        await self.conn.taps.event(payload)
-        try:
-            await self.conn._send(
-                h11.Data(data=b"event: %s\ndata: %s\n\n" % (event.type.encode(), payload))
-            )
-        except _Closed:
-            raise Disconnected() from None
-        self.conn.taps.sent()
-
-    async def flush(self) -> None:
-        pass  # every event is written at once
-
-    async def close(self) -> None:
-        await self.conn.stream.aclose()
-
-    async def end(self) -> None:
-        if not self.started:
-            await self._start()
-        await self.conn._send(h11.EndOfMessage())
-
-    async def _start(self) -> None:
-        self.started = True
-        head = self.conn._headers("text/event-stream", {"cache-control": "no-cache"})
-        await self.conn.taps.status(200)
-        await self.conn._send(h11.Response(status_code=200, headers=head))
 
 
 class NullSink:
@@ -116,6 +77,7 @@ class HttpConnection:
     _reserved: int = 0  # bytes of the body budget the current request holds
     _body_seen: int = 0  # bytes of the current request's body received so far
     _linger: bool = False  # close lingering: the peer may still be sending (see closing.py)
+    _nursery: trio.Nursery | None = None  # the connection's tasks (SSE writers)
 
     def __attrs_post_init__(self) -> None:
         self.number = self.service.taps.number()
@@ -202,6 +164,14 @@ class HttpConnection:
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
+        async with trio.open_nursery() as nursery:  # for SSE bodies' writer tasks
+            self._nursery = nursery
+            try:
+                await self._run()
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _run(self) -> None:
         setup = self.engine.costs.connection_setup_s
         if setup > 0:
             with self.engine.stats.totals.stage("connect"):
@@ -442,7 +412,30 @@ class HttpConnection:
         await self._send(h11.EndOfMessage())
 
     def sse(self) -> SseSink:
-        return SseSink(self)
+        assert self._nursery is not None
+        return SseSink(
+            self.conn,
+            self._write,
+            self._sse_head,
+            self._nursery,
+            self.taps,
+            close=self.stream.aclose,
+            body=not self._head_only,
+        )
+
+    async def _sse_head(self) -> h11.Response:
+        self.status = 200
+        await self.taps.status(200)
+        head = self._headers("text/event-stream", {"cache-control": "no-cache"})
+        return h11.Response(status_code=200, headers=head)
+
+    async def _write(self, data: bytes) -> None:
+        """Bytes already framed by h11 (an SSE body's writer)."""
+        if data:
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                raise SseBroken() from None
 
     def null_sink(self) -> NullSink:
         return NullSink()
