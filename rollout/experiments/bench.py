@@ -3,7 +3,6 @@
 # `name value unit target pass|fail|info`.
 from __future__ import annotations
 
-import functools
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -11,34 +10,17 @@ from collections.abc import Awaitable, Callable
 import attrs
 import orjson
 import trio
-from trio_websocket import open_websocket_url, serve_websocket
+from trio_websocket import open_websocket_url
 
 from rollout.client import HttpClient
-from rollout.engine.engine import Engine
 from rollout.experiments.compare import run_one, turn_overheads
+from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
+from rollout.experiments.streams import events_per_second
 from rollout.experiments.workloads import WORKLOADS, Latency, Workload
-from rollout.model.policy import ScriptedPolicy, TextStep
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
-from rollout.server.listen import serve
 
 CHAIN_MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
-
-
-@attrs.frozen
-class Figure:
-    name: str
-    value: float
-    unit: str
-    target: str = "-"
-    passed: bool | None = None  # None: informational
-
-    def line(self) -> str:
-        verdict = "info" if self.passed is None else ("pass" if self.passed else "fail")
-        return f"{self.name} {self.value:.4g} {self.unit} {self.target} {verdict}"
-
-
-Report = Callable[[Figure], None]
 
 
 # -- 1. per-turn server overhead against history length -----------------------------------------
@@ -85,65 +67,7 @@ async def overhead_vs_history(
         )
 
 
-# -- 2. events per second on one connection ------------------------------------------------------
-
-
-async def _receive(
-    url: str, first: str | None, until: Callable[[str | bytes], bool]
-) -> tuple[int, float, list[int]]:
-    async with open_websocket_url(url, receive_buffer_size=256 * 1024) as ws:
-        start = time.perf_counter()
-        if first is not None:
-            await ws.send_message(first)
-        n = 0
-        sizes: list[int] = []
-        while True:
-            message = await ws.get_message()
-            n += 1
-            sizes.append(len(message))
-            if until(message):
-                return n, time.perf_counter() - start, sizes
-
-
-async def events_per_second(report: Report, tokens: int = 20_000) -> None:
-    text = " ".join(["word"] * tokens)
-    engine = Engine(policy=ScriptedPolicy([TextStep(text=text)]))
-    create = orjson.dumps({"type": "response.create", "model": "m", "input": "go"}).decode()
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(serve, engine))
-        url = f"ws://127.0.0.1:{port}/v1/responses"
-        await _receive(url, create, lambda m: '"response.completed"' in str(m)[:40])  # warm
-        n, ours, sizes = await _receive(
-            url, create, lambda m: '"response.completed"' in str(m)[:40]
-        )
-        payloads = ["x" * size for size in sizes]
-
-        async def raw_handler(request: object) -> None:
-            ws = await request.accept()  # type: ignore[attr-defined]
-            await ws.get_message()
-            for p in payloads:
-                await ws.send_message(p)
-
-        raw_port = (
-            await nursery.start(
-                functools.partial(serve_websocket, raw_handler, "127.0.0.1", 0, None)
-            )
-        ).port
-        raw_url = f"ws://127.0.0.1:{raw_port}/"
-        count = len(payloads)
-        seen = 0
-
-        def last(_: str | bytes) -> bool:
-            nonlocal seen
-            seen += 1
-            return seen >= count
-
-        _, raw, _ = await _receive(raw_url, "go", last)
-        nursery.cancel_scope.cancel()
-    report(Figure("events_per_second.ours", n / ours, "ev/s"))
-    report(Figure("events_per_second.raw_trio_websocket", count / raw, "ev/s"))
-    ratio = (n / ours) / (count / raw)
-    report(Figure("events_per_second.ratio", ratio, "x", ">=0.8", ratio >= 0.8))
+# -- 2. events per second on one connection: rollout.experiments.streams ----------------------
 
 
 # -- 3. memory of suspended append rollouts ------------------------------------------------------

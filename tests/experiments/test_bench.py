@@ -37,3 +37,33 @@ def test_cli_bench_reports_a_server_that_did_not_start(
     err = capsys.readouterr().err
     assert "rollout bench: the server process did not start: broken" in err
     assert "Traceback" not in err
+
+
+async def test_events_bench_measures_both_transports_against_their_baselines() -> None:
+    """A small run end to end: the raw-socket client reads every event of each server, and each
+    transport is reported beside its baseline (no figure's value is asserted)."""
+    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.streams import events_per_second
+
+    figures: list[F] = []
+    await events_per_second(figures.append, tokens=50, repeats=1)
+    names = [f.name for f in figures]
+    assert names == [
+        "events_per_second.sse.ours",
+        "events_per_second.sse.coalescing_h11_baseline",
+        "events_per_second.sse.ratio",
+        "events_per_second.ws.ours",
+        "events_per_second.ws.own_transport_baseline",
+        "events_per_second.ws.ratio",
+    ]
+    assert all(f.value > 0 for f in figures)
+    assert [f.target for f in figures if f.passed is not None] == [">=0.8", ">=0.7"]
+
+
+def test_the_raw_websocket_client_frames_and_counts() -> None:
+    from rollout.experiments.streams import _ws_frame, ws_counter
+
+    assert _ws_frame(b"hi") == b"\x81\x82\0\0\0\0hi"
+    assert _ws_frame(b"x" * 200)[:4] == b"\x81\xfe\x00\xc8"
+    last = ws_counter(2)
+    assert [last(b""), last(b"")] == [False, True]
