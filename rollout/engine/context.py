@@ -5,7 +5,6 @@
 # `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
 from __future__ import annotations
 
-import re
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -30,18 +29,11 @@ from protocol.items import (
     WebSearchCall,
     text_of,
 )
+from rollout.engine.scan import findings as scan_findings
 from rollout.engine.work import Work
 from rollout.model import tokens as tok
 
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
-
-# What the safety scan looks for: secrets and obvious injection markers. The scan is a real pass
-# over every new character; findings are counted, never acted on (the simulated service allows).
-_SCAN = re.compile(
-    r"sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-    r"|ignore (?:all )?previous instructions|\b\d{3}-\d{2}-\d{4}\b",
-    re.IGNORECASE,
-)
 
 
 @attrs.define
@@ -215,8 +207,8 @@ class Context:
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
         with work.stage("scan", items=items, tokens=tokens):
-            findings = sum(1 for _ in _SCAN.finditer(text))
-        self.scan.findings += findings
+            found = scan_findings(text)
+        self.scan.findings += found
         self.scan.tokens_scanned += tokens
 
     def _note(self, item: Item) -> None:
