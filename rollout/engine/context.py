@@ -144,13 +144,19 @@ class Context:
     def set_header(
         self, instructions: str | None, tools: Sequence[Tool], work: Work, *, scan: bool = True
     ) -> int:
-        """Install instructions and tools; re-render only if they changed. Returns new tokens."""
+        """Install instructions and tools; re-render only if they changed. Returns new tokens.
+
+        Tools equal to the installed ones (as values: a chain turn decodes the same definitions
+        anew) are recognized without encoding them, which costs fifty times the comparison."""
+        tools = tuple(tools)
+        if self.header_key and instructions == self.instructions and tools == self.tools:
+            return 0
         key = orjson.dumps([instructions, codec.to_json(list(tools))])
         if key == self.header_key:
             return 0
         self.header_key = key
         self.instructions = instructions
-        self.tools = tuple(tools)
+        self.tools = tools
         self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
         self.web_search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
         text = render_header(instructions, tools)

@@ -5,6 +5,9 @@
 from array import array
 from typing import Any
 
+import attrs
+import pytest
+
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -287,3 +290,27 @@ def test_fork_is_independent() -> None:
     assert ctx.instructions == INSTRUCTIONS
     assert child.open_calls == {"c9"}
     assert child.token_count != ctx.token_count
+
+
+def test_an_unchanged_header_decoded_anew_is_recognized_without_encoding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import rollout.engine.context as context_module
+
+    ctx = Context()
+    ctx.set_header(INSTRUCTIONS, TOOLS, Work())
+    encoded: list[object] = []
+    real = context_module.codec.to_json
+
+    def counting(value: object) -> object:
+        encoded.append(value)
+        return real(value)
+
+    monkeypatch.setattr(context_module.codec, "to_json", counting)
+    again = tuple(attrs.evolve(t) for t in TOOLS)  # equal values, new objects
+    assert ctx.set_header(INSTRUCTIONS, again, Work()) == 0
+    assert encoded == []
+    changed = (FunctionTool(name="get_time", parameters={"type": "object"}),)
+    assert ctx.set_header(INSTRUCTIONS, changed, Work()) > 0
+    assert len(encoded) >= 1
+    assert ctx.tools == changed
