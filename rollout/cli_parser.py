@@ -168,7 +168,8 @@ def parser() -> argparse.ArgumentParser:
         "names",
         nargs="*",
         metavar="NAME",
-        help="benches to run (default: all): overhead, events, memory, first-token, ideal",
+        help="benches to run (default: all): overhead, events, concurrency, memory, "
+        "first-token, ideal",
     )
 
     ld = sub.add_parser(

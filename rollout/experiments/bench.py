@@ -14,6 +14,7 @@ from trio_websocket import open_websocket_url
 
 from rollout.client import HttpClient
 from rollout.experiments.compare import run_one, turn_overheads
+from rollout.experiments.concurrency import first_delta_under_load
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
 from rollout.experiments.streams import events_per_second
@@ -222,6 +223,7 @@ async def ideal_ratio(report: Report, repeats: int = 3) -> None:
 BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
     "overhead": overhead_vs_history,
     "events": events_per_second,
+    "concurrency": first_delta_under_load,
     "memory": memory,
     "first-token": first_token,
     "ideal": ideal_ratio,

@@ -26,7 +26,7 @@ def test_figure_lines_are_stable_and_parseable() -> None:
 def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "nope"]) == 2
     assert "overhead" in capsys.readouterr().err
-    assert set(BENCHES) == {"overhead", "events", "memory", "first-token", "ideal"}
+    assert set(BENCHES) == {"overhead", "events", "concurrency", "memory", "first-token", "ideal"}
 
 
 def test_cli_bench_reports_a_server_that_did_not_start(
@@ -67,3 +67,18 @@ def test_the_raw_websocket_client_frames_and_counts() -> None:
     assert _ws_frame(b"x" * 200)[:4] == b"\x81\xfe\x00\xc8"
     last = ws_counter(2)
     assert [last(b""), last(b"")] == [False, True]
+
+
+async def test_concurrency_bench_reports_percentiles_for_each_count() -> None:
+    from rollout.experiments.concurrency import first_delta_under_load
+    from rollout.experiments.figures import Figure as F
+
+    figures: list[F] = []
+    await first_delta_under_load(figures.append, counts=(1, 3), repeats=1)
+    assert [f.name for f in figures] == [
+        "first_delta.p50.1_connections",
+        "first_delta.p99.1_connections",
+        "first_delta.p50.3_connections",
+        "first_delta.p99.3_connections",
+    ]
+    assert all(f.value > 0 for f in figures)
