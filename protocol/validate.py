@@ -7,14 +7,12 @@ from typing import Any
 
 from protocol.choices import WEB_SEARCH_CHOICES
 from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
+from protocol.formats import check_reasoning, check_text, missing, one_of, wrong_type
 from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
 STREAM_ID = re.compile(r"[A-Za-z0-9_.-]{1,256}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]+")
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-SUMMARIES = ("auto", "concise", "detailed")
 HOSTED_CHOICES = frozenset(
     {
         *WEB_SEARCH_CHOICES,
@@ -129,30 +127,10 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             code="invalid_value",
         )
     _check_tool_choice(req)
-    _check_text(req.text)
-    _check_reasoning(req.reasoning)
+    check_text(req.text)
+    check_reasoning(req.reasoning)
     _check_caching(req)
-    _one_of(req.truncation, ("auto", "disabled"), "truncation")
-
-
-def _one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
-    if value is not None and value not in allowed:
-        names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
-        raise invalid(
-            f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
-            param=param,
-            code="invalid_value",
-        )
-
-
-def _missing(param: str) -> ProtocolError:
-    return invalid(
-        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
-    )
-
-
-def _wrong_type(param: str, expected: str) -> ProtocolError:
-    return invalid(f"Invalid type for '{param}': expected {expected}.", param, "invalid_type")
+    one_of(req.truncation, ("auto", "disabled"), "truncation")
 
 
 def _check_tools(req: CreateRequest) -> None:
@@ -197,7 +175,7 @@ def _check_tool_choice(req: CreateRequest) -> None:
     """`tool_choice` names only tools the request offers (the real API's messages)."""
     choice = req.tool_choice
     if isinstance(choice, str):
-        _one_of(choice, ("none", "auto", "required"), "tool_choice")
+        one_of(choice, ("none", "auto", "required"), "tool_choice")
         if choice == "required" and not req.tools:
             raise invalid(
                 "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' "
@@ -207,25 +185,25 @@ def _check_tool_choice(req: CreateRequest) -> None:
         return
     kind = choice.get("type")
     if kind is None:
-        raise _missing("tool_choice.type")
+        raise missing("tool_choice.type")
     if not isinstance(kind, str):
-        raise _wrong_type("tool_choice.type", "a string")
+        raise wrong_type("tool_choice.type", "a string")
     if kind == "allowed_tools":
-        _one_of(choice.get("mode"), ("auto", "required"), "tool_choice.mode")
+        one_of(choice.get("mode"), ("auto", "required"), "tool_choice.mode")
         if choice.get("mode") is None:
-            raise _missing("tool_choice.mode")
+            raise missing("tool_choice.mode")
         entries = choice.get("tools")
         if not isinstance(entries, list) or not entries:
-            raise _missing("tool_choice.tools")
+            raise missing("tool_choice.tools")
         for i, entry in enumerate(entries):
             where = f"tool_choice.tools[{i}]"
             if not isinstance(entry, Mapping) or not isinstance(entry.get("type"), str):
-                raise _missing(f"{where}.type")
+                raise missing(f"{where}.type")
             _check_chosen(req, entry, where)
         return
     if kind not in ("function", "custom", "mcp", *HOSTED_CHOICES, "programmatic_tool_calling"):
         kinds = ("function", "allowed_tools", "custom", "mcp", *sorted(HOSTED_CHOICES))
-        _one_of(kind, kinds, "tool_choice.type")
+        one_of(kind, kinds, "tool_choice.type")
     _check_chosen(req, choice, "tool_choice")
 
 
@@ -235,9 +213,9 @@ def _check_chosen(req: CreateRequest, choice: Mapping[str, Any], param: str) -> 
     if kind in ("function", "custom"):
         name = choice.get("name")
         if name is None:
-            raise _missing(f"{param}.name")
+            raise missing(f"{param}.name")
         if not isinstance(name, str):
-            raise _wrong_type(f"{param}.name", "a string")
+            raise wrong_type(f"{param}.name", "a string")
         if kind == "function":
             found = any(isinstance(t, FunctionTool) and t.name == name for t in req.tools)
         else:
@@ -270,106 +248,12 @@ def _check_chosen(req: CreateRequest, choice: Mapping[str, Any], param: str) -> 
         raise _not_in_tools(kind, param)
 
 
-def _check_text(text: Mapping[str, Any] | None) -> None:
-    """`text.format` (type, name pattern, schema present; strict schema rules) and verbosity."""
-    if text is None:
-        return
-    _one_of(text.get("verbosity"), ("low", "medium", "high"), "text.verbosity")
-    fmt = text.get("format")
-    if fmt is None:
-        return
-    if not isinstance(fmt, Mapping):
-        raise _wrong_type("text.format", "an object")
-    kind = fmt.get("type")
-    if kind is None:
-        raise _missing("text.format.type")
-    _one_of(kind, ("text", "json_object", "json_schema"), "text.format.type")
-    if kind != "json_schema":
-        return
-    name = fmt.get("name")
-    if name is None:
-        raise _missing("text.format.name")
-    if not isinstance(name, str):
-        raise _wrong_type("text.format.name", "a string")
-    if len(name) > 64:
-        raise invalid(
-            "Invalid 'text.format.name': string too long. Expected a string with maximum length "
-            f"64, but got a string with length {len(name)} instead.",
-            param="text.format.name",
-            code="string_above_max_length",
-        )
-    if not FORMAT_NAME.fullmatch(name):
-        raise invalid(
-            "Invalid 'text.format.name': string does not match pattern. Expected a string that "
-            "matches the pattern '^[a-zA-Z0-9_-]+$'.",
-            param="text.format.name",
-            code="invalid_value",
-        )
-    schema = fmt.get("schema")
-    if schema is None:
-        raise _missing("text.format.schema")
-    if not isinstance(schema, Mapping):
-        raise _wrong_type("text.format.schema", "an object")
-    strict = fmt.get("strict")
-    if strict is not None and not isinstance(strict, bool):
-        raise _wrong_type("text.format.strict", "a boolean")
-    if strict:
-        _check_strict(schema, name, ())
-
-
-def _check_strict(schema: Mapping[str, Any], name: str, where: tuple[str, ...]) -> None:
-    """Strict mode's rules: every object lists all its properties as required and allows no
-    others (`additionalProperties: false`), recursively."""
-
-    def fail(rule: str) -> ProtocolError:
-        return invalid(
-            f"Invalid schema for response_format '{name}': In context={where!r}, {rule}",
-            param="text.format.schema",
-            code="invalid_json_schema",
-        )
-
-    types = schema.get("type")
-    is_object = types == "object" or (isinstance(types, list) and "object" in types)
-    if is_object or "properties" in schema:
-        if schema.get("additionalProperties") is not False:
-            raise fail("'additionalProperties' is required to be supplied and to be false.")
-        props = schema.get("properties") or {}
-        required = schema.get("required") or []
-        missing = [k for k in props if k not in required]
-        if missing:
-            raise fail(
-                "'required' is required to be supplied and to be an array including every key "
-                f"in properties. Missing '{missing[0]}'."
-            )
-        for key, sub in props.items():
-            if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, "properties", key))
-    if isinstance(schema.get("items"), Mapping):
-        _check_strict(schema["items"], name, (*where, "items"))
-    for keyword in ("anyOf", "allOf"):
-        for i, sub in enumerate(schema.get(keyword) or ()):
-            if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, keyword, str(i)))
-    for keyword in ("$defs", "definitions"):
-        for key, sub in (schema.get(keyword) or {}).items():
-            if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, keyword, key))
-
-
-def _check_reasoning(reasoning: Mapping[str, Any] | None) -> None:
-    if reasoning is None:
-        return
-    _one_of(reasoning.get("effort"), EFFORTS, "reasoning.effort")
-    _one_of(reasoning.get("summary"), SUMMARIES, "reasoning.summary")
-    _one_of(reasoning.get("generate_summary"), SUMMARIES, "reasoning.generate_summary")
-
-
 def _check_caching(req: CreateRequest) -> None:
-    _one_of(req.prompt_cache_retention, ("in_memory", "24h"), "prompt_cache_retention")
+    one_of(req.prompt_cache_retention, ("in_memory", "24h"), "prompt_cache_retention")
     options = req.prompt_cache_options
     if options is not None:
-        _one_of(options.get("mode"), ("implicit", "explicit"), "prompt_cache_options.mode")
-        _one_of(options.get("ttl"), ("30m", "12h"), "prompt_cache_options.ttl")
+        one_of(options.get("mode"), ("implicit", "explicit"), "prompt_cache_options.mode")
+        one_of(options.get("ttl"), ("30m", "12h"), "prompt_cache_options.ttl")
 
 
 def _check_multi_agent(req: CreateRequest) -> None:

@@ -23,7 +23,7 @@ from protocol.lifetime import (
     steer_items,
 )
 from protocol.request import CreateRequest
-from protocol.stream import steer_failed
+from protocol.control import steer_failed
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Rollout
 from rollout.engine.mailbox import Note

@@ -1,0 +1,129 @@
+# The rules of a request's output knobs: `text` (verbosity, and a `text.format` of type text,
+# json_object or json_schema, with the real API's strict-schema rules) and `reasoning` (effort and
+# summary). Pure functions raising ProtocolError with the offending `param`; protocol.validate
+# calls them for every create.
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from protocol.errors import ProtocolError, clip, invalid
+
+FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+SUMMARIES = ("auto", "concise", "detailed")
+
+
+def one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
+    if value is not None and value not in allowed:
+        names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+        raise invalid(
+            f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
+            param=param,
+            code="invalid_value",
+        )
+
+
+def missing(param: str) -> ProtocolError:
+    return invalid(
+        f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter"
+    )
+
+
+def wrong_type(param: str, expected: str) -> ProtocolError:
+    return invalid(f"Invalid type for '{param}': expected {expected}.", param, "invalid_type")
+
+
+def check_text(text: Mapping[str, Any] | None) -> None:
+    """`text.format` (type, name pattern, schema present; strict schema rules) and verbosity."""
+    if text is None:
+        return
+    one_of(text.get("verbosity"), ("low", "medium", "high"), "text.verbosity")
+    fmt = text.get("format")
+    if fmt is None:
+        return
+    if not isinstance(fmt, Mapping):
+        raise wrong_type("text.format", "an object")
+    kind = fmt.get("type")
+    if kind is None:
+        raise missing("text.format.type")
+    one_of(kind, ("text", "json_object", "json_schema"), "text.format.type")
+    if kind != "json_schema":
+        return
+    name = fmt.get("name")
+    if name is None:
+        raise missing("text.format.name")
+    if not isinstance(name, str):
+        raise wrong_type("text.format.name", "a string")
+    if len(name) > 64:
+        raise invalid(
+            "Invalid 'text.format.name': string too long. Expected a string with maximum length "
+            f"64, but got a string with length {len(name)} instead.",
+            param="text.format.name",
+            code="string_above_max_length",
+        )
+    if not FORMAT_NAME.fullmatch(name):
+        raise invalid(
+            "Invalid 'text.format.name': string does not match pattern. Expected a string that "
+            "matches the pattern '^[a-zA-Z0-9_-]+$'.",
+            param="text.format.name",
+            code="invalid_value",
+        )
+    schema = fmt.get("schema")
+    if schema is None:
+        raise missing("text.format.schema")
+    if not isinstance(schema, Mapping):
+        raise wrong_type("text.format.schema", "an object")
+    strict = fmt.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise wrong_type("text.format.strict", "a boolean")
+    if strict:
+        _check_strict(schema, name, ())
+
+
+def _check_strict(schema: Mapping[str, Any], name: str, where: tuple[str, ...]) -> None:
+    """Strict mode's rules: every object lists all its properties as required and allows no
+    others (`additionalProperties: false`), recursively."""
+
+    def fail(rule: str) -> ProtocolError:
+        return invalid(
+            f"Invalid schema for response_format '{name}': In context={where!r}, {rule}",
+            param="text.format.schema",
+            code="invalid_json_schema",
+        )
+
+    types = schema.get("type")
+    is_object = types == "object" or (isinstance(types, list) and "object" in types)
+    if is_object or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            raise fail("'additionalProperties' is required to be supplied and to be false.")
+        props = schema.get("properties") or {}
+        required = schema.get("required") or []
+        missing = [k for k in props if k not in required]
+        if missing:
+            raise fail(
+                "'required' is required to be supplied and to be an array including every key "
+                f"in properties. Missing '{missing[0]}'."
+            )
+        for key, sub in props.items():
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, "properties", key))
+    if isinstance(schema.get("items"), Mapping):
+        _check_strict(schema["items"], name, (*where, "items"))
+    for keyword in ("anyOf", "allOf"):
+        for i, sub in enumerate(schema.get(keyword) or ()):
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, keyword, str(i)))
+    for keyword in ("$defs", "definitions"):
+        for key, sub in (schema.get(keyword) or {}).items():
+            if isinstance(sub, Mapping):
+                _check_strict(sub, name, (*where, keyword, key))
+
+
+def check_reasoning(reasoning: Mapping[str, Any] | None) -> None:
+    if reasoning is None:
+        return
+    one_of(reasoning.get("effort"), EFFORTS, "reasoning.effort")
+    one_of(reasoning.get("summary"), SUMMARIES, "reasoning.summary")
+    one_of(reasoning.get("generate_summary"), SUMMARIES, "reasoning.generate_summary")
