@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from protocol.control import steer_failed
 from protocol.events import Event
 from protocol.input import normalize_input
 from protocol.items import FunctionCall, Item, Message
@@ -23,7 +24,6 @@ from protocol.lifetime import (
     steer_items,
 )
 from protocol.request import CreateRequest
-from protocol.control import steer_failed
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Rollout
 from rollout.engine.mailbox import Note
