@@ -44,7 +44,7 @@ _CAPITAL: Final = re.compile(r"\b[A-Z][a-zà-ÿ'\u2019-]+(?:\s+[A-Z][a-zà-ÿ'\u
 _LS_LONG: Final = re.compile(
     r"^([dl-])[rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+\d+\s+\S+\s+\S+\s+\S+\s+(.+)$"
 )
-_LONE_PATH: Final = re.compile(r"^(?:\./)?[\w@+.-]+(?:/[\w@+.-]+)*/?$")
+LONE_PATH: Final = re.compile(r"^(?:\./)?[\w@+.-]+(?:/[\w@+.-]+)*/?$")
 _EXTENSIONS: Final = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 
 # What a prompt asks for, by its words (tested against the lower-cased prompt).
@@ -291,7 +291,7 @@ def listed(observations: Sequence[Observation]) -> tuple[tuple[str, ...], tuple[
                     continue
                 (dirs if m.group(1) == "d" else files).append(name)
                 continue
-            if not _LONE_PATH.match(line) or line in (".", "./", ".."):
+            if not LONE_PATH.match(line) or line in (".", "./", ".."):
                 continue
             if line.startswith("total ") or line.isdigit():
                 continue

@@ -9,7 +9,7 @@ from random import Random
 from typing import Final
 
 from rollout.model import tokens as tok
-from rollout.model.grounding import Grounding, Observation, exit_code, listed
+from rollout.model.grounding import LONE_PATH, Grounding, Observation, exit_code, listed
 
 __all__ = ["answer", "commentary"]
 
@@ -102,7 +102,7 @@ def _about(obs: Observation, g: Grounding) -> str | None:
         )
         return "There are " + parts + "."
     if head == "find" or command.startswith("rg --files"):
-        lines = [ln.strip() for ln in body.splitlines() if ln.strip()]
+        lines = [ln.strip() for ln in body.splitlines() if LONE_PATH.match(ln.strip())]
         if not lines:
             return "The search for files found nothing."
         shown = [ln[2:] if ln.startswith("./") else ln for ln in lines]
