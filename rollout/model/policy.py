@@ -36,6 +36,7 @@ class TextStep:
     citations: tuple[Citation, ...] = ()
     delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
     refusal: bool = False  # the message is a `refusal` content part
+    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
 
 
 @attrs.frozen(kw_only=True)
@@ -59,6 +60,7 @@ class CallStep:
     calls: tuple[CallSpec, ...]
     text: str = ""
     delay_s: float = 0.0
+    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
 
 
 @attrs.frozen(kw_only=True)
