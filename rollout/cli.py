@@ -92,7 +92,7 @@ def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from rollout.experiments.compare import Experiment, summarize, write_results
-    from rollout.experiments.report import print_header, print_tables, progress_bar
+    from rollout.experiments.report import print_header, print_published, print_tables, progress_bar
 
     err = Console(stderr=True)
     try:
@@ -136,6 +136,7 @@ def _compare(args: argparse.Namespace) -> int:
         results = trio.run(experiment.run, advance)
     summaries = summarize(results)
     print_tables(console, summaries)
+    print_published(console, experiment.scenario, results[0])
     written = write_results(Path(args.out), experiment, results, summaries)
     console.print("wrote " + ", ".join(str(p) for p in written))
     if not any(p.suffix == ".png" for p in written):

@@ -247,7 +247,8 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
             try:
                 if isinstance(step, ErrorStep):
                     return Outcome("failed", reason=step.code, message=step.message)
-                if r.reasoning is not None and await _sample_reasoning(r, env, pacer):
+                think_tokens = getattr(step, "reasoning_tokens", None)
+                if r.reasoning is not None and await _sample_reasoning(r, env, pacer, think_tokens):
                     return Outcome("incomplete", reason="max_output_tokens")
                 if isinstance(step, TextStep):
                     cut = await _sample_text(
@@ -336,19 +337,23 @@ async def _stream_tokens(
     return "".join(written), False
 
 
-async def _sample_reasoning(r: Rollout, env: LoopEnv, pacer: Pacer) -> bool:
-    """A reasoning item before the step's output: its tokens decoded at the profile's pace
-    (billed as reasoning tokens), then its summary part, if asked for; True if the output budget
-    ran out while reasoning (the response then ends incomplete, as the real API's does)."""
+async def _sample_reasoning(
+    r: Rollout, env: LoopEnv, pacer: Pacer, tokens: int | None = None
+) -> bool:
+    """A reasoning item before the step's output: its tokens (the plan's, or the step's own when
+    a script says) decoded at the profile's pace (billed as reasoning tokens), then its summary
+    part, if asked for; True if the output budget ran out while reasoning (the response then
+    ends incomplete, as the real API's does)."""
     plan = r.reasoning
     assert plan is not None
+    total = plan.tokens if tokens is None else tokens
     item_id = new_id("rs")
     index = r.stream.next_output_index
-    hidden, summary = think(r.ctx, plan.tokens)
+    hidden, summary = think(r.ctx, total)
     await r.send(r.stream.begin_reasoning(item_id))
     spent = 0
-    while spent < plan.tokens:
-        n = min(REASONING_CHUNK, plan.tokens - spent)
+    while spent < total:
+        n = min(REASONING_CHUNK, total - spent)
         left = r.budget_left
         cut = left is not None and left < n
         n = min(n, left) if left is not None else n

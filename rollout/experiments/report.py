@@ -9,7 +9,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rollout.experiments.compare import Experiment, Summary
+from rollout.experiments.compare import Experiment, RunResult, Summary
+from rollout.experiments.published import PUBLISHED, beside, shape
+from rollout.experiments.workloads import Scenario
 
 
 def progress_bar(console: Console) -> Progress:
@@ -111,3 +113,16 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
         "stages; declared: simulated service latencies (billing may overlap); vs ideal: "
         "end-to-end / (inference + client time). (!) marks a mode whose rollout differed."
     )
+
+
+def print_published(console: Console, scenario: Scenario, run: RunResult) -> None:
+    """The published figures of the workload's source beside the same figures of this run."""
+    name = scenario.workload.name
+    if name not in PUBLISHED:
+        return
+    table = _table(
+        f"{name}: published ({scenario.workload.source})", ("figure", "published", "ours")
+    )
+    for row in beside(name, shape(scenario, run)):
+        table.add_row(*row)
+    console.print(table)

@@ -23,6 +23,7 @@ from rollout.model.policy import (
     TextStep,
     sentence,
 )
+from rollout.model.tokens import count
 
 
 @attrs.frozen(kw_only=True)
@@ -53,6 +54,24 @@ def _ln(x: float) -> float:
 
 
 @attrs.frozen(kw_only=True)
+class Dist:
+    """A declared distribution of whole numbers (tokens): lognormal(median, sigma) clipped to
+    [low, high], drawn per step or per call."""
+
+    median: float
+    sigma: float = 0.0
+    low: int = 0
+    high: int = 1_000_000
+
+    def sample(self, rng: random.Random) -> int:
+        value = self.median if self.sigma == 0 else rng.lognormvariate(_ln(self.median), self.sigma)
+        return max(self.low, min(self.high, round(value)))
+
+    def describe(self) -> str:
+        return f"lognormal median {self.median:g}, sigma {self.sigma:g}, in {self.low}-{self.high}"
+
+
+@attrs.frozen(kw_only=True)
 class Workload:
     name: str
     description: str
@@ -65,9 +84,13 @@ class Workload:
     client_latency: Latency = Latency()
     parallel: int = 1
     history_tokens: int = 0  # prior conversation sent with the first request
+    tool_output_tokens: Dist | None = None  # drawn per call (instead of tool_output_bytes)
+    reasoning_tokens: Dist | None = None  # drawn per step; needs a reasoning `model`
+    model: str = "sim-1"
+    source: str = ""  # where the workload's figures come from (docs/experiments.md)
 
-    def build(self, seed: int = 0, model: str = "sim-1") -> Scenario:
-        return _build(self, seed, model)
+    def build(self, seed: int = 0, model: str | None = None) -> Scenario:
+        return _build(self, seed, model or self.model)
 
 
 Tool = Callable[[dict[str, Any]], Awaitable[str]]
@@ -125,6 +148,42 @@ WORKLOADS: dict[str, Workload] = {
             output_tokens=(50, 200),
             client_latency=Latency(kind="uniform", a=0.005, b=0.050),
             history_tokens=100_000,
+        ),
+        Workload(
+            name="agentx-long",
+            description="a long coding session: 43 model turns (42 tool calls), the prompt "
+            "growing to ~142K tokens, ~444 output tokens per turn (reasoning included)",
+            source="vLLM AgentX traces as quoted in vLLM RFC #57103: median 43 turns, ~142K "
+            "input and ~444 output tokens, >96% prefix-cache hits",
+            tool_calls=(42, 42),
+            instructions_bytes=24_000,
+            tool_defs_bytes=19_000,
+            first_message="The integration tests fail after the dependency upgrade; find out "
+            "why and fix it.",
+            tool_output_bytes=(0, 0),
+            tool_output_tokens=Dist(median=2_560, sigma=0.7, low=60, high=12_000),
+            output_tokens=(60, 160),
+            reasoning_tokens=Dist(median=230, sigma=0.6, low=16, high=2_000),
+            client_latency=Latency(kind="lognormal", a=0.150, b=0.8),
+            model="gpt-5.1-codex",
+        ),
+        Workload(
+            name="swe-pro-codex",
+            description="a SWE-bench-Pro-like Codex session: 30 turns, the prompt growing to "
+            "~80K tokens, input:output about 131:1",
+            source="SWE-bench Pro runs of Codex: ~80K tokens of context by turn 30, "
+            "input:output tokens about 131:1",
+            tool_calls=(29, 29),
+            instructions_bytes=17_000,
+            tool_defs_bytes=19_000,
+            first_message="Fix the failing test in tests/test_parser.py without breaking the "
+            "others.",
+            tool_output_bytes=(0, 0),
+            tool_output_tokens=Dist(median=1_330, sigma=0.8, low=40, high=10_000),
+            output_tokens=(20, 80),
+            reasoning_tokens=Dist(median=270, sigma=0.7, low=16, high=1_500),
+            client_latency=Latency(kind="lognormal", a=0.200, b=0.8),
+            model="gpt-5.1-codex",
         ),
     )
 }
@@ -256,7 +315,20 @@ def _history(rng: random.Random, tokens: int) -> list[dict[str, Any]]:
 def _output(name: str, arguments: str, seed: int, w: Workload) -> tuple[str, float]:
     """A call's output text and latency: a function of the call alone (same in every mode)."""
     rng = random.Random(hashlib.sha256(f"{seed}:{name}:{arguments}".encode()).digest())
+    if w.tool_output_tokens is not None:
+        return _text_of_tokens(rng, w.tool_output_tokens.sample(rng)), w.client_latency.sample(rng)
     return _text_of_bytes(rng, rng.randint(*w.tool_output_bytes)), w.client_latency.sample(rng)
+
+
+def _text_of_tokens(rng: random.Random, tokens: int) -> str:
+    """Text of about `tokens` o200k tokens (sentences; a word is about a token)."""
+    out: list[str] = []
+    total = 0
+    while total < tokens:
+        text = sentence(rng, min(rng.randint(8, 24), max(1, tokens - total - 1)))
+        out.append(text)
+        total += count(text) + 1
+    return " ".join(out)
 
 
 def _build(w: Workload, seed: int, model: str) -> Scenario:
@@ -275,16 +347,21 @@ def _build(w: Workload, seed: int, model: str) -> Scenario:
             specs.append(FunctionCallSpec(name=tool["name"], arguments=orjson.dumps(args).decode()))
             n += 1
         text = sentence(rng, rng.randint(*w.output_tokens))
-        script.append(CallStep(calls=tuple(specs), text=text))
-    script.append(TextStep(text=sentence(rng, rng.randint(*w.output_tokens))))
+        think = w.reasoning_tokens.sample(rng) if w.reasoning_tokens else None
+        script.append(CallStep(calls=tuple(specs), text=text, reasoning_tokens=think))
+    think = w.reasoning_tokens.sample(rng) if w.reasoning_tokens else None
+    answer = sentence(rng, rng.randint(*w.output_tokens))
+    script.append(TextStep(text=answer, reasoning_tokens=think))
     first: list[dict[str, Any]] = [*_history(rng, w.history_tokens)] if w.history_tokens else []
     first.append({"role": "user", "content": w.first_message})
-    request = {
+    request: dict[str, Any] = {
         "model": model,
         "instructions": _text_of_bytes(rng, w.instructions_bytes),
         "tools": tools,
         "input": first,
     }
+    if w.reasoning_tokens is not None:  # as Codex does: reasoning comes back with the history
+        request["include"] = ["reasoning.encrypted_content"]
 
     def make_tool(name: str) -> Tool:
         async def tool(args: dict[str, Any]) -> str:

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import orjson
 
 from rollout.engine.context import Context
 from rollout.model.args import UnsupportedSchema, generate_arguments
+
+if TYPE_CHECKING:
+    from protocol.items import FunctionTool
+    from rollout.model.grounding import Grounding
+    from rollout.model.toolpick import Ranked
 
 
 @attrs.frozen(kw_only=True)
@@ -31,6 +36,7 @@ class TextStep:
     citations: tuple[Citation, ...] = ()
     delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
     refusal: bool = False  # the message is a `refusal` content part
+    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
 
 
 @attrs.frozen(kw_only=True)
@@ -54,6 +60,7 @@ class CallStep:
     calls: tuple[CallSpec, ...]
     text: str = ""
     delay_s: float = 0.0
+    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
 
 
 @attrs.frozen(kw_only=True)
@@ -162,23 +169,27 @@ def refusal(body: str) -> TextStep:
 
 
 def answer_text(ctx: Context, rng: random.Random, tokens: int) -> str | ErrorStep:
-    """The model's answer in the request's `text.format`: about `tokens` tokens of prose, a JSON
-    object (`json_object`), or JSON valid for the format's schema (`json_schema`; strict
-    schemas list every property as required and allow no others, so the value has exactly
-    those)."""
+    """The model's answer in the request's `text.format`: about `tokens` tokens of prose
+    grounded in the tool results since the prompt, a JSON object (`json_object`), or JSON valid
+    for the format's schema (`json_schema`; strict schemas list every property as required and
+    allow no others, so the value has exactly those), with values from the conversation."""
+    from rollout.model import prose
+    from rollout.model.grounding import ground
+
+    g = ground(ctx)
     fmt = ctx.format
     if fmt.type == "json_object":
-        return orjson.dumps({"answer": sentence(rng, tokens)}).decode()
+        return orjson.dumps({"answer": prose.answer(g, rng, tokens)}).decode()
     if fmt.type == "json_schema":
         try:
-            value = generate_arguments(fmt.schema, rng)
+            value = generate_arguments(fmt.schema, rng, vocabulary=g.vocabulary())
         except UnsupportedSchema as exc:
             return ErrorStep(
                 message=f"The simulated model cannot answer in the format '{fmt.name}': its "
                 f"schema cannot be satisfied ({exc})."
             )
         return orjson.dumps(value).decode()
-    return sentence(rng, tokens)
+    return prose.answer(g, rng, tokens)
 
 
 def _answer(ctx: Context, rng: random.Random, tokens: int) -> TextStep | ErrorStep:
@@ -213,11 +224,17 @@ class ScriptedPolicy:
 
 @attrs.define
 class DefaultPolicy:
-    """Uses what the request allows: hosted web search once (when offered), then function tools
-    `tool_calls` times (`parallel` calls per step, arguments valid for each tool's JSON Schema),
-    then an answer of about `answer_tokens` tokens that cites the search results (or JSON in the
-    request's `text.format`). With `tool_choice: none` it answers at once; `allowed_tools`
-    narrows the tools it picks from."""
+    """Works like a model would with what the request allows (docs/test-rigs.md, "The default
+    model"): a hosted web search when the prompt asks for current information; up to
+    `tool_calls` function calls (`parallel` per step) to the tools most relevant to the prompt
+    (a shell or exec tool for coding prompts, running read-only commands planned from the
+    prompt and earlier outputs), each after a sentence of commentary, with arguments a model
+    would write (required properties, values from the conversation); then an answer of about
+    `answer_tokens` tokens grounded in what the tools returned (citing the search's sources), or
+    JSON in the request's `text.format`. Tools that need a person or a persistent state (asking
+    the user, goals, plans) are left alone unless the prompt asks for them. With
+    `tool_choice: none` it answers at once; `allowed_tools` narrows the tools it picks from.
+    Deterministic under `seed`."""
 
     tool_calls: int = 3
     parallel: int = 1
@@ -228,44 +245,106 @@ class DefaultPolicy:
         return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
 
     def next_step(self, ctx: Context) -> Step:
+        from rollout.model.grounding import ground
+        from rollout.model.toolpick import rank_tools
+
         rng = self._rng(ctx)
+        g = ground(ctx)
         choice = ctx.choice
         calls_ok = choice.mode != "none"
-        if calls_ok and ctx.web_search and choice.web_search and ctx.searches_since_user == 0:
+        ranked = rank_tools((t for t in ctx.function_tools.values() if choice.allows(t.name)), g)
+        searching = calls_ok and ctx.web_search and choice.web_search
+        # A function tool named for the subject (get_weather for the weather) beats a search.
+        named = any(r.score >= 3 and r.kind != "shell" for r in ranked)
+        if searching and ctx.searches_since_user == 0 and g.current_info and not named:
             return search_step(ctx)
-        tools = sorted(
-            (t for t in ctx.function_tools.values() if choice.allows(t.name)),
-            key=lambda t: t.name,
-        )
         done = ctx.calls_since_user
-        if calls_ok and tools and done < self.tool_calls:
-            n = min(self.parallel, self.tool_calls - done)
-            calls = []
-            for i in range(n):
-                tool = tools[(done + i) % len(tools)]
-                try:
-                    args = generate_arguments(tool.parameters, rng)
-                except UnsupportedSchema as exc:
-                    return ErrorStep(
-                        message=f"The simulated model cannot call '{tool.name}': its parameters "
-                        f"schema cannot be satisfied ({exc})."
-                    )
-                calls.append(
-                    FunctionCallSpec(name=tool.name, arguments=orjson.dumps(args).decode())
-                )
-            return CallStep(calls=tuple(calls))
+        if calls_ok and ranked and done < self.tool_calls:
+            step = plan_calls(ctx, g, ranked, min(self.parallel, self.tool_calls - done), rng)
+            if step is not None:
+                return step
         if ctx.format.is_json:
             return _answer(ctx, rng, self.answer_tokens)
-        body = sentence(rng, self.answer_tokens)
+        body = answer_text(ctx, rng, self.answer_tokens)
+        if isinstance(body, ErrorStep):
+            return body
         if ctx.searches_since_user:
             return cited_answer(body, ctx)
         return TextStep(text=body)
 
 
 def search_step(ctx: Context) -> CallStep:
-    """A hosted web search for the latest user message."""
-    words = ctx.last_user_text.split()[:8] or ["latest", "news"]
+    """A hosted web search for the latest user message (its content words)."""
+    from rollout.model.grounding import ground
+
+    g = ground(ctx)
+    words = [*g.places[:2], *(w for w in g.words if w.lower() not in {p.lower() for p in g.places})]
+    words = words[:8] or ctx.last_user_text.split()[:8] or ["latest", "news"]
     return CallStep(calls=(WebSearchSpec(query=" ".join(words)),))
+
+
+def tool_arguments(
+    tool: FunctionTool, g: Grounding, rng: random.Random, pick: int = 0, command: str | None = None
+) -> str | ErrorStep:
+    """Arguments for a call of `tool` as a model writes them (JSON text), or the error step when
+    its parameters schema cannot be satisfied."""
+    try:
+        args = generate_arguments(tool.parameters, rng, vocabulary=g.vocabulary(pick, command))
+    except UnsupportedSchema as exc:
+        return ErrorStep(
+            message=f"The simulated model cannot call '{tool.name}': its parameters schema "
+            f"cannot be satisfied ({exc})."
+        )
+    return orjson.dumps(args).decode()
+
+
+def plan_calls(
+    ctx: Context, g: Grounding, ranked: Sequence[Ranked], n: int, rng: random.Random
+) -> CallStep | ErrorStep | None:
+    """The next `n` calls (after a sentence of commentary): the candidate tools in turn, shell
+    tools with the next planned command, none that repeats a call made since the prompt. None
+    when every candidate would only repeat itself."""
+    from rollout.model import prose
+    from rollout.model.commands import next_command
+    from rollout.model.toolpick import candidates
+
+    pool = candidates(list(ranked))
+    made = {(o.tool, _canonical(o.arguments)) for o in g.observations}
+    planned: list[str] = []
+    specs: list[FunctionCallSpec] = []
+    first_command: str | None = None
+    done = ctx.calls_since_user
+    for i in range(n):
+        for attempt in range(2 * len(pool)):
+            r = pool[(done + i + attempt) % len(pool)]
+            command = None
+            if r.kind == "shell":
+                command = next_command(g, done + i, rng, planned)
+            pick = sum(1 for name, _ in made if name == r.tool.name)
+            args = tool_arguments(r.tool, g, rng, pick, command)
+            if isinstance(args, ErrorStep):
+                return args
+            key = (r.tool.name, _canonical(args))
+            if key in made:
+                continue
+            made.add(key)
+            if command is not None:
+                planned.append(command)
+            if not specs:
+                first_command = command
+            specs.append(FunctionCallSpec(name=r.tool.name, arguments=args))
+            break
+    if not specs:
+        return None
+    text = prose.commentary(g, specs[0].name, first_command, rng)
+    return CallStep(calls=tuple(specs), text=text)
+
+
+def _canonical(arguments: str) -> str:
+    try:
+        return orjson.dumps(orjson.loads(arguments), option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONDecodeError:
+        return arguments
 
 
 def cited_answer(body: str, ctx: Context) -> TextStep:

@@ -82,3 +82,37 @@ def test_latency_kinds() -> None:
 def test_unknown_workload_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="coding-agent"):
         workload("nope")
+
+
+def test_published_workloads_draw_outputs_and_reasoning_from_their_distributions() -> None:
+    from rollout.experiments.workloads import _output
+
+    for name in ("agentx-long", "swe-pro-codex"):
+        w = WORKLOADS[name]
+        s = w.build(0)
+        assert w.source and w.tool_output_tokens and w.reasoning_tokens
+        assert s.request["model"] == w.model and s.request["include"]
+        thoughts = [step.reasoning_tokens for step in s.script]
+        assert all(t is not None for t in thoughts) and len(set(thoughts)) > 5
+        sizes = [
+            count(_output(c.name, c.arguments, 0, w)[0])
+            for step in s.script
+            if isinstance(step, CallStep)
+            for c in step.calls
+        ]
+        dist = w.tool_output_tokens
+        assert all(dist.low <= n <= dist.high * 1.1 for n in sizes) and len(set(sizes)) > 5
+
+
+async def test_swe_pro_codex_grows_as_published() -> None:
+    from rollout.experiments.compare import run_one
+    from rollout.experiments.published import PUBLISHED, shape
+    from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
+
+    s = WORKLOADS["swe-pro-codex"].build(0)
+    run = await run_one("ws-append", s, INFERENCE_PROFILES["instant"], COST_PROFILES["cpu-only"])
+    got = shape(s, run)
+    published = PUBLISHED["swe-pro-codex"]
+    assert got.turns == 30
+    assert 0.8 <= got.prompt_at_turn_30 / published["prompt_at_turn_30"] <= 1.2
+    assert 0.8 <= got.input_per_output / published["input_per_output"] <= 1.2

@@ -286,11 +286,14 @@ def test_parallel_calls_in_one_response(serve) -> None:
     tools = SCHEMA_TOOLS[:2]
     resp = client.responses.create(model=MODEL, input="Do two things.", tools=tools)
     calls = function_calls(resp)
-    assert len(calls) == 2 == len(resp.output)
+    # One sentence of commentary, then both calls, in one step.
+    assert len(calls) == 2 and resp.output[0].type == "message"
+    assert len(resp.output) == 3
     assert {c.name for c in calls} == {"get_weather", "search_files"}
     assert len({c.call_id for c in calls}) == 2
     assert resp.usage is not None
-    assert resp.usage.output_tokens == sum(tokens.count(c.arguments) for c in calls)
+    said = tokens.count(resp.output_text)
+    assert resp.usage.output_tokens == said + sum(tokens.count(c.arguments) for c in calls)
     outputs = [
         {"type": "function_call_output", "call_id": c.call_id, "output": f"result {i}"}
         for i, c in enumerate(calls)

@@ -15,6 +15,7 @@ from rollout.model.args.hints import ARGV_EXTRA, COMMANDS, WORDS, hint_kind
 from rollout.model.args.limits import Budget, LimitExceeded, Limits, UnsupportedSchema, over_limit
 from rollout.model.args.match import Patterns
 from rollout.model.args.strings import pattern_sample
+from rollout.model.args.vocabulary import Vocabulary, wants_optional
 
 _P_OPTIONAL: Final = 0.5  # chance that an optional property is included
 _UNIQUE_ATTEMPTS: Final = 16
@@ -27,6 +28,7 @@ class Maker(Protocol):
     limits: Limits
     budget: Budget
     patterns: Patterns
+    vocab: Vocabulary | None
 
     def node(self, schema: Any, ctx: Ctx) -> Any: ...
 
@@ -87,7 +89,7 @@ def object_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
 
     if not ctx.minimal:
         for name in optional:
-            if rng.random() < _P_OPTIONAL:
+            if _wanted(gen, name, props[name]):
                 candidate = closure([name], chosen)
                 if fits(candidate):
                     chosen = candidate
@@ -123,6 +125,16 @@ def object_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
             key, sub = extra
             result[key] = gen.node(sub, ctx.child(key))
     return result
+
+
+def _wanted(gen: Maker, name: str, schema: Any) -> bool:
+    """Whether an optional property is filled in: half of them when fuzzing schemas; as a model
+    would (vocabulary.wants_optional) when the conversation's vocabulary is given."""
+    if gen.vocab is None:
+        return gen.rng.random() < _P_OPTIONAL
+    numeric = isinstance(schema, Mapping) and schema.get("type") in ("integer", "number")
+    kind = hint_kind(name, schema.get("description") if isinstance(schema, Mapping) else None)
+    return wants_optional(gen.vocab, kind, schema, gen.rng, numeric=numeric)
 
 
 def _extra_property(
@@ -203,7 +215,8 @@ def array_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> list[Any]:
 
     kind = hint_kind(ctx.hint, m.get("description"))
     if kind == "command" and not prefix and contains is None:
-        argv = _argv(rng, lo, hi)
+        command = gen.vocab.command if gen.vocab is not None else None
+        argv = ["bash", "-lc", command] if command else _argv(rng, lo, hi)
         if gen.valid(argv, m):
             return argv
 

@@ -37,6 +37,7 @@ from rollout.model.args.merge import infer_type, merge
 from rollout.model.args.numbers import generate_number
 from rollout.model.args.strings import generate_string
 from rollout.model.args.validate import Validator
+from rollout.model.args.vocabulary import Vocabulary
 
 
 def generate_arguments(
@@ -45,20 +46,24 @@ def generate_arguments(
     *,
     limits: Limits = DEFAULT_LIMITS,
     budget: Budget | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> Any:
     """A JSON value (dicts, lists, str, int, float, bool, None) valid for `schema`.
 
     `None`, `{}` and an object schema without properties give `{}`. Deterministic for a given
     `rng` state; raises UnsupportedSchema (naming the JSON path) when it cannot satisfy `schema`
     within `limits`. `budget` (default: a fresh `Budget(limits.max_steps)`) is charged for the
-    work; pass one to see how many steps a call used.
+    work; pass one to see how many steps a call used. With a `vocabulary` (what the conversation
+    says) the value reads like a model wrote it: strings from the conversation first, optional
+    properties only where the conversation gives a value (vocabulary.py).
     """
     if schema is None or schema is True:
         return {}
     if not isinstance(schema, Mapping):
         raise UnsupportedSchema("$", f"a schema must be a JSON object, got {type(schema).__name__}")
     try:
-        return _Generator(schema, rng, limits, budget or Budget(limits.max_steps)).generate()
+        gen = _Generator(schema, rng, limits, budget or Budget(limits.max_steps), vocabulary)
+        return gen.generate()
     except RecursionError:  # the limits below keep well clear of it; a last line of defence
         raise UnsupportedSchema("$", "the schema nests too deeply to follow") from None
 
@@ -93,8 +98,16 @@ def _entered(ctx: Ctx, ref: str) -> Ctx:
 
 
 class _Generator:
-    def __init__(self, root: Mapping[str, Any], rng: Random, limits: Limits, budget: Budget):
+    def __init__(
+        self,
+        root: Mapping[str, Any],
+        rng: Random,
+        limits: Limits,
+        budget: Budget,
+        vocab: Vocabulary | None = None,
+    ):
         self._root = root
+        self.vocab = vocab
         self.rng = rng
         self.limits = limits
         self.budget = budget
@@ -322,7 +335,7 @@ class _Generator:
         if type_name == "array":
             return array_value(self, m, ctx)
         if type_name == "string":
-            return generate_string(m, ctx, self.rng, self.patterns)
+            return generate_string(m, ctx, self.rng, self.patterns, self.vocab)
         if type_name in ("integer", "number"):
             return generate_number(m, ctx, self.rng, self.budget, integer=type_name == "integer")
         if type_name == "boolean":

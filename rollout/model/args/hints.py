@@ -114,13 +114,34 @@ def hint_kind(name: str, description: Any = None) -> str | None:
     return None
 
 
+_FRACTIONAL: Final = frozenset(
+    {"temperature", "probability", "ratio", "score", "confidence", "threshold", "p", "weight"}
+    | {"amount", "price", "lat", "latitude", "lon", "lng", "longitude", "fraction", "rate"}
+    | {"celsius", "fahrenheit", "percent", "percentage", "factor", "scale"}
+)
+
+
+def integer_like(name: str) -> bool:
+    """Whether a numeric property's name says it holds whole numbers (`*_ms`, counts, limits,
+    ids, lines, ports, sizes, tokens), whatever its schema's `type`."""
+    t = set(_tokens(name))
+    if t & _FRACTIONAL:
+        return False
+    nice, _, _ = number_hint(name)
+    return bool(nice) or bool(t & {"id", "index", "idx", "depth", "level", "width", "height"})
+
+
 def number_hint(name: str) -> tuple[tuple[int | float, ...], int, int]:
     """Typical values for a numeric property (by name) and the natural range around them."""
     t = set(_tokens(name))
-    if t & {"timeout", "deadline", "wait", "delay", "interval"}:
-        if t & {"ms", "millis", "milliseconds"}:
-            return (5000, 10000, 30000, 60000), 1000, 120000
+    if t & {"ms", "millis", "milliseconds"}:
+        return (5000, 10000, 30000), 250, 30000
+    if t & {"timeout", "deadline", "wait", "delay", "interval", "seconds", "secs"}:
         return (10, 30, 60, 120), 1, 600
+    if "tokens" in t:
+        return (2000, 4000, 10000), 256, 20000
+    if t & {"days", "weeks", "months", "hours", "minutes", "nights", "times", "steps"}:
+        return (1, 3, 7), 1, 30
     if "port" in t:
         return (3000, 8000, 8080), 1024, 65535
     if t & {"line", "lineno", "row"}:

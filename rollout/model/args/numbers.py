@@ -11,12 +11,25 @@ from random import Random
 from typing import Any
 
 from rollout.model.args.common import Ctx, brief, is_number
-from rollout.model.args.hints import number_hint
+from rollout.model.args.hints import integer_like, number_hint
 from rollout.model.args.limits import Budget, UnsupportedSchema
 from rollout.model.args.validate import in_float_bounds, is_multiple
 
 
 def generate_number(
+    m: dict[str, Any], ctx: Ctx, rng: Random, budget: Budget, *, integer: bool
+) -> int | float:
+    if not integer and integer_like(ctx.hint):
+        # `yield_time_ms`, `max_results`, `line`: whole numbers, as a model writes them and as
+        # clients that read them into unsigned integers require, even under `type: number`.
+        try:
+            return _generate(m, ctx, rng, budget, integer=True)
+        except UnsupportedSchema:
+            pass
+    return _generate(m, ctx, rng, budget, integer=integer)
+
+
+def _generate(
     m: dict[str, Any], ctx: Ctx, rng: Random, budget: Budget, *, integer: bool
 ) -> int | float:
     what = "integer" if integer else "number"

@@ -15,13 +15,16 @@ from rollout.model.args.limits import LimitExceeded, UnsupportedSchema, over_lim
 from rollout.model.args.match import Patterns
 from rollout.model.args.regex import Pattern
 from rollout.model.args.validate import format_ok
+from rollout.model.args.vocabulary import Vocabulary
 
 _PATTERN_ATTEMPTS: Final = 36
 _STRETCHES: Final = (1, 3, 6, 12, 24, 48)
 _URL_FORMATS: Final = ("uri", "url", "iri", "uri-reference", "iri-reference")
 
 
-def generate_string(m: dict[str, Any], ctx: Ctx, rng: Random, patterns: Patterns) -> str:
+def generate_string(
+    m: dict[str, Any], ctx: Ctx, rng: Random, patterns: Patterns, vocab: Vocabulary | None = None
+) -> str:
     limits, budget, path = patterns.limits, patterns.budget, ctx.path
     lo = count(m, "minLength", path)
     declared_hi = count(m, "maxLength", path, default=None)
@@ -56,6 +59,9 @@ def generate_string(m: dict[str, Any], ctx: Ctx, rng: Random, patterns: Patterns
             and (fmt is None or format_ok(fmt, s))
         )
 
+    grounded = vocab.value(kind) if vocab is not None and fmt is None else None
+    if grounded is not None and accept(grounded):
+        return grounded  # what the conversation says, when it fits the schema as it is
     for candidate in _candidates(kind, fmt, sources, parsed, lo, hi, rng, patterns, path):
         if accept(candidate):
             return candidate

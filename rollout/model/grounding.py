@@ -1,0 +1,306 @@
+# What the default model knows of the conversation when it writes: the latest user message
+# (its content words, the paths, places, names and URLs it mentions, what it asks for) and the
+# tool calls and outputs since then (commands run, files and directories listed, first lines
+# read). Read from the context's items since the latest user message, each output cut to a
+# bounded prefix, so the cost does not grow with the conversation. Pure: no I/O, no clocks.
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import attrs
+import orjson
+
+from protocol.items import FunctionCall, FunctionCallOutput, Message, WebSearchCall, text_of
+from rollout.engine.context import Context
+from rollout.model.args.vocabulary import Vocabulary
+
+OUTPUT_CHARS: Final = 8_000  # of each tool output read
+MAX_OBSERVATIONS: Final = 24  # tool results since the prompt that are read (the latest ones)
+
+# fmt: off
+STOPWORDS: Final = frozenset(
+    """
+a about above after again all also am an and any are as at be because been before being below
+between both but by can could did do does doing done down during each either every few for from
+further get give go had has have having he her here hers him his how i if in into is it its itself
+just let like me more most my no nor not now of off on once only or other our out over own please
+same she should so some such tell than that the their them then there these they this those
+through to too under until up us very was we were what when where which while who whom why will
+with would you your yours show find look see run list check make use using want need know ok
+okay thanks thank hi hello hey could would can may might must shall
+""".split()  # noqa: SIM905
+)
+# fmt: on
+_PATH: Final = re.compile(
+    r"(?<![\w/.@-])(?:\.{1,2}/|/)?(?:[\w@+-]+/)*[\w@+-]+(?:\.[A-Za-z0-9]{1,8})+(?![\w/])"
+    r"|(?<![\w/.@-])(?:\.{1,2}/|/)?(?:[\w@+-]+/)+[\w@+-]*/?(?![\w])"
+)
+_URL: Final = re.compile(r"https?://[^\s)>\]\"']+")
+_QUOTED: Final = re.compile(r"`([^`\n]{1,80})`|\"([^\"\n]{1,80})\"|'([^'\n]{2,80})'")
+_IDENT: Final = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z]\w*\b")
+_CAPITAL: Final = re.compile(r"\b[A-Z][a-zà-ÿ'\u2019-]+(?:\s+[A-Z][a-zà-ÿ'\u2019-]+)*")
+_LS_LONG: Final = re.compile(
+    r"^([dl-])[rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+\d+\s+\S+\s+\S+\s+\S+\s+(.+)$"
+)
+LONE_PATH: Final = re.compile(r"^(?:\./)?[\w@+.-]+(?:/[\w@+.-]+)*/?$")
+_EXTENSIONS: Final = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+
+# What a prompt asks for, by its words (tested against the lower-cased prompt).
+_CURRENT: Final = re.compile(
+    r"\b(latest|current(ly)?|today'?s?|tonight|this (week|month|year)|news|right now|recent(ly)?"
+    r"|up[- ]to[- ]date|weather|forecast|price|stock|score|release notes|search the web"
+    r"|web search|look (it )?up online|on the web|online|20[2-3]\d)\b"
+)
+_CODING: Final = re.compile(
+    r"\b(files?|folders?|director(y|ies)|repo(sitory)?|code(base)?|functions?|class(es)?|bugs?"
+    r"|fix|tests?|pytest|build|compile|commands?|git|diff|commits?|branch|grep|ls|lint|refactor"
+    r"|implement|modules?|packages?|scripts?|readme|errors?|traceback|stack trace|crash(es)?"
+    r"|failing|fails?|install|dependenc(y|ies)|here|workspace|project|source|config)\b"
+    r"|\.(py|ts|js|rs|go|md|toml|json|yaml|yml|c|h|cpp|java|sh)\b"
+)
+_PERSON: Final = re.compile(r"\b(ask me|ask the user|ask (some )?questions|clarify|interview me)\b")
+_PLAN: Final = re.compile(
+    r"\b(plan|goals?|todo|to-do|objective|track (the )?progress|step by step)\b"
+)
+_IMAGE: Final = re.compile(r"\b(image|screenshot|picture|photo|diagram|png|jpe?g|gif)\b")
+_WRITE: Final = re.compile(
+    r"\b(fix|write|edit|change|modify|create|add|implement|refactor|rename|delete|remove|update"
+    r"|patch|apply)\b"
+)
+_INTENTS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("test", re.compile(r"\b(tests?|pytest|failing|fails?|passes?|suite|ci)\b")),
+    ("git", re.compile(r"\b(git|diff|commits?|branch|changes|changed|staged|status)\b")),
+    ("search", re.compile(r"\b(where|grep|search|occurrences?|usages?|uses of|defined|todo)\b")),
+    ("read", re.compile(r"\b(read|open|show|print|cat|explain|contents?|what does|summari[sz]e)")),
+    ("build", re.compile(r"\b(build|compile|make|install|lint)\b")),
+    ("list", re.compile(r"\b(list|ls|files|folders?|director(y|ies)|tree|layout|structure|here)")),
+)
+
+
+@attrs.frozen(kw_only=True)
+class Observation:
+    """One tool result since the prompt: the call and what came back."""
+
+    tool: str
+    arguments: str
+    output: str  # the body (a client's wrapper lines cut), at most OUTPUT_CHARS
+    command: str | None = None  # the shell command, when the call ran one
+
+
+@attrs.frozen(kw_only=True)
+class Grounding:
+    prompt: str
+    words: tuple[str, ...] = ()
+    places: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # mentioned in the prompt
+    dirs: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    observations: tuple[Observation, ...] = ()
+    searches: int = 0
+    files_seen: tuple[str, ...] = ()  # files listed by tool outputs, in order
+    dirs_seen: tuple[str, ...] = ()
+
+    # -- what the prompt asks -------------------------------------------------------------------
+
+    @property
+    def lower(self) -> str:
+        return self.prompt.lower()
+
+    @property
+    def current_info(self) -> bool:
+        return bool(_CURRENT.search(self.lower))
+
+    @property
+    def coding(self) -> bool:
+        return bool(_CODING.search(self.lower)) or bool(self.paths)
+
+    @property
+    def asks_person(self) -> bool:
+        return bool(_PERSON.search(self.lower))
+
+    @property
+    def asks_plan(self) -> bool:
+        return bool(_PLAN.search(self.lower))
+
+    @property
+    def asks_image(self) -> bool:
+        return bool(_IMAGE.search(self.lower))
+
+    @property
+    def asks_write(self) -> bool:
+        return bool(_WRITE.search(self.lower))
+
+    @property
+    def intent(self) -> str:
+        """What a coding prompt is about: test, git, search, read, build, list, or code."""
+        for name, pattern in _INTENTS:
+            if pattern.search(self.lower):
+                return name
+        return "code"
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return tuple(o.command for o in self.observations if o.command)
+
+    @property
+    def topic(self) -> str:
+        """A few words saying what the prompt is about."""
+        return " ".join(self.places[:1] + self.words[:4]) or "the request"
+
+    def vocabulary(self, pick: int = 0, command: str | None = None) -> Vocabulary:
+        query = " ".join([*self.places[:2], *self.words[:6]]) or None
+        first = re.split(r"(?<=[.!?])\s", self.prompt.strip(), maxsplit=1)[0][:120]
+        return Vocabulary(
+            command=command,
+            query=query,
+            text=first or None,
+            prompt_paths=self.paths,
+            prompt_dirs=self.dirs,
+            seen_paths=self.files_seen,
+            places=self.places,
+            names=self.names,
+            words=self.words,
+            urls=self.urls,
+            pick=pick,
+        )
+
+
+def ground(ctx: Context) -> Grounding:
+    """What the model knows of `ctx`: its latest user message and the tool results since."""
+    prompt = ctx.last_user_text
+    observations: list[Observation] = []
+    calls: dict[str, FunctionCall] = {}
+    searches = 0
+    outputs: list[FunctionCallOutput] = []
+    for item in reversed(ctx.items):
+        if isinstance(item, Message) and item.role == "user":
+            break
+        if isinstance(item, FunctionCallOutput):
+            if len(outputs) < MAX_OBSERVATIONS:
+                outputs.append(item)
+        elif isinstance(item, FunctionCall):
+            calls[item.call_id] = item
+        elif isinstance(item, WebSearchCall):
+            searches += 1
+    for out in reversed(outputs):
+        call = calls.get(out.call_id)
+        name = call.name if call else ctx.call_names.get(out.call_id, "")
+        arguments = call.arguments if call else "{}"
+        body = _body(text_of(out.output)[:OUTPUT_CHARS])
+        observations.append(
+            Observation(tool=name, arguments=arguments, output=body, command=_command(arguments))
+        )
+    files, dirs = listed(observations)
+    paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))
+    urls = _dedupe(m.group(0).rstrip(".,;") for m in _URL.finditer(prompt))
+    paths = tuple(p for p in paths if not any(p in u for u in urls))
+    return Grounding(
+        prompt=prompt,
+        words=_words(prompt),
+        places=_places(prompt),
+        names=_names(prompt),
+        paths=tuple(p for p in paths if not p.endswith("/") and _EXTENSIONS.search(p)),
+        dirs=tuple(p.rstrip("/") or "/" for p in paths if p.endswith("/") or "." not in p),
+        urls=urls,
+        observations=tuple(observations),
+        searches=searches,
+        files_seen=files,
+        dirs_seen=dirs,
+    )
+
+
+def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+def _words(prompt: str) -> tuple[str, ...]:
+    found = re.findall(r"[A-Za-z][A-Za-z'-]{2,}", prompt)
+    return _dedupe(w.lower() for w in found if w.lower() not in STOPWORDS)
+
+
+def _places(prompt: str) -> tuple[str, ...]:
+    """Capitalised words (runs of them: San Francisco); those that start a sentence only when
+    there are no others, since they may be capitalised for that alone ("Weather in Paris")."""
+    inner: list[str] = []
+    initial: list[str] = []
+    for m in _CAPITAL.finditer(prompt):
+        words = [w for w in m.group(0).split() if w.lower() not in STOPWORDS]
+        if not words or len(words[0]) < 2 or words[0] in ("README", "OK"):
+            continue
+        before = prompt[: m.start()].rstrip()
+        starts = not before or before[-1] in ".!?:\n"
+        if starts and m.group(0).split()[0] == words[0] and len(words) > 1:
+            inner.append(" ".join(words[1:]))  # "Weather Paris" is not a name; "Paris" is
+            continue
+        (initial if starts else inner).append(" ".join(words))
+    return _dedupe(inner or initial)
+
+
+def _names(prompt: str) -> tuple[str, ...]:
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
+    return _dedupe([*quoted, *_IDENT.findall(prompt)])
+
+
+def _command(arguments: str) -> str | None:
+    """The shell command of a call's arguments (`cmd`, `command` as text or argv), if any."""
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    for key in ("cmd", "command", "commandLine", "script"):
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            if value[:2] in (["bash", "-lc"], ["bash", "-c"], ["sh", "-c"]) and len(value) > 2:
+                return value[2]
+            return " ".join(value)
+    return None
+
+
+def _body(output: str) -> str:
+    """A tool output without a client's wrapper lines (Codex puts `Output:` before the text)."""
+    head, sep, rest = output.partition("\nOutput:\n")
+    if sep and len(head) < 400:
+        return rest
+    return output
+
+
+def exit_code(output: str) -> int | None:
+    m = re.search(r"(?:exited with code|exit code:?|Exit code:?)\s*(-?\d+)", output)
+    return int(m.group(1)) if m else None
+
+
+def listed(observations: Sequence[Observation]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Files and directories that the outputs list (`ls -l`, `ls`, `find`, `rg --files`)."""
+    files: list[str] = []
+    dirs: list[str] = []
+    for obs in observations:
+        lines = obs.output.splitlines()[:400]
+        for line in lines:
+            line = line.strip()
+            m = _LS_LONG.match(line)
+            if m:
+                name = m.group(2).split(" -> ")[0]
+                if name in (".", ".."):
+                    continue
+                (dirs if m.group(1) == "d" else files).append(name)
+                continue
+            if not LONE_PATH.match(line) or line in (".", "./", ".."):
+                continue
+            if line.startswith("total ") or line.isdigit():
+                continue
+            name = line[2:] if line.startswith("./") else line
+            if name.endswith("/"):
+                dirs.append(name.rstrip("/"))
+            elif "." in name.rsplit("/", 1)[-1] or "/" in name:
+                files.append(name)
+            elif obs.command and obs.command.split()[:1] == ["ls"]:
+                # a bare name in plain `ls` output: a file unless listed as a directory
+                files.append(name)
+    return _dedupe(files), _dedupe(dirs)
