@@ -9,6 +9,7 @@ from rollout.client import MODES, SCENARIOS
 from rollout.experiments.workloads import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
+from rollout.upstream.config import APIS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,6 +66,39 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
         "(see docs/test-rigs.md); replay with --script DIR",
+    )
+    s.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="do the inference on this OpenAI-compatible engine (e.g. http://127.0.0.1:8080/v1: "
+        "vLLM, SGLang, llama.cpp's server, Ollama, LM Studio, the OpenAI API) instead of the "
+        "simulated model; see docs/real-inference.md",
+    )
+    s.add_argument(
+        "--upstream-api",
+        choices=APIS,
+        default="chat",
+        help="what the upstream speaks: chat (/chat/completions) or responses (/responses)",
+    )
+    s.add_argument(
+        "--upstream-key-env",
+        metavar="VAR",
+        help="send the API key in this environment variable to the upstream",
+    )
+    s.add_argument(
+        "--upstream-model",
+        action="append",
+        default=[],
+        metavar="NAME|FROM=TO",
+        help="the upstream's model name for every request (NAME), or for requests naming "
+        "FROM (repeatable); otherwise the request's model name is sent",
+    )
+    s.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="the longest wait for the upstream's next chunk (a long prefill included)",
     )
     s.add_argument(
         "--api-keys",

@@ -230,6 +230,7 @@ class Engine:
             window=profile.context_window,
             truncation=truncation,
             cache_options=CacheOptions.of(req.prompt_cache_retention, req.prompt_cache_options),
+            request=req,
         )
         return Prepared(request=req, rollout=rollout, input_items=items, owner=owner)
 

@@ -74,8 +74,14 @@ class Service:
         return self.taps.record_dir
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the live rollouts' nursery for as long as the server runs."""
-        await self.live.run(task_status)
+        """Own the live rollouts' nursery for as long as the server runs (and a real engine's
+        connection pool, which closes with the server)."""
+        try:
+            await self.live.run(task_status)
+        finally:
+            closer = getattr(self.engine.model, "aclose", None)
+            if closer is not None:
+                await closer()
 
     # -- create ---------------------------------------------------------------------------------
 
