@@ -203,7 +203,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="NAME",
         help="benches to run (default: all): overhead, events, concurrency, memory, "
-        "first-token, ideal",
+        "first-token, ideal, upstream-client",
     )
 
     ld = sub.add_parser(

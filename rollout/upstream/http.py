@@ -6,7 +6,7 @@
 # its code; transport trouble (timeouts, a refused connection, a stream cut short) is Broken.
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 import httpx
@@ -143,7 +143,7 @@ class UpstreamHttp:
         raise Refused(refusal(response.status_code, response.headers, body_bytes))
 
 
-async def events(response: httpx.Response) -> AsyncIterator[bytes]:
+async def events(response: httpx.Response) -> AsyncGenerator[bytes, None]:
     """The data of each server-sent event of a streamed response, as each arrives; Broken if
     the stream fails or breaks off."""
     decoder = SSEDecoder()

@@ -93,6 +93,10 @@ class UpstreamModel:
         return self._read(r, response, stage, started)
 
     async def sample(self, r: Rollout) -> Pieces:
+        left = r.budget_left
+        if left is not None and left <= 0:  # the budget is spent: nothing to ask the engine
+            yield p.Finish("length")
+            return
         stage = r.work.stage("inference")
         stage.__enter__()
         started = time.perf_counter()
@@ -134,36 +138,35 @@ class UpstreamModel:
         translate = self._translator(r)
         finished = False
         try:
-            try:
-                async for data in events(response):
+            async with contextlib.aclosing(events(response)) as stream:
+                async for data in stream:
                     if data == b"[DONE]":
                         break
-                    try:
-                        value = orjson.loads(data)
-                    except orjson.JSONDecodeError:
-                        finished = True
-                        yield p.Failed("server_error", "The upstream engine sent non-JSON data.")
-                        return
-                    if not isinstance(value, dict):
-                        continue
-                    for piece in translate.feed(value):
+                    for piece in _parsed(translate, data):
                         yield piece
                         if isinstance(piece, p.Failed):
                             finished = True
                             return
-            except Broken as broken:
-                finished = True
-                yield p.Failed("server_error", str(broken))
-                return
             finished = True
             for piece in translate.end():
                 yield piece
+        except Broken as broken:
+            finished = True
+            yield p.Failed("server_error", str(broken))
         finally:
             if not finished:
                 self.aborted += 1
             await close(response)
             _account(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
+
+
+def _parsed(translate: _Translator, data: bytes) -> list[p.Piece]:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [p.Failed("server_error", "The upstream engine sent an event that is not JSON.")]
+    return translate.feed(value) if isinstance(value, dict) else []
 
 
 def _account(work: Work, prompt: int, seconds: float) -> None:
