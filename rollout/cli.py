@@ -20,6 +20,7 @@ from rollout.experiments.compare import RunResult
 from rollout.experiments.workloads import workload
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
+    InferenceProfile,
     ProfileError,
     cost_profile,
     inference_profile,
@@ -113,7 +114,11 @@ def _compare(args: argparse.Namespace) -> int:
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
         costs = cost_profile(args.costs)
-    except (ValueError, ProfileError) as exc:
+        upstream = None
+        if args.upstream is not None:
+            upstream = upstream_config(args, os.environ, api="chat")
+            profiles = [InferenceProfile(name="upstream")]  # the engine sets the pace
+    except (ValueError, ProfileError, UpstreamError) as exc:
         err.print(f"rollout compare: {exc}")
         return 2
     experiment = Experiment(
@@ -122,6 +127,7 @@ def _compare(args: argparse.Namespace) -> int:
         costs=costs,
         modes=modes,
         repeats=args.repeats,
+        upstream=upstream,
     )
     console = Console()
     if not console.is_terminal:
@@ -236,7 +242,9 @@ def _serve(args: argparse.Namespace) -> int:
     return 0 if forced is None else 128 + forced
 
 
-def upstream_config(args: argparse.Namespace, env: Mapping[str, str]) -> UpstreamConfig:
+def upstream_config(
+    args: argparse.Namespace, env: Mapping[str, str], api: str | None = None
+) -> UpstreamConfig:
     """The upstream settings of `rollout serve` (UpstreamError when they cannot work)."""
     key = None
     if args.upstream_key_env is not None:
@@ -246,7 +254,7 @@ def upstream_config(args: argparse.Namespace, env: Mapping[str, str]) -> Upstrea
     default, models = parse_models(args.upstream_model)
     return UpstreamConfig(
         url=args.upstream,
-        api=args.upstream_api,
+        api=api or args.upstream_api,
         api_key=key,
         model=default,
         models=models,

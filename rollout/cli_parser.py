@@ -189,6 +189,28 @@ def parser() -> argparse.ArgumentParser:
         default="cpu-only",
         help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
     )
+    c.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="pace the workload's script by this real engine (chat completions): each step's "
+        "prompt is prefilled and each of its tokens decoded by the engine "
+        "(docs/real-inference.md); --profiles is then unused",
+    )
+    c.add_argument(
+        "--upstream-model",
+        action="append",
+        default=[],
+        metavar="NAME|FROM=TO",
+        help="the engine's model name, as for rollout serve",
+    )
+    c.add_argument("--upstream-key-env", metavar="VAR", help="the engine's API key, from $VAR")
+    c.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="the longest wait for the engine's next chunk",
+    )
     c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
     c.add_argument("--out", default="results", help="directory for results, plots, traces")
 

@@ -14,7 +14,7 @@ from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.choice import constrain
 from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
-from rollout.model.policy import CallStep, ErrorStep, Policy, TextStep, WebSearchSpec
+from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep, WebSearchSpec
 from rollout.model.profiles import InferenceProfile
 from rollout.model.reasoning import think
 
@@ -32,7 +32,7 @@ class SimulatedModel:
         return None  # nothing can refuse a request before its first event here
 
     async def sample(self, r: Rollout) -> Pieces:
-        step = constrain(self.policy.next_step(r.ctx), r.ctx)
+        step = self.step(r)
         if step.delay_s > 0:
             yield p.Wait(step.delay_s)
         with r.work.stage("inference") as stage:
@@ -42,20 +42,7 @@ class SimulatedModel:
             pacer = Pacer(self.profile)
             try:
                 yield p.Prefilled(pf.prompt_tokens, pf.cached_tokens)
-                if isinstance(step, ErrorStep):
-                    yield p.Failed(step.code, step.message)
-                    return
-                if r.reasoning is not None:
-                    async for piece in self._reason(r, pacer):
-                        yield piece
-                        if isinstance(piece, p.Finish):
-                            return
-                if isinstance(step, TextStep):
-                    yield p.MessageStart(refusal=step.refusal, citations=step.citations)
-                    async for piece in _decode(r, step.text, pacer, p.Text):
-                        yield piece
-                    return
-                async for piece in _calls(r, step, pacer):
+                async for piece in self.output(r, step, pacer):
                     yield piece
             finally:
                 decoded = r.output_tokens - before
@@ -63,6 +50,28 @@ class SimulatedModel:
                 r.work.ideal_inference_s += ideal
                 if r.work.keep_spans:
                     r.work.steps.append((pf.prompt_tokens, ideal))
+
+    def step(self, r: Rollout) -> Step:
+        """The policy's next step, held to what the request allows."""
+        return constrain(self.policy.next_step(r.ctx), r.ctx)
+
+    async def output(self, r: Rollout, step: Step, pacer: Pacer) -> Pieces:
+        """What `step` streams after its prompt is in, paced by `pacer`."""
+        if isinstance(step, ErrorStep):
+            yield p.Failed(step.code, step.message)
+            return
+        if r.reasoning is not None:
+            async for piece in self._reason(r, pacer):
+                yield piece
+                if isinstance(piece, p.Finish):
+                    return
+        if isinstance(step, TextStep):
+            yield p.MessageStart(refusal=step.refusal, citations=step.citations)
+            async for piece in _decode(r, step.text, pacer, p.Text):
+                yield piece
+            return
+        async for piece in _calls(r, step, pacer):
+            yield piece
 
     async def _reason(self, r: Rollout, pacer: Pacer) -> Pieces:
         """A reasoning item before the step's output: its tokens decoded at the profile's pace

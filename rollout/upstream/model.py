@@ -128,7 +128,7 @@ class UpstreamModel:
         try:
             yield p.Failed(code or "server_error", message)
         finally:
-            _account(r.work, r.ctx.token_count, time.perf_counter() - started)
+            account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
 
     async def _read(
@@ -157,7 +157,7 @@ class UpstreamModel:
             if not finished:
                 self.aborted += 1
             await close(response)
-            _account(r.work, r.ctx.token_count, time.perf_counter() - started)
+            account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
 
 
@@ -169,7 +169,7 @@ def _parsed(translate: _Translator, data: bytes) -> list[p.Piece]:
     return translate.feed(value) if isinstance(value, dict) else []
 
 
-def _account(work: Work, prompt: int, seconds: float) -> None:
+def account_step(work: Work, prompt: int, seconds: float) -> None:
     """The step's inference time, as measured: from the request sent to its stream's end."""
     work.ideal_inference_s += seconds
     if work.keep_spans:
