@@ -6,7 +6,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -20,6 +20,7 @@ from rollout.experiments.compare import RunResult
 from rollout.experiments.workloads import workload
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
+    InferenceProfile,
     ProfileError,
     cost_profile,
     inference_profile,
@@ -31,6 +32,8 @@ from rollout.model.script import load as load_script
 from rollout.server.listen import serve
 from rollout.service.config import ServerConfig
 from rollout.store.sqlite import SqliteStore, open_store
+from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
+from rollout.upstream.model import UpstreamModel
 
 #: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
 NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
@@ -111,7 +114,11 @@ def _compare(args: argparse.Namespace) -> int:
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
         costs = cost_profile(args.costs)
-    except (ValueError, ProfileError) as exc:
+        upstream = None
+        if args.upstream is not None:
+            upstream = upstream_config(args, os.environ, api="chat")
+            profiles = [InferenceProfile(name="upstream")]  # the engine sets the pace
+    except (ValueError, ProfileError, UpstreamError) as exc:
         err.print(f"rollout compare: {exc}")
         return 2
     experiment = Experiment(
@@ -120,6 +127,7 @@ def _compare(args: argparse.Namespace) -> int:
         costs=costs,
         modes=modes,
         repeats=args.repeats,
+        upstream=upstream,
     )
     console = Console()
     if not console.is_terminal:
@@ -146,6 +154,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream request
     if args.tool_calls < 0 or args.parallel < 1:
         print("rollout: --tool-calls must be >= 0 and --parallel >= 1", file=sys.stderr)
         return 2
@@ -178,6 +187,15 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: {exc}", file=sys.stderr)
         return 2
+    if args.upstream is not None:
+        if args.script is not None:
+            print("rollout: --script and --upstream are two models; choose one", file=sys.stderr)
+            return 2
+        try:
+            engine.model = UpstreamModel(upstream_config(args, os.environ))
+        except UpstreamError as exc:
+            print(f"rollout: --upstream: {exc}", file=sys.stderr)
+            return 2
     if args.script is not None:
         try:
             if is_recording(args.script):
@@ -197,7 +215,10 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
         return 2
-    banner = f"(profile {engine.inference.name}, costs {engine.costs.name}, store {args.store})"
+    model = f"profile {engine.inference.name}"
+    if args.upstream is not None:
+        model = f"upstream {args.upstream_api} {args.upstream}"
+    banner = f"({model}, costs {engine.costs.name}, store {args.store})"
     try:
         config = ServerConfig(
             shutdown_grace_s=args.shutdown_grace,
@@ -220,6 +241,26 @@ def _serve(args: argparse.Namespace) -> int:
         if isinstance(engine.store, SqliteStore):
             engine.store.close()
     return 0 if forced is None else 128 + forced
+
+
+def upstream_config(
+    args: argparse.Namespace, env: Mapping[str, str], api: str | None = None
+) -> UpstreamConfig:
+    """The upstream settings of `rollout serve` (UpstreamError when they cannot work)."""
+    key = None
+    if args.upstream_key_env is not None:
+        key = env.get(args.upstream_key_env)
+        if not key:
+            raise UpstreamError(f"--upstream-key-env: ${args.upstream_key_env} is not set")
+    default, models = parse_models(args.upstream_model)
+    return UpstreamConfig(
+        url=args.upstream,
+        api=api or args.upstream_api,
+        api_key=key,
+        model=default,
+        models=models,
+        read_timeout_s=args.upstream_timeout,
+    )
 
 
 def _only_interrupts(exc: BaseException) -> bool:

@@ -9,6 +9,7 @@ from rollout.client import MODES, SCENARIOS
 from rollout.experiments.workloads import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
+from rollout.upstream.config import APIS
 
 
 def parser() -> argparse.ArgumentParser:
@@ -65,6 +66,39 @@ def parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
         "(see docs/test-rigs.md); replay with --script DIR",
+    )
+    s.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="do the inference on this OpenAI-compatible engine (e.g. http://127.0.0.1:8080/v1: "
+        "vLLM, SGLang, llama.cpp's server, Ollama, LM Studio, the OpenAI API) instead of the "
+        "simulated model; see docs/real-inference.md",
+    )
+    s.add_argument(
+        "--upstream-api",
+        choices=APIS,
+        default="chat",
+        help="what the upstream speaks: chat (/chat/completions) or responses (/responses)",
+    )
+    s.add_argument(
+        "--upstream-key-env",
+        metavar="VAR",
+        help="send the API key in this environment variable to the upstream",
+    )
+    s.add_argument(
+        "--upstream-model",
+        action="append",
+        default=[],
+        metavar="NAME|FROM=TO",
+        help="the upstream's model name for every request (NAME), or for requests naming "
+        "FROM (repeatable); otherwise the request's model name is sent",
+    )
+    s.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="the longest wait for the upstream's next chunk (a long prefill included)",
     )
     s.add_argument(
         "--api-keys",
@@ -155,6 +189,28 @@ def parser() -> argparse.ArgumentParser:
         default="cpu-only",
         help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
     )
+    c.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="pace the workload's script by this real engine (chat completions): each step's "
+        "prompt is prefilled and each of its tokens decoded by the engine "
+        "(docs/real-inference.md); --profiles is then unused",
+    )
+    c.add_argument(
+        "--upstream-model",
+        action="append",
+        default=[],
+        metavar="NAME|FROM=TO",
+        help="the engine's model name, as for rollout serve",
+    )
+    c.add_argument("--upstream-key-env", metavar="VAR", help="the engine's API key, from $VAR")
+    c.add_argument(
+        "--upstream-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="the longest wait for the engine's next chunk",
+    )
     c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
     c.add_argument("--out", default="results", help="directory for results, plots, traces")
 
@@ -169,7 +225,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="NAME",
         help="benches to run (default: all): overhead, events, concurrency, memory, "
-        "first-token, ideal",
+        "first-token, ideal, upstream-client",
     )
 
     ld = sub.add_parser(

@@ -50,12 +50,14 @@ from rollout.engine.loop import (
     EndRollout,
     Executor,
     LoopEnv,
+    Model,
     Outcome,
     Rollout,
     Sink,
     as_sink,
     run_loop,
 )
+from rollout.engine.simulated import SimulatedModel
 from rollout.engine.work import Stats, Work
 from rollout.model import reasoning
 from rollout.model.inference import CacheOptions, PrefixCache
@@ -99,6 +101,9 @@ class Engine:
     models: dict[str, ModelProfile] = attrs.field(factory=lambda: dict(MODEL_PROFILES))
     secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
     thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
+    # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
+    # a real engine (rollout.upstream.UpstreamModel).
+    model: Model | None = None
 
     def notify(self) -> None:
         """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
@@ -109,9 +114,7 @@ class Engine:
     @property
     def loop_env(self) -> LoopEnv:
         return LoopEnv(
-            policy=self.policy,
-            profile=self.inference,
-            cache=self.cache,
+            model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
             hosted=WebSearch(self.costs),
             safety=self.scan_latency,
             secret=self.secret,
@@ -227,10 +230,29 @@ class Engine:
             window=profile.context_window,
             truncation=truncation,
             cache_options=CacheOptions.of(req.prompt_cache_retention, req.prompt_cache_options),
+            request=req,
         )
         return Prepared(request=req, rollout=rollout, input_items=items, owner=owner)
 
     # -- the loop and post-inference ------------------------------------------------------------
+
+    async def open(self, prepared: Prepared) -> None:
+        """Open the response's first sampling step before any of its events, when the model
+        does so (a real engine: its request is sent and answered here), so that the engine's
+        refusal raises a ProtocolError that is the request's own (a 429 stays a retryable 429).
+        `run` takes the opened step (or closes it, if it never samples)."""
+        if self.model is None or prepared.request.generate is False:
+            return
+        r = prepared.rollout
+        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
+        r.opened = await self.model.open(r)
+
+    async def discard(self, prepared: Prepared) -> None:
+        """Close a step opened by `open` that will not be sampled (aborts its request)."""
+        opened, prepared.rollout.opened = prepared.rollout.opened, None
+        if opened is not None:
+            with trio.CancelScope(shield=True):
+                await opened.aclose()
 
     async def run(
         self,
@@ -281,6 +303,7 @@ class Engine:
         finally:
             self.running.discard(cancel)
             self.notify()
+            await self.discard(prepared)
         await self.finish(prepared, outcome, billing)
         return outcome
 

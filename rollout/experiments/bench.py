@@ -18,6 +18,7 @@ from rollout.experiments.concurrency import first_delta_under_load
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
 from rollout.experiments.streams import events_per_second
+from rollout.experiments.upstream_bench import upstream_client
 from rollout.experiments.workloads import WORKLOADS, Latency, Workload
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 
@@ -227,6 +228,7 @@ BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
     "memory": memory,
     "first-token": first_token,
     "ideal": ideal_ratio,
+    "upstream-client": upstream_client,
 }
 
 

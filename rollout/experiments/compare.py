@@ -21,6 +21,8 @@ from rollout.engine.work import CPU, DECLARED, Stats, Work
 from rollout.experiments.workloads import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
+from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.paced import EnginePaced
 
 COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
 
@@ -75,10 +77,14 @@ async def run_one(
     profile: InferenceProfile,
     costs: CostProfile,
     repeat: int = 0,
+    upstream: UpstreamConfig | None = None,
 ) -> RunResult:
-    """One rollout against a fresh server (fresh caches), measured from the client."""
+    """One rollout against a fresh server (fresh caches), measured from the client. With
+    `upstream`, a real engine paces the script (rollout.upstream.paced)."""
     stats = Stats(totals=Work(keep_spans=True))
     engine = Engine(policy=scenario.policy(), inference=profile, costs=costs, stats=stats)
+    if upstream is not None:
+        engine.model = EnginePaced(engine.policy, upstream)
     async with trio.open_nursery() as nursery:
         port = await nursery.start(functools.partial(serve, engine, port=0))
         result = await run_agent(
@@ -265,6 +271,7 @@ class Experiment:
     costs: CostProfile
     modes: Sequence[str] = MODES
     repeats: int = 3
+    upstream: UpstreamConfig | None = None  # a real engine paces the script (profiles unused)
 
     @property
     def total(self) -> int:
@@ -277,7 +284,9 @@ class Experiment:
                 # Modes side by side, rotated per repeat so none always runs first.
                 k = repeat % len(self.modes)
                 for mode in [*self.modes[k:], *self.modes[:k]]:
-                    result = await run_one(mode, self.scenario, profile, self.costs, repeat)
+                    result = await run_one(
+                        mode, self.scenario, profile, self.costs, repeat, self.upstream
+                    )
                     results.append(result)
                     if progress is not None:
                         progress(result)
@@ -299,6 +308,7 @@ def write_results(
         "inference_profiles": [attrs.asdict(p) for p in experiment.profiles],
         "cost_profile": attrs.asdict(experiment.costs),
         "repeats": experiment.repeats,
+        "upstream": None if experiment.upstream is None else experiment.upstream.base_url,
         "summary": [attrs.asdict(s) for s in summaries],
         "runs": [r.to_json() for r in results],
     }

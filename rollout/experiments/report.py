@@ -36,7 +36,12 @@ def print_header(console: Console, experiment: Experiment) -> None:
         f"[bold]workload[/] {w.name} ({s.calls} tool calls, seed {s.seed}): {w.description}; "
         f"client tool latency {w.client_latency.describe()}"
     )
-    for p in experiment.profiles:
+    if experiment.upstream is not None:
+        console.print(
+            f"[bold]inference[/] a real engine at {experiment.upstream.base_url} paces the "
+            "script: its prefill, decode and prefix cache, measured"
+        )
+    for p in experiment.profiles if experiment.upstream is None else ():
         console.print(
             f"[bold]inference[/] {p.name}: ttft {p.ttft_s * 1000:g} ms, prefill "
             f"{p.prefill_tps:g} tok/s, decode {p.decode_tps:g} tok/s"

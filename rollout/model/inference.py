@@ -161,6 +161,15 @@ class Pacer:
         if due - trio.current_time() > 0.001:
             await trio.sleep_until(due)
 
+    def due(self, n: int, now: float) -> float | None:
+        """Count `n` more tokens; when they may be released if that is more than a millisecond
+        after `now` (sleep until then), else None (release them now)."""
+        self._n += n
+        if self._tps <= 0:
+            return None
+        due = self._start + self._n / self._tps
+        return due if due - now > 0.001 else None
+
 
 def pieces(text: str) -> list[tuple[str, int]]:
     """`text` split at token boundaries as a model streams it: (delta, tokens in it).

@@ -74,8 +74,14 @@ class Service:
         return self.taps.record_dir
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the live rollouts' nursery for as long as the server runs."""
-        await self.live.run(task_status)
+        """Own the live rollouts' nursery for as long as the server runs (and a real engine's
+        connection pool, which closes with the server)."""
+        try:
+            await self.live.run(task_status)
+        finally:
+            closer = getattr(self.engine.model, "aclose", None)
+            if closer is not None:
+                await closer()
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -113,20 +119,25 @@ class Service:
         if refusal is not None:  # fails the way the real API does: before any event
             raise refusal
         req = prepared.request
+        await self.engine.open(prepared)  # a real engine's refusal is the request's, too
         multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
         if req.shape != "append" and not multi_agent:
             await self.engine.run(prepared, EndResponse(), billing=billing, plan=plan)
             return
-        live = self.live.start(
-            prepared,
-            sink=prepared.rollout.sink,
-            holder=holder,
-            owner=prepared.owner,
-            lane=lane,
-            billing=self.live.nursery if billing is not None else None,
-            plan=plan,
-            announces=not multi_agent,
-        )
+        try:
+            live = self.live.start(
+                prepared,
+                sink=prepared.rollout.sink,
+                holder=holder,
+                owner=prepared.owner,
+                lane=lane,
+                billing=self.live.nursery if billing is not None else None,
+                plan=plan,
+                announces=not multi_agent,
+            )
+        except BaseException:
+            await self.engine.discard(prepared)
+            raise
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
         else:

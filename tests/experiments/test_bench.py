@@ -26,7 +26,15 @@ def test_figure_lines_are_stable_and_parseable() -> None:
 def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "nope"]) == 2
     assert "overhead" in capsys.readouterr().err
-    assert set(BENCHES) == {"overhead", "events", "concurrency", "memory", "first-token", "ideal"}
+    assert set(BENCHES) == {
+        "overhead",
+        "events",
+        "concurrency",
+        "memory",
+        "first-token",
+        "ideal",
+        "upstream-client",
+    }
 
 
 def test_cli_bench_reports_a_server_that_did_not_start(

@@ -1,0 +1,153 @@
+# The simulated model as a model of the sampling loop: each step is the policy's (held to what the
+# request allows: rollout.model.choice), its prompt prefilled against the prefix cache and its
+# tokens released at the inference profile's pace, as pieces (rollout.model.pieces). It also
+# enforces the output budget (a step that reaches it ends with `Finish("length")`, as a real
+# engine's `max_tokens` does) and accounts the ideal inference time the profile dictates.
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from rollout.engine.loop import Pieces, Rollout
+from rollout.model import pieces as p
+from rollout.model.choice import constrain
+from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
+from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep, WebSearchSpec
+from rollout.model.profiles import InferenceProfile
+from rollout.model.reasoning import think
+
+REASONING_CHUNK = 16  # reasoning tokens decoded between budget checks
+
+
+@attrs.define(eq=False)
+class SimulatedModel:
+    policy: Policy
+    profile: InferenceProfile
+    cache: PrefixCache
+
+    async def open(self, r: Rollout) -> Pieces | None:
+        del r
+        return None  # nothing can refuse a request before its first event here
+
+    async def sample(self, r: Rollout) -> Pieces:
+        step = self.step(r)
+        if step.delay_s > 0:
+            yield p.Wait(step.delay_s)
+        with r.work.stage("inference") as stage:
+            pf = await prefill(r.ctx, r.route.engine, self.cache, self.profile, r.cache_options)
+            stage.tokens = pf.prompt_tokens
+            before = r.output_tokens
+            pacer = Pacer(self.profile)
+            try:
+                yield p.Prefilled(pf.prompt_tokens, pf.cached_tokens)
+                async for piece in self.output(r, step, pacer):
+                    yield piece
+            finally:
+                decoded = r.output_tokens - before
+                ideal = pf.seconds + self.profile.decode_seconds(decoded)
+                r.work.ideal_inference_s += ideal
+                if r.work.keep_spans:
+                    r.work.steps.append((pf.prompt_tokens, ideal))
+
+    def step(self, r: Rollout) -> Step:
+        """The policy's next step, held to what the request allows."""
+        return constrain(self.policy.next_step(r.ctx), r.ctx)
+
+    async def output(self, r: Rollout, step: Step, pacer: Pacer) -> Pieces:
+        """What `step` streams after its prompt is in, paced by `pacer`."""
+        if isinstance(step, ErrorStep):
+            yield p.Failed(step.code, step.message)
+            return
+        if r.reasoning is not None:
+            async for piece in self._reason(r, pacer, getattr(step, "reasoning_tokens", None)):
+                yield piece
+                if isinstance(piece, p.Finish):
+                    return
+        if isinstance(step, TextStep):
+            yield p.MessageStart(refusal=step.refusal, citations=step.citations)
+            async for piece in _decode(r, step.text, pacer, p.Text):
+                yield piece
+            return
+        async for piece in _calls(r, step, pacer):
+            yield piece
+
+    async def _reason(self, r: Rollout, pacer: Pacer, tokens: int | None = None) -> Pieces:
+        """A reasoning item before the step's output: its tokens (the plan's, or the step's own
+        when it says) decoded at the profile's pace (billed as reasoning tokens), then its
+        summary, if asked for. If the output budget runs out while reasoning, the item ends there
+        (and the response incomplete, as the real API's does)."""
+        plan = r.reasoning
+        assert plan is not None
+        total = plan.tokens if tokens is None else tokens
+        hidden, summary = think(r.ctx, total)
+        yield p.ReasoningStart()
+        spent = 0
+        while spent < total:
+            n = min(REASONING_CHUNK, total - spent)
+            left = r.budget_left
+            cut = left is not None and left < n
+            n = min(n, left) if left is not None else n
+            await pacer.token(n)
+            spent += n
+            yield p.Thought(n)
+            if cut:
+                yield p.Finish("length")
+                return
+        if plan.summary:
+            yield p.Summary(pieces(summary))
+        yield p.ReasoningEnd(hidden)
+
+
+async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
+    """The step's commentary, then every function call, then its web searches (hosted calls
+    come last in a step: the loop samples a new step after running them)."""
+    if step.text:
+        yield p.MessageStart()
+        async for piece in _decode(r, step.text, pacer, p.Text):
+            yield piece
+            if isinstance(piece, p.Finish):
+                return
+    for spec in sorted(step.calls, key=lambda spec: isinstance(spec, WebSearchSpec)):
+        if isinstance(spec, WebSearchSpec):
+            yield p.Search(spec.query)
+            continue
+        yield p.CallStart(spec.name)
+        async for piece in _decode(r, spec.arguments, pacer, p.Args):
+            yield piece
+            if isinstance(piece, p.Finish):
+                return
+
+
+async def _decode(
+    r: Rollout, text: str, pacer: Pacer, make: Callable[[p.Deltas], p.Piece]
+) -> Pieces:
+    """`text` as a model streams it, one delta per token, at the decode pace and within the
+    output budget (`Finish("length")` where it runs out). The deltas due by now leave as one
+    piece; the pacer sleeps only to deadlines more than a millisecond away."""
+    left = r.budget_left
+    batch: list[tuple[str, int]] = []
+    now = trio.current_time()
+    for delta in pieces(text):
+        tokens = delta[1]
+        if left is not None:
+            if left < tokens:
+                if batch:
+                    yield make(batch)
+                yield p.Finish("length")
+                return
+            left -= tokens
+        due = pacer.due(tokens, now)
+        if due is not None:
+            if batch:
+                yield make(batch)
+                batch = []
+            await trio.sleep_until(due)
+            now = trio.current_time()
+        batch.append(delta)
+    if batch:
+        yield make(batch)
+
+
+__all__ = ["REASONING_CHUNK", "SimulatedModel"]

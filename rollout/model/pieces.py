@@ -1,0 +1,144 @@
+# What a model streams in one sampling step, as the sampling loop consumes it: a scripted wait,
+# the prompt's counts, reasoning, message text, function calls and their argument deltas, hosted
+# searches, the engine's usage, and how the step ended. Every model speaks in these pieces (the
+# simulated model: rollout.engine.simulated; a real engine behind the upstream:
+# rollout.upstream), so the loop that turns them into events is one. Plain values: no I/O.
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from rollout.model.policy import Citation
+
+#: Deltas as a model releases them: (text, output tokens it costs). A piece carries every delta
+#: released at once (the simulated model: all those due before its next pause; a real engine:
+#: one streamed chunk), so the per-token path has no per-delta object. A token count of 0 means
+#: the engine bills the step in its Usage piece instead.
+Deltas = Sequence[tuple[str, int]]
+
+
+@attrs.frozen
+class Wait:
+    """The model takes `seconds` before it samples (a script's think time; a steer ends it)."""
+
+    seconds: float
+
+
+@attrs.frozen
+class Prefilled:
+    """The prompt is in: its tokens and how many of them the prefix cache held."""
+
+    prompt_tokens: int
+    cached_tokens: int
+
+
+@attrs.frozen
+class ReasoningStart:
+    """A reasoning item opens (before the step's output)."""
+
+
+@attrs.frozen
+class Thought:
+    """Hidden reasoning decoded: `tokens` billed as reasoning tokens, `text` kept (hidden) for
+    the prompt of later steps."""
+
+    tokens: int
+    text: str = ""
+
+
+@attrs.frozen
+class Summary:
+    """Reasoning summary text (a summary part opens at the first; free: the thought paid)."""
+
+    deltas: Deltas
+
+
+@attrs.frozen
+class ReasoningEnd:
+    """The reasoning item is complete; `hidden` is its whole hidden text (sealed into
+    `encrypted_content` when the request asks for it)."""
+
+    hidden: str = ""
+
+
+@attrs.frozen
+class MessageStart:
+    """An assistant message opens: output text, or a refusal; citations are placed as the
+    text reaches their end index."""
+
+    refusal: bool = False
+    citations: tuple[Citation, ...] = ()
+
+
+@attrs.frozen
+class Text:
+    """Text of the open message."""
+
+    deltas: Deltas
+
+
+@attrs.frozen
+class CallStart:
+    """A function call opens; `call_id` is the engine's (a new one is made when None)."""
+
+    name: str
+    call_id: str | None = None
+
+
+@attrs.frozen
+class Args:
+    """Argument text of the open function call."""
+
+    deltas: Deltas
+
+
+@attrs.frozen
+class Search:
+    """A hosted web search is called (it runs after the step, as hosted calls do)."""
+
+    query: str
+
+
+@attrs.frozen
+class Usage:
+    """The step's usage as the engine reports it; replaces what the step's pieces counted."""
+
+    prompt_tokens: int
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+@attrs.frozen
+class Finish:
+    """The step ended for `reason`: `stop` (its calls, if any, run next), `length` (the output
+    budget: the open item is cut and the response ends incomplete) or `content_filter`."""
+
+    reason: str = "stop"
+
+
+@attrs.frozen
+class Failed:
+    """The model failed: the response ends `failed` with this code and message."""
+
+    code: str = "server_error"
+    message: str = "The model failed to generate a response."
+
+
+Piece = (
+    Wait
+    | Prefilled
+    | ReasoningStart
+    | Thought
+    | Summary
+    | ReasoningEnd
+    | MessageStart
+    | Text
+    | CallStart
+    | Args
+    | Search
+    | Usage
+    | Finish
+    | Failed
+)

@@ -1,0 +1,233 @@
+# The chat-completions dialect of an upstream engine. `request` renders a rollout's context as
+# one streamed `POST /chat/completions` (instructions, messages, function tools, tool calls and
+# tool outputs; the request's tool choice, output format, sampling knobs and what is left of its
+# output budget; usage asked for in the stream); `ChatStream` turns the streamed chunks into
+# the loop's pieces (reasoning, text, refusals, tool-call deltas, usage, the finish reason).
+# Pure: no I/O. Calls are streamed one after another, as OpenAI, vLLM, llama.cpp and Ollama do.
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    InputImage,
+    InputText,
+    Message,
+    OutputText,
+    text_of,
+)
+from rollout.engine.context import Context
+from rollout.engine.loop import Rollout
+from rollout.model import pieces as p
+from rollout.upstream.config import UpstreamConfig
+
+#: Chat finish reasons, as the loop's.
+FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
+
+
+def messages(ctx: Context) -> list[dict[str, Any]]:
+    """The conversation as chat messages (hosted searches and reasoning are the server's own
+    items: a chat engine has no place for them)."""
+    out: list[dict[str, Any]] = []
+    if ctx.instructions:
+        out.append({"role": "system", "content": ctx.instructions})
+    for item in ctx.items:
+        if isinstance(item, Message):
+            role = "system" if item.role == "developer" else item.role
+            out.append({"role": role, "content": _content(item)})
+        elif isinstance(item, FunctionCall):
+            call = {
+                "id": item.call_id,
+                "type": "function",
+                "function": {"name": item.name, "arguments": item.arguments},
+            }
+            last = out[-1] if out else None
+            if last is not None and last["role"] == "assistant":
+                last.setdefault("tool_calls", []).append(call)
+            else:
+                out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif isinstance(item, FunctionCallOutput):
+            out.append(
+                {"role": "tool", "tool_call_id": item.call_id, "content": text_of(item.output)}
+            )
+    return out
+
+
+def _content(item: Message) -> str | list[dict[str, Any]]:
+    content = item.content
+    if isinstance(content, str) or not any(isinstance(c, InputImage) for c in content):
+        return text_of(content)
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, InputImage) and part.image_url:
+            image = {"url": part.image_url, "detail": part.detail}
+            parts.append({"type": "image_url", "image_url": image})
+        elif isinstance(part, InputText | OutputText):
+            parts.append({"type": "text", "text": part.text})
+    return parts
+
+
+def tools(ctx: Context) -> list[dict[str, Any]]:
+    """The function tools the request allows now, as chat tools."""
+    out = []
+    for tool in ctx.function_tools.values():
+        if ctx.choice.functions is not None and tool.name not in ctx.choice.functions:
+            continue
+        function: dict[str, Any] = {
+            "name": tool.name,
+            "parameters": tool.parameters or {"type": "object", "properties": {}},
+        }
+        if tool.description:
+            function["description"] = tool.description
+        if tool.strict is not None:
+            function["strict"] = tool.strict
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def tool_choice(ctx: Context) -> str | dict[str, Any]:
+    """What the step may call: what the request forces binds its first step only (the
+    simulated model's rule too), and a response that made `max_tool_calls` calls calls none."""
+    choice = ctx.choice
+    if choice.mode == "none":
+        return "none"
+    if choice.max_calls is not None and ctx.response_calls >= choice.max_calls:
+        return "none"
+    if ctx.response_steps == 0:
+        if choice.forced is not None:
+            return {"type": "function", "function": {"name": choice.forced}}
+        if choice.mode == "required":
+            return "required"
+    return "auto"
+
+
+def request(r: Rollout, config: UpstreamConfig) -> dict[str, Any]:
+    """The streamed chat-completions request for the rollout's next step."""
+    ctx = r.ctx
+    body: dict[str, Any] = {
+        "model": config.model_for(r.stream.response.model),
+        "messages": messages(ctx),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    offered = tools(ctx)
+    if offered:
+        body["tools"] = offered
+        body["tool_choice"] = tool_choice(ctx)
+        if not ctx.choice.parallel:
+            body["parallel_tool_calls"] = False
+    left = r.budget_left
+    if left is not None:
+        body["max_completion_tokens" if config.official else "max_tokens"] = max(1, left)
+    fmt = ctx.format
+    if fmt.type == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    elif fmt.type == "json_schema":
+        schema: dict[str, Any] = {"name": fmt.name or "response", "schema": dict(fmt.schema or {})}
+        body["response_format"] = {"type": "json_schema", "json_schema": schema}
+        if fmt.strict:
+            schema["strict"] = True
+    req = r.request
+    if req is not None:
+        for key in ("temperature", "top_p", "presence_penalty", "frequency_penalty"):
+            value = getattr(req, key)
+            if value is not None:
+                body[key] = value
+        if req.reasoning and req.reasoning.get("effort"):
+            body["reasoning_effort"] = req.reasoning["effort"]
+        if req.prompt_cache_key:
+            body["prompt_cache_key"] = req.prompt_cache_key
+    return body
+
+
+@attrs.define
+class ChatStream:
+    """Chunks in, pieces out. `chunk` takes one parsed `chat.completion.chunk` (or an `error`
+    object); `end` gives the step's last pieces once the stream is over."""
+
+    open: str = ""  # the item being streamed: "reasoning", "text", "refusal", "call", ""
+    call: int | None = None  # the tool-call index being streamed
+    seen: set[int] = attrs.field(factory=set)
+    finish: str | None = None
+    usage: dict[str, Any] | None = None
+    produced: list[str] = attrs.field(factory=list)  # every delta, for a usage estimate
+
+    def chunk(self, data: dict[str, Any]) -> list[p.Piece]:
+        error = data.get("error")
+        if error is not None:
+            e = error if isinstance(error, dict) else {"message": str(error)}
+            code = str(e.get("code") or "server_error")
+            return [p.Failed(code, str(e.get("message") or "The upstream engine failed."))]
+        if isinstance(data.get("usage"), dict):
+            self.usage = data["usage"]
+        out: list[p.Piece] = []
+        for choice in data.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                self._into("reasoning", out, p.ReasoningStart())
+                out.append(p.Thought(0, reasoning))
+                self.produced.append(reasoning)
+            for kind in ("content", "refusal"):
+                text = delta.get(kind)
+                if isinstance(text, str) and text:
+                    opener = p.MessageStart(refusal=kind == "refusal")
+                    self._into("text" if kind == "content" else "refusal", out, opener)
+                    out.append(p.Text([(text, 0)]))
+                    self.produced.append(text)
+            for call in delta.get("tool_calls") or ():
+                failed = self._call(call, out)
+                if failed is not None:
+                    return [failed]
+            if choice.get("finish_reason"):
+                self.finish = str(choice["finish_reason"])
+        return out
+
+    def _into(self, kind: str, out: list[p.Piece], opener: p.Piece) -> None:
+        if self.open != kind:
+            self.open, self.call = kind, None
+            out.append(opener)
+
+    def _call(self, call: Any, out: list[p.Piece]) -> p.Failed | None:
+        if not isinstance(call, dict):
+            return None
+        index = call.get("index", 0)
+        function = call.get("function") or {}
+        if index != self.call or self.open != "call":
+            if index in self.seen:
+                return p.Failed(
+                    "server_error",
+                    "The upstream engine interleaved the deltas of two tool calls; rollout "
+                    "streams calls one after another.",
+                )
+            self.seen.add(index)
+            self.open, self.call = "call", index
+            out.append(p.CallStart(str(function.get("name") or ""), call.get("id") or None))
+        arguments = function.get("arguments")
+        if isinstance(arguments, str) and arguments:
+            out.append(p.Args([(arguments, 0)]))
+            self.produced.append(arguments)
+        return None
+
+    def end(self, prompt_tokens: int, count: Any) -> list[p.Piece]:
+        """The step's usage (the engine's; else `prompt_tokens` and `count` of what it
+        streamed, rollout's tokenizer) and how it finished."""
+        u = self.usage
+        if u is None:
+            usage = p.Usage(prompt_tokens, 0, sum(count(t) for t in self.produced))
+        else:
+            prompt_details = u.get("prompt_tokens_details") or {}
+            output_details = u.get("completion_tokens_details") or {}
+            usage = p.Usage(
+                int(u.get("prompt_tokens") or 0),
+                int(prompt_details.get("cached_tokens") or 0),
+                int(u.get("completion_tokens") or 0),
+                int(output_details.get("reasoning_tokens") or 0),
+            )
+        reason = self.finish or "stop"
+        return [usage, p.Finish(FINISH.get(reason, reason))]

@@ -1,0 +1,179 @@
+# A real inference engine as the loop's model: each sampling step is one streamed request to an
+# OpenAI-compatible engine (chat completions or Responses), its chunks translated into pieces as
+# they arrive. A response's first step is opened before the response's first event, so the
+# engine's refusal is the client's (a 429 stays a retryable 429 with its Retry-After); later
+# refusals, timeouts and broken streams end the response `failed`. Closing a step's stream (a
+# cancel, a client gone) drops its connection, which aborts the engine's request. The step's
+# time from request to last chunk is its inference time (what compare calls ideal).
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Protocol
+
+import httpx
+import orjson
+
+from rollout.engine.loop import Pieces, Rollout
+from rollout.engine.work import Work
+from rollout.model import pieces as p
+from rollout.model import tokens as tok
+from rollout.upstream import chat, responses
+from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.http import Broken, Refused, UpstreamHttp, close, events
+
+
+class _Translator(Protocol):
+    def feed(self, data: dict[str, Any]) -> list[p.Piece]: ...
+    def end(self) -> list[p.Piece]: ...
+
+
+class _Chat:
+    def __init__(self, r: Rollout) -> None:
+        self.stream = chat.ChatStream()
+        self.prompt = r.ctx.token_count  # if the engine reports no usage: rollout's count
+
+    def feed(self, data: dict[str, Any]) -> list[p.Piece]:
+        return self.stream.chunk(data)
+
+    def end(self) -> list[p.Piece]:
+        return self.stream.end(self.prompt, tok.count)
+
+
+class _Responses:
+    def __init__(self, r: Rollout) -> None:
+        del r
+        self.stream = responses.ResponsesStream()
+
+    def feed(self, data: dict[str, Any]) -> list[p.Piece]:
+        return self.stream.event(data)
+
+    def end(self) -> list[p.Piece]:
+        if self.stream.done:
+            return []
+        return [p.Failed("server_error", "The upstream engine's stream ended before the response.")]
+
+
+class UpstreamModel:
+    """`Engine(model=UpstreamModel(UpstreamConfig(url=...)))`: inference by a real engine."""
+
+    def __init__(self, config: UpstreamConfig) -> None:
+        self.config = config
+        self.http = UpstreamHttp(config)
+        self.requests = 0  # requests sent to the engine
+        self.aborted = 0  # streams closed before the engine finished them
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def _body(self, r: Rollout) -> dict[str, Any]:
+        if self.config.api == "chat":
+            return chat.request(r, self.config)
+        return responses.request(r, self.config)
+
+    def _translator(self, r: Rollout) -> _Translator:
+        return _Chat(r) if self.config.api == "chat" else _Responses(r)
+
+    async def open(self, r: Rollout) -> Pieces | None:
+        """The first step: sent now, before any event; an error status raises (Refused's
+        ProtocolError) and becomes the request's refusal."""
+        stage = r.work.stage("inference")
+        stage.__enter__()
+        started = time.perf_counter()
+        try:
+            response = await self._send(r)
+        except Refused as refused:
+            stage.__exit__(None, None, None)
+            raise refused.error from None
+        except Broken as broken:
+            return self._failed(r, stage, started, str(broken))
+        except BaseException:
+            stage.__exit__(None, None, None)
+            raise
+        return self._read(r, response, stage, started)
+
+    async def sample(self, r: Rollout) -> Pieces:
+        left = r.budget_left
+        if left is not None and left <= 0:  # the budget is spent: nothing to ask the engine
+            yield p.Finish("length")
+            return
+        stage = r.work.stage("inference")
+        stage.__enter__()
+        started = time.perf_counter()
+        try:
+            response = await self._send(r)
+        except Refused as refused:
+            error = refused.error
+            stream = self._failed(r, stage, started, error.message, error.code)
+        except Broken as broken:
+            stream = self._failed(r, stage, started, str(broken))
+        except BaseException:
+            stage.__exit__(None, None, None)
+            raise
+        else:
+            stream = self._read(r, response, stage, started)
+        async with contextlib.aclosing(stream):
+            async for piece in stream:
+                yield piece
+
+    async def _send(self, r: Rollout) -> httpx.Response:
+        body = self._body(r)
+        self.requests += 1
+        return await self.http.open(body)
+
+    async def _failed(
+        self, r: Rollout, stage: Any, started: float, message: str, code: str | None = None
+    ) -> Pieces:
+        """A step the engine refused (after the response started) or never answered."""
+        try:
+            yield p.Failed(code or "server_error", message)
+        finally:
+            account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
+            stage.__exit__(None, None, None)
+
+    async def _read(
+        self, r: Rollout, response: httpx.Response, stage: Any, started: float
+    ) -> Pieces:
+        """The engine's stream as pieces, until its end (or until the loop stops reading)."""
+        translate = self._translator(r)
+        finished = False
+        try:
+            async with contextlib.aclosing(events(response)) as stream:
+                async for data in stream:
+                    if data == b"[DONE]":
+                        break
+                    for piece in _parsed(translate, data):
+                        yield piece
+                        if isinstance(piece, p.Failed):
+                            finished = True
+                            return
+            finished = True
+            for piece in translate.end():
+                yield piece
+        except Broken as broken:
+            finished = True
+            yield p.Failed("server_error", str(broken))
+        finally:
+            if not finished:
+                self.aborted += 1
+            await close(response)
+            account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
+            stage.__exit__(None, None, None)
+
+
+def _parsed(translate: _Translator, data: bytes) -> list[p.Piece]:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return [p.Failed("server_error", "The upstream engine sent an event that is not JSON.")]
+    return translate.feed(value) if isinstance(value, dict) else []
+
+
+def account_step(work: Work, prompt: int, seconds: float) -> None:
+    """The step's inference time, as measured: from the request sent to its stream's end."""
+    work.ideal_inference_s += seconds
+    if work.keep_spans:
+        work.steps.append((prompt, seconds))
+
+
+__all__ = ["UpstreamModel"]

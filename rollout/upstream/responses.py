@@ -1,0 +1,121 @@
+# The Responses dialect of an upstream engine (OpenAI's API, or an engine that serves
+# /v1/responses). rollout keeps the state, so each step forwards the whole context as a stateless
+# request (`store: false`, the items without rollout's ids, function tools, the request's
+# knobs); `ResponsesStream` turns the engine's streamed events into the loop's pieces. What the
+# engine lacks, rollout adds around it: WebSocket mode, the connection cache, the append shape.
+# Pure: no I/O. The engine's hosted tools are not forwarded (rollout runs its own).
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from protocol import codec
+from protocol.items import FunctionCall, FunctionCallOutput, Message
+from rollout.engine.loop import Rollout
+from rollout.model import pieces as p
+from rollout.upstream import chat
+from rollout.upstream.config import UpstreamConfig
+
+
+def input_items(r: Rollout) -> list[dict[str, Any]]:
+    """The conversation as stateless input: messages, calls and outputs, without ids (they are
+    rollout's, not the engine's); reasoning and hosted calls are rollout's own items."""
+    out = []
+    for item in r.ctx.items:
+        if isinstance(item, Message | FunctionCall | FunctionCallOutput):
+            value = codec.to_json(item)
+            value.pop("id", None)
+            out.append(value)
+    return out
+
+
+def tool_choice(r: Rollout) -> str | dict[str, Any]:
+    choice = chat.tool_choice(r.ctx)
+    if isinstance(choice, dict):
+        return {"type": "function", "name": choice["function"]["name"]}
+    return choice
+
+
+def request(r: Rollout, config: UpstreamConfig) -> dict[str, Any]:
+    """The streamed Responses request for the rollout's next step."""
+    body: dict[str, Any] = {
+        "model": config.model_for(r.stream.response.model),
+        "input": input_items(r),
+        "stream": True,
+        "store": False,
+    }
+    if r.ctx.instructions:
+        body["instructions"] = r.ctx.instructions
+    offered = [t["function"] for t in chat.tools(r.ctx)]
+    if offered:
+        body["tools"] = [{"type": "function", **t} for t in offered]
+        body["tool_choice"] = tool_choice(r)
+        if not r.ctx.choice.parallel:
+            body["parallel_tool_calls"] = False
+    left = r.budget_left
+    if left is not None:
+        body["max_output_tokens"] = max(16, left) if config.official else max(1, left)
+    req = r.request
+    if req is not None:
+        for key in ("temperature", "top_p", "text", "reasoning", "prompt_cache_key"):
+            value = getattr(req, key)
+            if value is not None:
+                body[key] = value
+    return body
+
+
+@attrs.define
+class ResponsesStream:
+    """The engine's Responses events in, pieces out; `end` closes a stream that stopped
+    without a terminal event (a broken one)."""
+
+    done: bool = False
+
+    def event(self, data: dict[str, Any]) -> list[p.Piece]:
+        kind = data.get("type")
+        if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            return [p.Text([(str(data.get("delta", "")), 0)])]
+        if kind == "response.function_call_arguments.delta":
+            return [p.Args([(str(data.get("delta", "")), 0)])]
+        if kind == "response.reasoning_summary_text.delta":
+            return [p.Summary([(str(data.get("delta", "")), 0)])]
+        if kind == "response.reasoning_text.delta":
+            return [p.Thought(0, str(data.get("delta", "")))]
+        if kind == "response.content_part.added":
+            part = data.get("part") or {}
+            return [p.MessageStart(refusal=part.get("type") == "refusal")]
+        item = data.get("item") or {}
+        if kind == "response.output_item.added":
+            if item.get("type") == "function_call":
+                return [p.CallStart(str(item.get("name", "")), item.get("call_id") or None)]
+            if item.get("type") == "reasoning":
+                return [p.ReasoningStart()]
+            return []
+        if kind == "response.output_item.done" and item.get("type") == "reasoning":
+            return [p.ReasoningEnd()]
+        if kind in ("response.completed", "response.incomplete"):
+            self.done = True
+            response = data.get("response") or {}
+            details = response.get("incomplete_details") or {}
+            reason = details.get("reason")
+            finish = "stop" if kind == "response.completed" else "length"
+            if reason == "content_filter":
+                finish = "content_filter"
+            return [_usage(response.get("usage") or {}), p.Finish(finish)]
+        if kind in ("response.failed", "error"):
+            self.done = True
+            error = (data.get("response") or {}).get("error") if kind != "error" else data
+            error = error.get("error", error) if isinstance(error, dict) else {}
+            code = str(error.get("code") or "server_error")
+            return [p.Failed(code, str(error.get("message") or "The upstream engine failed."))]
+        return []
+
+
+def _usage(u: dict[str, Any]) -> p.Usage:
+    return p.Usage(
+        int(u.get("input_tokens") or 0),
+        int((u.get("input_tokens_details") or {}).get("cached_tokens") or 0),
+        int(u.get("output_tokens") or 0),
+        int((u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0),
+    )

@@ -1,0 +1,33 @@
+# `rollout compare --upstream URL`: the workload's script, paced by a real engine's stream
+# (rollout.upstream.paced), against aimock: every mode replays the same rollout, each step asks
+# the engine for exactly the step's tokens, and the inference time is the engine's, measured.
+from __future__ import annotations
+
+import attrs
+import trio
+from _aimock import Aimock
+
+from rollout.experiments.compare import Experiment, summarize
+from rollout.experiments.workloads import workload
+from rollout.model.profiles import COST_PROFILES, InferenceProfile
+from rollout.upstream.config import UpstreamConfig
+
+
+def test_compare_over_an_upstream(aimock: Aimock) -> None:
+    scenario = attrs.evolve(workload("coding-agent"), tool_calls=(2, 2)).build(0)
+    experiment = Experiment(
+        scenario=scenario,
+        profiles=[InferenceProfile(name="upstream")],
+        costs=COST_PROFILES["cpu-only"],
+        modes=["http-chain", "ws-chain", "ws-append"],
+        repeats=1,
+        upstream=UpstreamConfig(url=f"{aimock.url}/v1"),
+    )
+    results = trio.run(experiment.run)
+    summaries = summarize(results)
+    assert all(s.same_output for s in summaries)
+    assert all(r.turns == 3 and r.inference_s > 0 for r in results)  # 2 calls, then the answer
+    first = scenario.request["input"][0]["content"]
+    sent = aimock.requests_for(first[:40])
+    assert len(sent) == 9  # 3 steps in each of 3 modes
+    assert all(e["body"]["max_tokens"] >= 1 for e in sent)
