@@ -2,10 +2,12 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -78,7 +80,7 @@ async def serve(
                 else:
                     connections.start_soon(limits.refuse, stream)
 
-    async with trio.open_nursery() as nursery:
+    async with _connected(engine.store), trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
         async with trio.open_nursery() as connections:
@@ -96,6 +98,12 @@ async def serve(
     # Nothing of the store to flush: every stored response was committed before its terminal
     # event was sent. The store belongs to whoever made the engine, who closes it.
     log.info("stopped")
+
+
+def _connected(store: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """A store with a connection of its own (Redis) is connected for the server's lifetime."""
+    connect = getattr(store, "connect", None)
+    return connect() if connect is not None else contextlib.nullcontext()
 
 
 async def drain(service: Service, grace: float) -> None:
