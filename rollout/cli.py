@@ -5,6 +5,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -45,8 +46,13 @@ def _models() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    raw = list(argv) if argv is not None else sys.argv[1:]
+    args = _parser().parse_args(raw)
     if args.command == "serve":
+        if args.workers != 1 and args.worker_index is None:
+            from rollout.server.workers import supervise
+
+            return supervise(args, raw)
         return _serve(args)
     if args.command == "compare":
         return _compare(args)
@@ -219,6 +225,18 @@ def _serve(args: argparse.Namespace) -> int:
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
+    sock: socket.socket | None = None
+    worker_id: str | None = None
+    if args.worker_index is not None:  # a worker of --workers N: its own SO_REUSEPORT listener
+        from rollout.server.workers import reuseport_socket
+
+        try:
+            sock = reuseport_socket(args.host, args.port, listen=True)
+        except OSError as exc:
+            print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+            return 1
+        worker_id = f"w{args.worker_index}.{os.getpid()}@{socket.gethostname()}"
+        banner = ""  # the parent said where it serves
     try:
         config = ServerConfig(
             shutdown_grace_s=args.shutdown_grace,
@@ -226,9 +244,10 @@ def _serve(args: argparse.Namespace) -> int:
             max_open_connections=args.max_open_connections,
             max_body_bytes_in_flight=args.max_body_bytes_in_flight,
             ws_idle_timeout_s=args.ws_idle_timeout,
+            worker_id=worker_id,
         )
         forced = trio.run(
-            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner
+            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
         )
     except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
         if not _only_interrupts(exc):
@@ -293,10 +312,12 @@ async def _serve_until_signalled(
     config: ServerConfig,
     record: str | None = None,
     banner: str = "",
+    sock: socket.socket | None = None,
 ) -> int | None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
     (everything is cancelled; the number of that signal is returned, for the exit status).
-    Prints where it serves once the port is bound (so `--port 0` prints the port it got)."""
+    Prints where it serves once the port is bound (so `--port 0` prints the port it got), unless
+    `banner` is empty (a worker of --workers N: its parent did). `sock` is a worker's listener."""
     stop = trio.Event()
     forced: list[int] = []
 
@@ -320,6 +341,7 @@ async def _serve_until_signalled(
             config=config,
             stop=stop,
             record=record,
+            sock=sock,
             task_status=task_status,
         )
         nursery.cancel_scope.cancel()
@@ -327,7 +349,10 @@ async def _serve_until_signalled(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(signals)
         bound = await nursery.start(server)
-        print(f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True)
+        if banner:
+            print(
+                f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True
+            )
     return forced[0] if forced else None
 
 

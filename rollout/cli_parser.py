@@ -152,6 +152,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="close a WebSocket that sent no frame for this long while nothing ran on it",
     )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes behind the one port, each restarted if it dies (more than one "
+        "needs --store redis://...: responses, chains and live rollouts are shared there)",
+    )
+    s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.add_argument("--log-level", default="INFO", help="logging level")
 
     c = sub.add_parser(
