@@ -31,7 +31,9 @@ from rollout.model.recorded import RecordingError, is_recording, script_from_rec
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve
+from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
+from rollout.service.service import Service
 from rollout.store.sqlite import SqliteStore, open_store
 from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
@@ -227,6 +229,8 @@ def _serve(args: argparse.Namespace) -> int:
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
     sock: socket.socket | None = None
     worker_id: str | None = None
+    if args.store.startswith("redis:"):  # one process over Redis is a cluster of one
+        worker_id = f"w0.{os.getpid()}@{socket.gethostname()}"
     if args.worker_index is not None:  # a worker of --workers N: its own SO_REUSEPORT listener
         from rollout.server.workers import reuseport_socket
 
@@ -334,14 +338,16 @@ async def _serve_until_signalled(
                 stop.set()
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
+        service = Service(engine, config)
+        if config.worker_id is not None:  # over Redis: the cluster layer (many workers)
+            service = clustered(service, config.worker_id)
         await serve(
-            engine,
             host=host,
             port=port,
-            config=config,
             stop=stop,
             record=record,
             sock=sock,
+            service=service,
             task_status=task_status,
         )
         nursery.cancel_scope.cancel()

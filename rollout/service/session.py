@@ -108,6 +108,8 @@ class Session:
                 self.close()
                 self.service.sessions.discard(self)
                 self.service.live.detach(self)
+                if self.service.cluster is not None:
+                    self.service.cluster.detach(self)
 
     def close(self) -> None:
         """The client is gone: queued creates are dropped at once, lanes stop waiting on append
@@ -184,7 +186,22 @@ class Session:
                 code="missing_required_parameter",
                 param="response_id",
             )
-        live = self.service.live.find(append.response_id, self.owner)
+        try:
+            live = self.service.live.find(append.response_id, self.owner)
+        except ProtocolError as local:
+            if self.service.cluster is None:
+                raise
+            await self.service.cluster.deliver(  # another worker's rollout (a reconnect)
+                "append",
+                append.response_id,
+                append.input,
+                self.sink_for,
+                owner=self.owner,
+                holder=self,
+                hold=Hold.UNTIL_END,
+                local=local,
+            )
+            return
         live.check_free(self)  # held by another connection: not found, on the frame's lane
         try:
             await self.service.append(
@@ -253,7 +270,22 @@ class Session:
 
     async def _cancel(self, cancel: CancelRequest, work: Work, size: int) -> None:
         del work, size
-        live = self.service.live.find(cancel.response_id, self.owner)
+        try:
+            live = self.service.live.find(cancel.response_id, self.owner)
+        except ProtocolError as local:
+            if self.service.cluster is None:
+                raise
+            await self.service.cluster.deliver(  # another worker's rollout: its events come here
+                "cancel",
+                cancel.response_id,
+                (),
+                self.sink_for,
+                owner=self.owner,
+                holder=self,
+                hold=Hold.UNTIL_END,
+                local=local,
+            )
+            return
         self.service.cancel(live.id, self.owner, self.sink_for(live.lane), self)
 
     # -- lanes ----------------------------------------------------------------------------------

@@ -143,7 +143,7 @@ class RedisStore:
         return StoredResponse(
             owner=owner.decode() if owner is not None else None,
             response=codec.structure(orjson.loads(response), Response),
-            input_items=_items(orjson.loads(input_items)),
+            input_items=items_of(orjson.loads(input_items)),
             previous_response_id=previous.decode() if previous else None,
         )
 
@@ -160,8 +160,8 @@ class RedisStore:
         rows = [reply[i : i + 3] for i in range(1, len(reply), 3)]
         items: list[Item] = []
         for _, response, input_items in reversed(rows):
-            items.extend(_items(orjson.loads(input_items)))
-            items.extend(_items(orjson.loads(response)["output"]))
+            items.extend(items_of(orjson.loads(input_items)))
+            items.extend(items_of(orjson.loads(response)["output"]))
         return items
 
     async def count(self) -> int:
@@ -172,7 +172,8 @@ class RedisStore:
         return n
 
 
-def _items(values: list[Any]) -> list[Item]:
+def items_of(values: list[Any]) -> list[Item]:
+    """Items from their wire JSON."""
     return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
 
 

@@ -1,0 +1,417 @@
+# Live rollouts across workers (with `--store redis://`). A worker owns each append rollout it
+# started: the rollout's record in Redis (`live:{id}`: its worker, owner, and its state at the
+# last pause) names it, and the worker's heartbeat (`alive:{worker}`) is the lease. An append or
+# cancel that reaches another worker is published to the owner's inbox channel; the owner runs
+# it through its Service as if local, with a RemoteSink whose events are published back to the
+# asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
+# or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
+# with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+import orjson
+import trio
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.events import Event
+from protocol.items import Item
+from protocol.lifetime import State, response_not_suspended
+from protocol.response import Response, ResponseError
+from rollout.engine.engine import Prepared
+from rollout.engine.ids import new_id
+from rollout.engine.loop import Disconnected, Sink
+from rollout.engine.work import Work
+from rollout.service.live import Live
+from rollout.service.writer import Writer
+from rollout.store.memory import StoredResponse
+from rollout.store.redis import RedisStore, items_of
+
+if TYPE_CHECKING:
+    from rollout.service.service import Hold, Service
+
+HEARTBEAT_S = 1.0  # a worker renews its lease this often
+ALIVE_MS = 5000  # and is dead when it has not for this long
+LOST_TTL_MS = 3600 * 1000  # how long "the owner was lost" is remembered for a rollout
+SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
+
+
+def owner_lost(response_id: str) -> ProtocolError:
+    return ProtocolError(
+        message=f"The worker that held response '{response_id}' stopped; the rollout cannot "
+        "continue. It ended as failed (code 'rollout_owner_lost'), and is stored so if it was "
+        "created with store: true.",
+        type="server_error",
+        code="rollout_owner_lost",
+        param="response_id",
+        status=500,
+    )
+
+
+@attrs.define(eq=False)
+class RemoteHolder:
+    """Holds a live rollout for a client of another worker (one per HTTP request or WebSocket
+    session there)."""
+
+    key: str
+    gone: trio.Event = attrs.field(factory=trio.Event)
+
+
+@attrs.define(eq=False)
+class RemoteSink:
+    """A live rollout's events, published to the asking worker's inbox (in order, through the
+    writer); Disconnected once that worker or its client is gone."""
+
+    cluster: Cluster
+    worker: str
+    token: str
+    dead: bool = False
+
+    def _gone(self, receivers: Any) -> None:
+        if receivers == 0:
+            self.dead = True
+
+    async def emit(self, event: Event) -> None:
+        if self.dead:
+            raise Disconnected()
+        payload = codec.encode_event(event).decode()
+        self.cluster.publish(self.worker, {"k": "ev", "t": self.token, "e": payload}, self._gone)
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        self.dead = True
+
+
+@attrs.define(eq=False)
+class Cluster:
+    store: RedisStore
+    worker_id: str
+    service: Service | None = None  # set by the Service that consults this
+    writer: Writer = attrs.field(init=False)
+    mailboxes: dict[str, trio.MemorySendChannel[dict[str, Any]]] = attrs.field(factory=dict)
+    holders: dict[str, RemoteHolder] = attrs.field(factory=dict)  # owner side, by key
+    remote: dict[int, set[tuple[str, str]]] = attrs.field(factory=dict)  # asking side
+    nursery: trio.Nursery | None = None
+
+    def __attrs_post_init__(self) -> None:
+        self.writer = Writer(lambda: self.store.client)
+
+    def key(self, kind: str, name: str) -> str:
+        return self.store.key(kind, name)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            await nursery.start(self.writer.run)
+            await self._beat()
+            nursery.start_soon(self._heartbeat)
+            await nursery.start(self._inbox)
+            task_status.started()
+
+    async def _beat(self) -> None:
+        await self.store.client.set(self.key("alive", self.worker_id), b"1", px=ALIVE_MS)
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await trio.sleep(HEARTBEAT_S)
+            await self._beat()
+
+    async def alive(self, worker: str) -> bool:
+        return worker == self.worker_id or bool(
+            await self.store.client.exists([self.key("alive", worker)])
+        )
+
+    def publish(self, worker: str, message: dict[str, Any], then: Any = None) -> None:
+        self.writer.send("publish", self.key("w", worker), orjson.dumps(message), then=then)
+
+    # -- the inbox ------------------------------------------------------------------------------
+
+    async def _inbox(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        channel = self.key("w", self.worker_id)
+        try:
+            async with self.store.client.pubsub(
+                channels=[channel], ignore_subscribe_messages=True
+            ) as pubsub:
+                task_status.started()
+                async for message in pubsub:
+                    data = message["data"]
+                    if message["type"] == "message" and isinstance(data, bytes):
+                        self._dispatch(orjson.loads(data))
+        except* anyio.ClosedResourceError:
+            pass  # coredis, cancelled: its unsubscribe finds the connection closed already
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message["k"]
+        if kind in ("ev", "ack", "end"):
+            box = self.mailboxes.get(message["t"])
+            if box is not None:
+                box.send_nowait(message)
+        elif kind == "detach":
+            holder = self.holders.pop(message["h"], None)
+            if holder is not None and self.service is not None:
+                holder.gone.set()
+                self.service.live.detach(holder)
+        elif kind in ("append", "cancel"):
+            assert self.nursery is not None
+            self.nursery.start_soon(self._serve, message)
+
+    # -- the owner's side -----------------------------------------------------------------------
+
+    async def claim(self, prepared: Prepared, lane: str | None) -> None:
+        """Record that this worker owns the live rollout (before any client can see it)."""
+        r = prepared.rollout
+        fields = {
+            "worker": self.worker_id.encode(),
+            "lane": (lane or "").encode(),
+            "owner": (prepared.owner or "").encode(),
+            "store": b"1" if prepared.request.store else b"",
+            "previous": (prepared.request.previous_response_id or "").encode(),
+            "response": orjson.dumps(codec.to_json(r.stream.response)),
+            "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
+        }
+        await self.store.client.hset(self.key("live", r.stream.response.id), fields)
+
+    def paused(self, prepared: Prepared) -> None:
+        """Keep the rollout's state at this pause, for the record if its worker dies."""
+        fields = {
+            "response": orjson.dumps(codec.to_json(prepared.rollout.stream.response)),
+            "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
+        }
+        self.writer.send("hset", self.key("live", prepared.rollout.stream.response.id), fields)
+
+    def finished(self, live: Live) -> None:
+        self.writer.send("delete", [self.key("live", live.id)])
+
+    async def _serve(self, message: dict[str, Any]) -> None:
+        """Run an append or cancel for a client of another worker."""
+        from rollout.service.service import Hold
+
+        assert self.service is not None
+        worker, token, rid = message["from"], message["t"], message["id"]
+        owner = message.get("owner")
+        holder = self.holders.get(message["h"])
+        if holder is None:
+            holder = self.holders[message["h"]] = RemoteHolder(message["h"])
+        sink = RemoteSink(self, worker, token)
+        hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
+        try:
+            if message["k"] == "cancel":  # over WebSocket the canceller takes the rollout over
+                take = hold is Hold.UNTIL_END
+                live = self.service.cancel(rid, owner, sink if take else None, holder)
+                await live.done.wait()
+                final = codec.to_json(live.prepared.rollout.stream.response)
+                self.publish(worker, {"k": "end", "t": token, "response": final})
+                return
+            items = items_of(message["items"])
+            await self.service.append(
+                rid, items, Work(), sink, owner=owner, holder=holder, hold=hold
+            )
+        except ProtocolError as exc:
+            self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
+            return
+        live_now = self.service.live.rollouts.get(rid)
+        attached = live_now is not None and live_now.relay.target is sink
+        if hold is Hold.UNTIL_END and attached and live_now is not None:
+            self.publish(worker, {"k": "ack", "t": token, "attached": True})
+            async with trio.open_nursery() as either:  # until the rollout ends or is let go
+                for event in (live_now.done, holder.gone):
+                    either.start_soon(_set_then_cancel, event, either.cancel_scope)
+        elif hold is Hold.UNTIL_END:
+            self.publish(worker, {"k": "ack", "t": token, "attached": False})
+            return
+        self.publish(worker, {"k": "end", "t": token})
+
+    # -- the asking side ------------------------------------------------------------------------
+
+    async def deliver(
+        self,
+        kind: str,
+        response_id: str,
+        items: Sequence[Item],
+        sink_for: SinkFor,
+        *,
+        owner: str | None,
+        holder: object,
+        hold: Hold,
+        local: ProtocolError,
+    ) -> dict[str, Any] | None:
+        """Deliver an append or cancel that missed locally to the rollout's owner; its events
+        go to `sink_for(lane)` (until the next pause, or from now on with UNTIL_END). Raises
+        `local` (the local miss) when no worker owns such a rollout. A cancel returns the
+        rollout's final response (wire JSON)."""
+        from rollout.service.service import Hold
+
+        client = self.store.client
+        record = await client.hgetall(self.key("live", response_id))
+        if not record or record.get(b"owner", b"").decode() != (owner or ""):
+            if await client.exists([self.key("lost", response_id)]):
+                raise owner_lost(response_id) from None
+            stored = await self.store.get(response_id)
+            if stored is not None and stored.owner == owner and local.code == "response_not_found":
+                raise response_not_suspended(response_id, State.FINISHED) from None
+            raise local
+        worker = record[b"worker"].decode()
+        if worker == self.worker_id:
+            raise local
+        token = new_id("relay")
+        hkey = f"{self.worker_id}/{token if hold is Hold.UNTIL_PAUSE else id(holder)}"
+        message = {
+            "k": kind,
+            "t": token,
+            "from": self.worker_id,
+            "h": hkey,
+            "id": response_id,
+            "owner": owner,
+            "hold": hold.value,
+            "items": [codec.to_json(i) for i in items],
+        }
+        send, box = trio.open_memory_channel[dict[str, Any]](math.inf)
+        self.mailboxes[token] = send
+        relayed = False
+        try:
+            if not await client.publish(self.key("w", worker), orjson.dumps(message)):
+                await self.lost(response_id, record)
+                raise owner_lost(response_id)
+            lane = record.get(b"lane", b"").decode() or None
+            sink = sink_for(lane)
+            first = await self._next(box, worker, record)
+            if first["k"] == "ack":
+                if first.get("attached"):
+                    self.remote.setdefault(id(holder), set()).add((worker, hkey))
+                    assert self.nursery is not None
+                    self.nursery.start_soon(self._relay, box, token, sink, worker, hkey, record)
+                    relayed = True
+                return None
+            end = await self._pump(first, box, sink, worker, hkey, record)
+            response: dict[str, Any] | None = end.get("response")
+            return response
+        except Disconnected:
+            return None  # the client is gone; the owner was told (a detach)
+        finally:
+            if not relayed:
+                self.mailboxes.pop(token, None)
+
+    async def _relay(
+        self,
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        token: str,
+        sink: Sink,
+        worker: str,
+        hkey: str,
+        record: dict[bytes, bytes],
+    ) -> None:
+        try:
+            first = await self._next(box, worker, record)
+            await self._pump(first, box, sink, worker, hkey, record)
+        except (ProtocolError, Disconnected):
+            pass
+        finally:
+            self.mailboxes.pop(token, None)
+
+    async def _pump(
+        self,
+        message: dict[str, Any],
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        sink: Sink,
+        worker: str,
+        hkey: str,
+        record: dict[bytes, bytes],
+    ) -> dict[str, Any]:
+        """Hand relayed events to `sink` up to the owner's end message (returned)."""
+        while message["k"] != "end":
+            if message["k"] == "ev":
+                try:
+                    await sink.emit(codec.decode_event(message["e"]))
+                except Disconnected:
+                    self.publish(worker, {"k": "detach", "h": hkey})
+                    raise
+            message = await self._next(box, worker, record)
+        if message.get("err"):
+            raise ProtocolError(**message["err"])
+        return message
+
+    async def _next(
+        self,
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        worker: str,
+        record: dict[bytes, bytes],
+    ) -> dict[str, Any]:
+        """The owner's next message; owner_lost if its heartbeat stops first."""
+        while True:
+            with trio.move_on_after(HEARTBEAT_S * 2):
+                return await box.receive()
+            if not await self.alive(worker):
+                rid = orjson.loads(record[b"response"])["id"]
+                await self.lost(rid, record)
+                raise owner_lost(rid)
+
+    def detach(self, holder: object) -> None:
+        """A client of this worker is gone: its owners let go of what it held."""
+        for worker, hkey in self.remote.pop(id(holder), set()):
+            self.publish(worker, {"k": "detach", "h": hkey})
+
+    async def lost(self, response_id: str, record: dict[bytes, bytes]) -> None:
+        """The owner is gone: end the rollout as failed (once, whoever finds out first)."""
+        client = self.store.client
+        if not await client.delete([self.key("live", response_id)]):
+            return  # finished, or another worker got here first
+        await client.set(self.key("lost", response_id), b"1", px=LOST_TTL_MS)
+        if record.get(b"store") != b"1":
+            return
+        stored = await self.store.get(response_id)
+        if stored is not None and stored.response.status in ("completed", "incomplete", "failed"):
+            return
+        response = codec.structure(orjson.loads(record[b"response"]), Response)
+        response.status = "failed"
+        response.error = ResponseError(
+            code="rollout_owner_lost", message=owner_lost(response_id).message
+        )
+        owner = record.get(b"owner", b"").decode() or None
+        await self.store.put(
+            StoredResponse(
+                response=response,
+                input_items=items_of(orjson.loads(record[b"input_items"])),
+                previous_response_id=record.get(b"previous", b"").decode() or None,
+                owner=owner,
+            )
+        )
+
+
+def clustered(service: Service, worker_id: str) -> Service:
+    """`service` with the cluster layer and event logs on, when its store is a RedisStore."""
+    from rollout.service.eventlog import EventLog
+
+    store = service.engine.store
+    if not isinstance(store, RedisStore):
+        return service
+    cluster = Cluster(store, worker_id)
+    cluster.service = service
+    service.cluster = cluster
+    service.live.finish_hooks.append(cluster.finished)
+    service.events = EventLog(store, cluster.writer, worker_id, cluster.alive)
+    return service
+
+
+async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def _error_json(exc: ProtocolError) -> dict[str, Any]:
+    return {
+        "message": exc.message,
+        "type": exc.type,
+        "code": exc.code,
+        "param": exc.param,
+        "status": exc.status,
+    }
+
+
+__all__ = ["Cluster", "RemoteHolder", "RemoteSink", "clustered", "owner_lost"]

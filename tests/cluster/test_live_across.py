@@ -1,0 +1,104 @@
+# The cluster layer (rollout.service.cluster) with two workers in one process over one Redis:
+# an append rollout created on one worker and resumed over HTTP on the other, turn by turn,
+# streams one contiguous event sequence; cancels and errors reach the owner and come back; a
+# stored response's event log replays from the other worker, also while it is still running.
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from _inproc import EXEC_TOOL, TERMINAL, append_body, sse, two_workers
+
+
+def create_body(**extra: Any) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "input": "run the steps",
+        "tools": [EXEC_TOOL],
+        "shape": "append",
+        "stream": True,
+        "store": True,
+        **extra,
+    }
+
+
+async def test_append_rollout_resumed_over_http_on_the_other_worker(redis_url: str) -> None:
+    async with two_workers(redis_url) as (a, b):
+        status, worker, frames = await sse(a.url, "POST", "/responses", create_body())
+        assert status == 200 and worker == "wA"
+        assert frames[-1]["type"] == "response.done"
+        rid = frames[-1]["response_id"]
+        seen = list(frames)
+        turns = 0
+        while seen[-1]["type"] not in TERMINAL:
+            target = (b, a)[turns % 2]  # alternate: the other worker first
+            status, worker, more = await sse(
+                target.url, "POST", f"/responses/{rid}/append", append_body(rid, seen)
+            )
+            assert status == 200, more
+            assert worker == target.name
+            seen += more
+            turns += 1
+        assert turns == 3
+        assert seen[-1]["type"] == "response.completed"
+        assert [f["sequence_number"] for f in seen] == list(range(len(seen)))
+        for w in (a, b):
+            status, _, got = await sse(w.url, "GET", f"/responses/{rid}")
+            assert status == 200 and got["status"] == "completed"
+            status, _, items = await sse(w.url, "GET", f"/responses/{rid}/input_items")
+            assert status == 200 and len(items["data"]) == 1 + 3  # the input and 3 outputs
+        # Finished: a late append hears so, on either worker.
+        for w in (a, b):
+            status, _, body = await sse(w.url, "POST", f"/responses/{rid}/append", {"input": []})
+            assert status == 409 and body["error"]["code"] == "response_not_suspended", body
+        assert not a.service.live.rollouts and not b.service.live.rollouts
+
+
+async def test_errors_and_cancel_come_back_from_the_owner(redis_url: str) -> None:
+    async with two_workers(redis_url) as (a, b):
+        _, _, frames = await sse(a.url, "POST", "/responses", create_body())
+        rid = frames[-1]["response_id"]
+        # A bad call_id: the owner's 400, through the other worker.
+        bad = {"input": [{"type": "function_call_output", "call_id": "call_x", "output": "?"}]}
+        status, worker, body = await sse(b.url, "POST", f"/responses/{rid}/append", bad)
+        assert worker == "wB" and status == 400, body
+        # Another API key's view: not found (the record's owner is checked).
+        status, _, body = await sse(b.url, "POST", "/responses/resp_unknown/append", bad)
+        assert status == 404 and body["error"]["code"] == "response_not_found"
+        # Cancel from the other worker: the owner stops it; the final response comes back.
+        status, worker, body = await sse(b.url, "POST", f"/responses/{rid}/cancel")
+        assert status == 200 and worker == "wB", body
+        assert body["status"] == "incomplete"
+        assert body["incomplete_details"]["reason"] == "cancelled"
+        status, _, got = await sse(b.url, "GET", f"/responses/{rid}")
+        assert status == 200 and got["status"] == "incomplete"
+
+
+async def test_stream_resumes_from_the_other_worker(redis_url: str) -> None:
+    async with two_workers(redis_url) as (a, b):
+        _, _, frames = await sse(a.url, "POST", "/responses", create_body())
+        rid = frames[-1]["response_id"]
+        # While suspended (not stored yet): the log so far, from the other worker, waits for
+        # more; finish the rollout from A meanwhile and the replay reaches the terminal event.
+        live: list[Any] = []
+        seen = list(frames)
+        async with trio.open_nursery() as nursery:
+
+            async def follow() -> None:
+                live.append(await sse(b.url, "GET", f"/responses/{rid}?stream=true"))
+
+            nursery.start_soon(follow)
+            while b.service.engine.stats.http_in_flight == 0:  # the reader is waiting on B
+                await trio.sleep(0.01)
+            while seen[-1]["type"] not in TERMINAL:
+                _, _, more = await sse(
+                    a.url, "POST", f"/responses/{rid}/append", append_body(rid, seen)
+                )
+                seen += more
+        assert live[0][0] == 200 and live[0][2] == seen
+        for n in (-1, 0, 5, len(seen) - 2):
+            status, worker, replayed = await sse(
+                b.url, "GET", f"/responses/{rid}?stream=true&starting_after={n}"
+            )
+            assert status == 200 and worker == "wB"
+            assert replayed == seen[n + 1 :]
