@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 HEARTBEAT_S = 1.0  # a worker renews its lease this often
 ALIVE_MS = 5000  # and is dead when it has not for this long
+SWEEP_EVERY = 10  # heartbeats between two sweeps for rollouts of dead workers
 LOST_TTL_MS = 3600 * 1000  # how long "the owner was lost" is remembered for a rollout
 SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
 
@@ -119,9 +120,27 @@ class Cluster:
         await self.store.client.set(self.key("alive", self.worker_id), b"1", px=ALIVE_MS)
 
     async def _heartbeat(self) -> None:
+        beats = 0
         while True:
             await trio.sleep(HEARTBEAT_S)
             await self._beat()
+            beats += 1
+            if beats % SWEEP_EVERY == 0:
+                await self.sweep()
+
+    async def sweep(self) -> int:
+        """End every live rollout whose worker is gone (so none is lost silently, even if no
+        client asks for it again); returns how many. Any worker may do it; one wins each."""
+        client = self.store.client
+        ended = 0
+        async for key in client.scan_iter(match=self.key("live", "*"), count=1000):
+            record = await client.hgetall(key)
+            worker = record.get(b"worker", b"").decode()
+            if worker and not await self.alive(worker):
+                rid = key.decode().rsplit(":", 1)[-1]
+                await self.lost(rid, record)
+                ended += 1
+        return ended
 
     async def alive(self, worker: str) -> bool:
         return worker == self.worker_id or bool(

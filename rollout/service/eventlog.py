@@ -2,8 +2,9 @@
 # /v1/responses/{id}?stream=true&starting_after=N` resumes a stream from any worker, as the real
 # API resumes background streams: every event of a stored response goes into a Redis stream
 # (`ev:{id}`: sequence number, type, the wire JSON) through the worker's ordered Writer, and its
-# terminal event only after the log holds everything before it. A reader follows the log until
-# the terminal event, or until the worker writing it is gone (then an error event ends it).
+# terminal event only after the log holds everything before it. A logged response outlives its
+# client's connection (to its end), as a background response does. A reader follows the log
+# until the terminal event, or until the worker writing it is gone (then an error event ends it).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -15,7 +16,7 @@ import trio
 from protocol import codec
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import Sink
+from rollout.engine.loop import Disconnected, Sink
 from rollout.service.writer import Writer
 from rollout.store.memory import StoredResponse
 from rollout.store.redis import RedisStore
@@ -35,6 +36,7 @@ class LogSink:
     log: EventLog
     key: str
     inner: Sink
+    gone: bool = False  # the client left: the response runs on for the log (and a resume)
 
     async def emit(self, event: Event) -> None:
         payload = codec.encode_event(event)
@@ -44,7 +46,14 @@ class LogSink:
         if event.type in TERMINAL:
             self.log.writer.send("pexpire", self.key, TTL_MS)
             await self.log.writer.barrier()
-        await self.inner.emit(event)
+        if self.gone:
+            return
+        try:
+            await self.inner.emit(event)
+        except Disconnected:
+            # As the real API's background responses: the response goes on to its end, so that
+            # its stream can be resumed (GET ...?stream=true&starting_after=N) from any worker.
+            self.gone = True
 
     async def flush(self) -> None:
         await self.inner.flush()

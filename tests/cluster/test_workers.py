@@ -97,3 +97,60 @@ def test_workers_need_a_shared_store(tmp_path: Path) -> None:
         )
         assert done.returncode == 2
         assert "--workers N needs a shared store" in done.stderr
+
+
+def test_every_completed_response_survives_kill_9_and_chains_from_every_worker(
+    redis_url: str, tmp_path: Path
+) -> None:
+    with workers(redis_url, tmp_path, "--profile", "65tps", "--tool-calls", "0") as w:
+        sdk = w.sdk()
+        completed: list[str] = []
+        previous = None
+        for turn in range(4):  # a chain, each turn on a new connection (any worker)
+            response = sdk.responses.create(
+                model="m", input=f"q{turn}", previous_response_id=previous, max_output_tokens=8
+            )
+            assert response.status in ("completed", "incomplete")
+            completed.append(response.id)
+            previous = response.id
+        # The next turn streams slowly: kill its worker after three deltas.
+        killed = None
+        with (
+            w.http() as http,
+            http.stream(
+                "POST",
+                "/responses",
+                json={
+                    "model": "m",
+                    "input": "long",
+                    "previous_response_id": previous,
+                    "stream": True,
+                },
+            ) as r,
+        ):
+            victim = r.headers["x-rollout-worker"]
+            deltas = 0
+            for line in r.iter_lines():
+                if line.startswith("data: ") and '"response.output_text.delta"' in line:
+                    deltas += 1
+                    if deltas == 3:
+                        os.kill(worker_pid(victim), signal.SIGKILL)
+                        break
+                if line.startswith("data: ") and '"response.created"' in line:
+                    killed = line.split('"id":"', 1)[1].split('"', 1)[0]
+        assert killed is not None
+        with w.http() as http:
+            for rid in completed:  # every response a client saw end: from every worker
+                got = w.until_workers(
+                    lambda rid=rid: http.get(f"/responses/{rid}"),
+                    lambda r: r.headers["x-rollout-worker"],
+                    resets=True,
+                )
+                assert {r.status_code for r in got.values()} == {200}
+            assert http.get(f"/responses/{killed}").status_code == 404  # cut: never stored
+        # The chain goes on from its last completed response, on whichever worker.
+        for rid in completed:
+            more = sdk.responses.create(
+                model="m", input="and then?", previous_response_id=rid, max_output_tokens=4
+            )
+            assert more.status in ("completed", "incomplete")
