@@ -70,7 +70,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _load(args: argparse.Namespace) -> int:
     from rollout.experiments.load import main as load_main
 
-    return load_main(args.connections, args.calls, args.timeout, args.url)
+    if args.workers is not None:
+        from rollout.experiments.scale import main as scale_main
+
+        try:
+            counts = [int(n) for n in args.workers.split(",") if n.strip()]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1 or args.url is not None:
+            print("rollout load: --workers takes counts like 1,2 (and no --url)", file=sys.stderr)
+            return 2
+        return scale_main(counts, args.connections, args.calls, args.timeout, args.redis)
+    url = args.url
+    if url is not None and url.startswith(("http://", "https://")):  # the base URL of the API
+        url = "ws" + url[4:].rstrip("/").removesuffix("/v1") + "/v1/responses"
+    return load_main(args.connections, args.calls, args.timeout, url, api_key=args.api_key)
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -266,8 +266,23 @@ def parser() -> argparse.ArgumentParser:
     ld.add_argument(
         "--url",
         default=None,
-        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses (start it "
-        "with `rollout serve --tool-calls N` matching --calls; its max connections is 1000)",
+        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses or "
+        "http://127.0.0.1:8000/v1 (start it with `rollout serve --tool-calls N` matching "
+        "--calls; its max connections is 1000 per worker)",
+    )
+    ld.add_argument("--api-key", default=None, help="API key for the server at --url, if any")
+    ld.add_argument(
+        "--workers",
+        default=None,
+        metavar="N,M,...",
+        help="a scaling run: the same load against `rollout serve --workers N` for each count, "
+        "one after the other, over one Redis; prints the figures side by side",
+    )
+    ld.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="the Redis of a scaling run (default: a redis-server of its own on a free port)",
     )
     sub.add_parser(
         "models",
