@@ -270,7 +270,7 @@ class Cluster:
         client = self.store.client
         record = await client.hgetall(self.key("live", response_id))
         if not record or record.get(b"owner", b"").decode() != (owner or ""):
-            if await client.exists([self.key("lost", response_id)]):
+            if await client.get(self.key("lost", response_id)) == (owner or "").encode():
                 raise owner_lost(response_id) from None
             stored = await self.store.get(response_id)
             if stored is not None and stored.owner == owner and local.code == "response_not_found":
@@ -381,7 +381,8 @@ class Cluster:
         client = self.store.client
         if not await client.delete([self.key("live", response_id)]):
             return  # finished, or another worker got here first
-        await client.set(self.key("lost", response_id), b"1", px=LOST_TTL_MS)
+        owner = record.get(b"owner", b"")
+        await client.set(self.key("lost", response_id), owner, px=LOST_TTL_MS)  # its key only
         if record.get(b"store") != b"1":
             return
         stored = await self.store.get(response_id)
@@ -392,13 +393,12 @@ class Cluster:
         response.error = ResponseError(
             code="rollout_owner_lost", message=owner_lost(response_id).message
         )
-        owner = record.get(b"owner", b"").decode() or None
         await self.store.put(
             StoredResponse(
                 response=response,
                 input_items=items_of(orjson.loads(record[b"input_items"])),
                 previous_response_id=record.get(b"previous", b"").decode() or None,
-                owner=owner,
+                owner=owner.decode() or None,
             )
         )
 

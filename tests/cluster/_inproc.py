@@ -76,9 +76,11 @@ def append_body(rid: str, frames: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-async def sse(url: str, method: str, path: str, body: Any = None) -> tuple[int, str, Any]:
+async def sse(
+    url: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, str, Any]:
     """One request on a new connection: (status, worker, SSE events as JSON or the body)."""
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=url, timeout=30, headers=headers) as http:
         r = await http.request(method, path, json=body)
         worker = r.headers.get("x-rollout-worker", "")
         if not r.headers.get("content-type", "").startswith("text/event-stream"):

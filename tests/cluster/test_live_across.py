@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import trio
 from _inproc import EXEC_TOOL, TERMINAL, append_body, sse, two_workers
+
+from rollout.service.config import ServerConfig
 
 
 def create_body(**extra: Any) -> dict[str, Any]:
@@ -102,3 +105,47 @@ async def test_stream_resumes_from_the_other_worker(redis_url: str) -> None:
             )
             assert status == 200 and worker == "wB"
             assert replayed == seen[n + 1 :]
+
+
+async def test_api_keys_isolate_rollouts_and_logs_across_workers(redis_url: str) -> None:
+    config = ServerConfig(api_keys=frozenset({"key-a", "key-b"}))
+    async with two_workers(redis_url, config=config) as (a, b):
+        as_a = {"authorization": "Bearer key-a"}
+        as_b = {"authorization": "Bearer key-b"}
+        _, _, frames = await sse(a.url, "POST", "/responses", create_body(), as_a)
+        rid = frames[-1]["response_id"]
+        for path in (f"/responses/{rid}/append", f"/responses/{rid}/cancel"):
+            body = append_body(rid, frames) if path.endswith("append") else None
+            status, _, got = await sse(b.url, "POST", path, body, as_b)
+            assert status == 404 and got["error"]["code"] == "response_not_found", got
+        status, _, got = await sse(b.url, "GET", f"/responses/{rid}?stream=true", None, as_b)
+        assert status == 404
+        status, _, more = await sse(
+            b.url, "POST", f"/responses/{rid}/append", append_body(rid, frames), as_a
+        )
+        assert status == 200 and more[-1]["type"] == "response.done"
+
+
+async def test_websocket_cancel_on_the_other_worker_gets_the_terminal_event(
+    redis_url: str,
+) -> None:
+    from trio_websocket import open_websocket_url
+
+    async with two_workers(redis_url) as (a, b):
+        ws_a = a.url.replace("http", "ws") + "/responses"
+        ws_b = b.url.replace("http", "ws") + "/responses"
+        frame = {"type": "response.create", **create_body()}
+        del frame["stream"]
+        async with open_websocket_url(ws_a) as ws:
+            await ws.send_message(orjson.dumps(frame).decode())
+            while (event := orjson.loads(await ws.get_message()))["type"] != "response.done":
+                pass
+        rid = event["response_id"]
+        async with open_websocket_url(ws_b) as ws:
+            await ws.send_message(
+                orjson.dumps({"type": "response.cancel", "response_id": rid}).decode()
+            )
+            terminal = orjson.loads(await ws.get_message())
+        assert terminal["type"] == "response.incomplete", terminal
+        assert terminal["response"]["incomplete_details"]["reason"] == "cancelled"
+        assert not a.service.live.rollouts
