@@ -68,23 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> int:
-    from rollout.experiments.load import main as load_main
+    from rollout.experiments.scale import command
 
-    if args.workers is not None:
-        from rollout.experiments.scale import main as scale_main
-
-        try:
-            counts = [int(n) for n in args.workers.split(",") if n.strip()]
-        except ValueError:
-            counts = []
-        if not counts or min(counts) < 1 or args.url is not None:
-            print("rollout load: --workers takes counts like 1,2 (and no --url)", file=sys.stderr)
-            return 2
-        return scale_main(counts, args.connections, args.calls, args.timeout, args.redis)
-    url = args.url
-    if url is not None and url.startswith(("http://", "https://")):  # the base URL of the API
-        url = "ws" + url[4:].rstrip("/").removesuffix("/v1") + "/v1/responses"
-    return load_main(args.connections, args.calls, args.timeout, url, api_key=args.api_key)
+    return command(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -237,23 +223,18 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
         return 2
+    from rollout.server.workers import worker_listener
+
     model = f"profile {engine.inference.name}"
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
-    sock: socket.socket | None = None
-    worker_id: str | None = None
-    if args.store.startswith("redis:"):  # one process over Redis is a cluster of one
-        worker_id = f"w0.{os.getpid()}@{socket.gethostname()}"
-    if args.worker_index is not None:  # a worker of --workers N: its own SO_REUSEPORT listener
-        from rollout.server.workers import reuseport_socket
-
-        try:
-            sock = reuseport_socket(args.host, args.port, listen=True)
-        except OSError as exc:
-            print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-            return 1
-        worker_id = f"w{args.worker_index}.{os.getpid()}@{socket.gethostname()}"
+    try:
+        sock, worker_id = worker_listener(args)
+    except OSError as exc:
+        print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    if args.worker_index is not None:
         banner = ""  # the parent said where it serves
     try:
         config = ServerConfig(

@@ -4,6 +4,7 @@
 # second, events per second, per-turn overhead p50/p99 as the client measures it, errors.
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import os
@@ -167,4 +168,23 @@ def main(
     return 0 if all(r.ok for _, r in results) else 1
 
 
-__all__ = ["main", "table"]
+def command(args: argparse.Namespace) -> int:
+    """`rollout load`: one load (against --url, or a server of its own), or a scaling run."""
+    from rollout.experiments.load import main as load_main
+
+    if args.workers is not None:
+        try:
+            counts = [int(n) for n in args.workers.split(",") if n.strip()]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1 or args.url is not None:
+            print("rollout load: --workers takes counts like 1,2 (and no --url)", file=sys.stderr)
+            return 2
+        return main(counts, args.connections, args.calls, args.timeout, args.redis)
+    url = args.url
+    if url is not None and url.startswith(("http://", "https://")):  # the base URL of the API
+        url = "ws" + url[4:].rstrip("/").removesuffix("/v1") + "/v1/responses"
+    return load_main(args.connections, args.calls, args.timeout, url, api_key=args.api_key)
+
+
+__all__ = ["command", "main", "table"]

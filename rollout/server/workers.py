@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import socket
 import sys
@@ -139,6 +140,19 @@ def supervise(args: argparse.Namespace, raw: list[str]) -> int:
     return run_workers(command, sock, args.workers, args.shutdown_grace)
 
 
+def worker_listener(args: argparse.Namespace) -> tuple[socket.socket | None, str | None]:
+    """`rollout serve`'s listening socket and worker id: a worker of `--workers N` listens on
+    its own SO_REUSEPORT socket; one process over Redis is a cluster of one worker (binding
+    as usual); otherwise neither."""
+    host = socket.gethostname()
+    if args.worker_index is not None:
+        sock = reuseport_socket(args.host, args.port, listen=True)
+        return sock, f"w{args.worker_index}.{os.getpid()}@{host}"
+    if args.store.startswith("redis:"):
+        return None, f"w0.{os.getpid()}@{host}"
+    return None, None
+
+
 def run_workers(command: Sequence[str], sock: socket.socket, workers: int, grace: float) -> int:
     """Supervise `workers` processes until SIGINT/SIGTERM; returns the exit code."""
     supervisor = Supervisor(command, sock, workers, stop_grace_s=grace + 5)
@@ -149,4 +163,4 @@ def run_workers(command: Sequence[str], sock: socket.socket, workers: int, grace
     return 0
 
 
-__all__ = ["Supervisor", "reuseport_socket", "run_workers", "supervise"]
+__all__ = ["Supervisor", "reuseport_socket", "run_workers", "supervise", "worker_listener"]

@@ -22,14 +22,13 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item
 from protocol.lifetime import State, response_not_suspended
-from protocol.response import Response, ResponseError
 from rollout.engine.engine import Prepared
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.work import Work
 from rollout.service.live import Live
+from rollout.service.lost import end_lost, owner_lost
 from rollout.service.writer import Writer
-from rollout.store.memory import StoredResponse
 from rollout.store.redis import RedisStore, items_of
 
 if TYPE_CHECKING:
@@ -38,20 +37,7 @@ if TYPE_CHECKING:
 HEARTBEAT_S = 1.0  # a worker renews its lease this often
 ALIVE_MS = 5000  # and is dead when it has not for this long
 SWEEP_EVERY = 10  # heartbeats between two sweeps for rollouts of dead workers
-LOST_TTL_MS = 3600 * 1000  # how long "the owner was lost" is remembered for a rollout
 SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
-
-
-def owner_lost(response_id: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"The worker that held response '{response_id}' stopped; the rollout cannot "
-        "continue. It ended as failed (code 'rollout_owner_lost'), and is stored so if it was "
-        "created with store: true.",
-        type="server_error",
-        code="rollout_owner_lost",
-        param="response_id",
-        status=500,
-    )
 
 
 @attrs.define(eq=False)
@@ -378,29 +364,7 @@ class Cluster:
 
     async def lost(self, response_id: str, record: dict[bytes, bytes]) -> None:
         """The owner is gone: end the rollout as failed (once, whoever finds out first)."""
-        client = self.store.client
-        if not await client.delete([self.key("live", response_id)]):
-            return  # finished, or another worker got here first
-        owner = record.get(b"owner", b"")
-        await client.set(self.key("lost", response_id), owner, px=LOST_TTL_MS)  # its key only
-        if record.get(b"store") != b"1":
-            return
-        stored = await self.store.get(response_id)
-        if stored is not None and stored.response.status in ("completed", "incomplete", "failed"):
-            return
-        response = codec.structure(orjson.loads(record[b"response"]), Response)
-        response.status = "failed"
-        response.error = ResponseError(
-            code="rollout_owner_lost", message=owner_lost(response_id).message
-        )
-        await self.store.put(
-            StoredResponse(
-                response=response,
-                input_items=items_of(orjson.loads(record[b"input_items"])),
-                previous_response_id=record.get(b"previous", b"").decode() or None,
-                owner=owner.decode() or None,
-            )
-        )
+        await end_lost(self.store, response_id, record)
 
 
 def clustered(service: Service, worker_id: str) -> Service:
