@@ -196,14 +196,28 @@ class Cluster:
 
     async def _serve(self, message: dict[str, Any]) -> None:
         """Run an append or cancel for a client of another worker."""
+        worker, token, rid = message["from"], message["t"], message["id"]
+        owner, hkey = message.get("owner"), message["h"]
+        created = hkey not in self.holders  # a WebSocket session's later requests reuse it
+        holder = self.holders.setdefault(hkey, RemoteHolder(hkey))
+        try:
+            await self._serve_as(message, worker, token, rid, owner, holder)
+        finally:
+            if created:
+                self.holders.pop(hkey, None)
+
+    async def _serve_as(
+        self,
+        message: dict[str, Any],
+        worker: str,
+        token: str,
+        rid: str,
+        owner: str | None,
+        holder: RemoteHolder,
+    ) -> None:
         from rollout.service.service import Hold
 
         assert self.service is not None
-        worker, token, rid = message["from"], message["t"], message["id"]
-        owner = message.get("owner")
-        holder = self.holders.get(message["h"])
-        if holder is None:
-            holder = self.holders[message["h"]] = RemoteHolder(message["h"])
         sink = RemoteSink(self, worker, token)
         hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
         try:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -15,6 +15,7 @@ import coredis
 import orjson
 
 from protocol import codec
+from protocol.errors import ProtocolError
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.memory import ChainBroken, StoredResponse
@@ -62,6 +63,24 @@ class RedisUrl:
             raise ValueError(f"the database in {spec!r} must be a number, e.g. redis://host:6379/0")
         prefix = parse_qs(split.query).get("prefix", ["rollout:"])[-1]
         return cls(host=split.hostname, port=port, db=int(path), prefix=prefix)
+
+
+def unavailable(exc: BaseException) -> ProtocolError:
+    return ProtocolError(
+        message=f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly.",
+        type="server_error",
+        code="store_unavailable",
+        status=503,
+    )
+
+
+@contextlib.contextmanager
+def _mapped() -> Iterator[None]:
+    """Redis errors as a 503 for the client (not a dropped connection)."""
+    try:
+        yield
+    except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
+        raise unavailable(exc) from exc
 
 
 class RedisStore:
@@ -130,13 +149,15 @@ class RedisStore:
         key = self.key("resp", response.id)
         # One transaction: a reader sees the whole record or none of it (an owner left over
         # from an earlier put of the same id is dropped with the rest).
-        async with self.client.pipeline(transaction=True) as pipe:
-            pipe.delete([key])
-            pipe.hset(key, fields)
+        with _mapped():
+            async with self.client.pipeline(transaction=True) as pipe:
+                pipe.delete([key])
+                pipe.hset(key, fields)
 
     async def get(self, response_id: str) -> StoredResponse | None:
         key = self.key("resp", response_id)
-        values = await self.client.hmget(key, ["previous", "response", "input_items", "owner"])
+        with _mapped():
+            values = await self.client.hmget(key, ["previous", "response", "input_items", "owner"])
         previous, response, input_items, owner = values
         if response is None or input_items is None:
             return None
@@ -148,12 +169,14 @@ class RedisStore:
         )
 
     async def delete(self, response_id: str) -> bool:
-        return await self.client.delete([self.key("resp", response_id)]) > 0
+        with _mapped():
+            return await self.client.delete([self.key("resp", response_id)]) > 0
 
     async def conversation(self, response_id: str) -> list[Item]:
         """Every item of the chain ending at `response_id`: inputs and outputs, oldest first.
         One script call for the whole chain."""
-        reply: Any = await self.client.eval(CHAIN, keys=[], args=[self.prefix, response_id])
+        with _mapped():
+            reply: Any = await self.client.eval(CHAIN, keys=[], args=[self.prefix, response_id])
         missing = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         if missing:
             raise ChainBroken(missing)
@@ -177,4 +200,4 @@ def items_of(values: list[Any]) -> list[Item]:
     return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
 
 
-__all__ = ["RedisStore", "RedisUrl"]
+__all__ = ["RedisStore", "RedisUrl", "items_of", "unavailable"]

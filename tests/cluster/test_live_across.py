@@ -55,6 +55,9 @@ async def test_append_rollout_resumed_over_http_on_the_other_worker(redis_url: s
             status, _, body = await sse(w.url, "POST", f"/responses/{rid}/append", {"input": []})
             assert status == 409 and body["error"]["code"] == "response_not_suspended", body
         assert not a.service.live.rollouts and not b.service.live.rollouts
+        for w in (a, b):  # nothing left behind for the requests relayed
+            assert w.service.cluster is not None
+            assert not w.service.cluster.holders and not w.service.cluster.mailboxes
 
 
 async def test_errors_and_cancel_come_back_from_the_owner(redis_url: str) -> None:

@@ -113,3 +113,41 @@ def test_url(spec: str, expected: RedisUrl) -> None:
 def test_bad_url_is_a_value_error(spec: str) -> None:
     with pytest.raises(ValueError):
         open_store(spec)
+
+
+async def test_a_redis_that_went_away_is_a_503(redis_port: int) -> None:
+    """Its own redis-server, stopped while the store is connected: each call is a 503
+    `store_unavailable` for the client, not a dropped connection."""
+    import subprocess
+
+    import trio
+    from _workers import free_port
+    from conftest import REDIS
+
+    del redis_port  # only for the skip when redis-server is missing
+    port = free_port()
+    assert REDIS is not None
+    proc = subprocess.Popen(
+        [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        store = RedisStore(f"redis://127.0.0.1:{port}/0")
+        for _ in range(500):
+            try:
+                async with store.connect():
+                    break
+            except Exception:
+                await trio.sleep(0.02)
+        async with store.connect():
+            await store.put(record("resp_1", None, "q", "a"))
+            proc.terminate()
+            proc.wait(timeout=10)
+            for call in (store.get("resp_1"), store.delete("resp_1"), store.conversation("resp_1")):
+                with pytest.raises(ProtocolError) as info:
+                    await call
+                assert info.value.status == 503 and info.value.code == "store_unavailable"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
