@@ -175,7 +175,7 @@ class Cluster:
         fields = {
             "worker": self.worker_id.encode(),
             "lane": (lane or "").encode(),
-            "owner": (prepared.owner or "").encode(),
+            "owner": self.store.owner_field(prepared.owner),
             "store": b"1" if prepared.request.store else b"",
             "previous": (prepared.request.previous_response_id or "").encode(),
             "response": orjson.dumps(codec.to_json(r.stream.response)),
@@ -269,11 +269,12 @@ class Cluster:
 
         client = self.store.client
         record = await client.hgetall(self.key("live", response_id))
-        if not record or record.get(b"owner", b"").decode() != (owner or ""):
-            if await client.get(self.key("lost", response_id)) == (owner or "").encode():
+        if not record or not self.store.owned(record.get(b"owner"), owner):
+            lost = await client.get(self.key("lost", response_id))
+            if lost is not None and self.store.owned(lost, owner):
                 raise owner_lost(response_id) from None
             stored = await self.store.get(response_id)
-            if stored is not None and stored.owner == owner and local.code == "response_not_found":
+            if stored is not None and stored.owned_by(owner) and local.code == "response_not_found":
                 raise response_not_suspended(response_id, State.FINISHED) from None
             raise local
         worker = record[b"worker"].decode()

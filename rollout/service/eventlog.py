@@ -72,9 +72,7 @@ class EventLog:
     def sink(self, prepared: Prepared, inner: Sink) -> Sink:
         """`inner`, with the response's events logged as they pass."""
         rid = prepared.rollout.stream.response.id
-        meta = {"worker": self.worker_id.encode()}
-        if prepared.owner is not None:
-            meta["owner"] = prepared.owner.encode()
+        meta = {"worker": self.worker_id.encode(), "owner": self.store.owner_field(prepared.owner)}
         self.writer.send("hset", self.store.key("evm", rid), meta)
         self.writer.send("pexpire", self.store.key("evm", rid), TTL_MS)
         return LogSink(self, self.store.key("ev", rid), inner)
@@ -87,8 +85,7 @@ class EventLog:
         meta = await self.store.client.hgetall(self.store.key("evm", response_id))
         if not meta:
             return None
-        logged_owner = meta.get(b"owner")
-        if record is None and (logged_owner.decode() if logged_owner else None) != owner:
+        if record is None and not self.store.owned(meta.get(b"owner"), owner):
             return None
         return meta.get(b"worker", b"").decode()
 

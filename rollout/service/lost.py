@@ -50,7 +50,8 @@ async def end_lost(store: RedisStore, response_id: str, record: dict[bytes, byte
             response=response,
             input_items=items_of(orjson.loads(record[b"input_items"])),
             previous_response_id=record.get(b"previous", b"").decode() or None,
-            owner=owner.decode() or None,
+            owner=owner.decode() or None,  # already its hash
+            hashed=store.owner_hash,
         )
     )
 

@@ -1,11 +1,15 @@
 # The shared response store (`rollout serve --store redis://HOST:PORT/DB`): one hash per stored
 # response (orjson of the wire form), so every worker and machine reads the same chains; a chain
-# is walked inside Redis by one Lua script (one round trip, however long). It owns the coredis
+# is walked inside Redis by one Lua script (one round trip, however long). Owners are keyed
+# hashes of API keys, never the keys. It owns the coredis
 # client (built on anyio, so it runs under trio) and its lifetime (`async with store.connect()`);
 # the cluster layer (rollout.service.cluster) borrows the client for leases, delivery and logs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -92,6 +96,7 @@ class RedisStore:
         self.max_connections = max_connections
         self._client: coredis.Redis[bytes] | None = None
         self._users = 0
+        self._secret = b""  # the database's owner secret (read or made at connect)
 
     def __repr__(self) -> str:
         u = self.url
@@ -126,6 +131,13 @@ class RedisStore:
         )
         async with client:
             await client.ping()
+            # No API key is kept in Redis: owners are HMACs under one secret per database and
+            # prefix, made by whichever process connects first (as SQLite keeps one per file).
+            key = self.key("meta", "owner_secret")
+            await client.set(key, secrets.token_bytes(32), condition=coredis.PureToken.NX)
+            secret = await client.get(key)
+            assert secret is not None
+            self._secret = secret
             self._client = client
             try:
                 yield self
@@ -134,6 +146,20 @@ class RedisStore:
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
+
+    def owner_hash(self, key: str) -> str:
+        """What Redis holds for the API key `key`: HMAC-SHA256 under the database's secret."""
+        if not self._secret:
+            raise RuntimeError(f"{self!r} is not connected: use `async with store.connect()`")
+        return hmac.new(self._secret, key.encode(), hashlib.sha256).hexdigest()
+
+    def owner_field(self, key: str | None) -> bytes:
+        """The owner as a record field: its hash, or empty without authentication."""
+        return self.owner_hash(key).encode() if key is not None else b""
+
+    def owned(self, field: bytes | None, key: str | None) -> bool:
+        """Whether a record's owner field belongs to `key` (constant time)."""
+        return hmac.compare_digest(field or b"", self.owner_field(key))
 
     # -- the Store protocol ---------------------------------------------------------------------
 
@@ -144,8 +170,9 @@ class RedisStore:
             "response": orjson.dumps(codec.to_json(response)),
             "input_items": orjson.dumps(codec.to_json(record.input_items)),
         }
-        if record.owner is not None:
-            fields["owner"] = record.owner.encode()
+        if record.owner is not None:  # a key, or its hash when the record was read back
+            owner = record.owner if record.hashed is not None else self.owner_hash(record.owner)
+            fields["owner"] = owner.encode()
         key = self.key("resp", response.id)
         # One transaction: a reader sees the whole record or none of it (an owner left over
         # from an earlier put of the same id is dropped with the rest).
@@ -163,6 +190,7 @@ class RedisStore:
             return None
         return StoredResponse(
             owner=owner.decode() if owner is not None else None,
+            hashed=self.owner_hash,
             response=codec.structure(orjson.loads(response), Response),
             input_items=items_of(orjson.loads(input_items)),
             previous_response_id=previous.decode() if previous else None,

@@ -66,6 +66,16 @@ class Workers:
             default_headers={"connection": "close"},
         )
 
+    def client_on(self, other_than: str) -> httpx.Client:
+        """A keep-alive client whose connection a worker other than `other_than` serves (new
+        connections until one lands there; bounded)."""
+        for _ in range(200):
+            http = httpx.Client(base_url=self.url, timeout=30)
+            if http.get("/responses/resp_probe").headers["x-rollout-worker"] != other_than:
+                return http
+            http.close()
+        pytest.fail(f"no connection landed on a worker other than {other_than}")
+
     def until_workers(
         self, call: Callable[[], T], worker: Callable[[T], str], n: int = 2, resets: bool = False
     ) -> dict[str, T]:

@@ -45,10 +45,14 @@ async def test_chains_deletes_and_owners(redis_url: str) -> None:
         assert await store.count() == 3
         assert bodies(await store.conversation("resp_3")) == ["q1", "a1", "q2", "a2", "q3", "a3"]
         got = await store.get("resp_1")
-        assert got is not None and got.owner == "key-a" and got.previous_response_id is None
+        assert got is not None and got.previous_response_id is None
+        assert got.owned_by("key-a") and not got.owned_by("key-b") and not got.owned_by(None)
+        raw = await store.client.hget(store.key("resp", "resp_1"), "owner")
+        assert raw is not None and b"key-a" not in raw  # no API key is kept in Redis
+        assert raw == store.owner_hash("key-a").encode()
         assert got.response.output == [msg("assistant", "a1")]
         two = await store.get("resp_2")
-        assert two is not None and two.owner is None and two.previous_response_id == "resp_1"
+        assert two is not None and two.owned_by(None) and two.previous_response_id == "resp_1"
         assert await store.delete("resp_2") is True
         assert await store.delete("resp_2") is False
         assert await store.get("resp_2") is None
@@ -61,12 +65,16 @@ async def test_chains_deletes_and_owners(redis_url: str) -> None:
         await store.put(record("resp_1", None, "q1", "a1"))
         again = await store.get("resp_1")
         assert again is not None and again.owner is None
+        await store.put(got)  # a record read back keeps its hash (it is not hashed twice)
+        back = await store.get("resp_1")
+        assert back is not None and back.owned_by("key-a")
 
 
 async def test_two_clients_see_one_store(redis_url: str) -> None:
     """What one worker stores, another (its own client) reads and chains."""
     first, second = RedisStore(redis_url), RedisStore(redis_url)
     async with first.connect(), second.connect():
+        assert first.owner_hash("k") == second.owner_hash("k")  # one secret per database
         await first.put(record("resp_a", None, "q1", "a1"))
         await second.put(record("resp_b", "resp_a", "q2", "a2"))
         assert bodies(await first.conversation("resp_b")) == ["q1", "a1", "q2", "a2"]
