@@ -51,8 +51,9 @@ def parser() -> argparse.ArgumentParser:
         "--store",
         default="memory",
         metavar="SPEC",
-        help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
-        "restarts)",
+        help="where store: true responses live: memory, sqlite:PATH (a file that survives "
+        "restarts), or redis://HOST:PORT/DB (shared by every worker and machine; see "
+        "docs/deployment.md)",
     )
     s.add_argument(
         "--script",
