@@ -101,6 +101,7 @@ async def serve(
             log.info("shutting down: %d responses in progress", len(engine.running))
             await drain(service, config.shutdown_grace_s)
             connections.cancel_scope.cancel()
+        await service.flush()  # many workers: what the cluster layer still has to write
         nursery.cancel_scope.cancel()
     # Nothing of the store to flush: every stored response was committed before its terminal
     # event was sent. The store belongs to whoever made the engine, who closes it.

@@ -99,6 +99,13 @@ class Service:
             if closer is not None:
                 await closer()
 
+    async def flush(self, timeout: float = 5.0) -> None:
+        """On shutdown: let the cluster layer write what is queued (the ends of live rollouts),
+        so that no other worker takes them for lost."""
+        if self.cluster is not None:
+            with trio.move_on_after(timeout):
+                await self.cluster.writer.barrier()
+
     # -- create ---------------------------------------------------------------------------------
 
     async def prepare(

@@ -152,3 +152,36 @@ async def test_websocket_cancel_on_the_other_worker_gets_the_terminal_event(
         assert terminal["type"] == "response.incomplete", terminal
         assert terminal["response"]["incomplete_details"]["reason"] == "cancelled"
         assert not a.service.live.rollouts
+
+
+async def test_a_worker_that_shuts_down_leaves_no_live_record(redis_url: str) -> None:
+    """Graceful shutdown ends its suspended rollouts (`shutdown`) and their records go with
+    them, so no other worker takes them for lost."""
+    from _inproc import script
+
+    import rollout
+    from rollout.engine.engine import Engine
+    from rollout.service.cluster import clustered
+    from rollout.service.service import Service
+    from rollout.store.redis import RedisStore
+
+    store = RedisStore(redis_url)
+    service = clustered(
+        Service(Engine(policy=script(3), store=store), ServerConfig(shutdown_grace_s=0.1)), "wS"
+    )
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(
+            lambda task_status: rollout.serve(
+                port=0, service=service, stop=stop, task_status=task_status
+            )
+        )
+        _, _, frames = await sse(f"http://127.0.0.1:{port}/v1", "POST", "/responses", create_body())
+        rid = frames[-1]["response_id"]
+        async with store.connect():
+            assert await store.client.exists([store.key("live", rid)]) == 1
+            stop.set()
+    async with store.connect():
+        assert await store.client.exists([store.key("live", rid)]) == 0
+        got = await store.get(rid)
+        assert got is not None and got.response.status == "incomplete"
