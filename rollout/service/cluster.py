@@ -1,7 +1,7 @@
 # Live rollouts across workers (with `--store redis://`). A worker owns each append rollout it
 # started: the rollout's record in Redis (`live:{id}`: its worker, owner, and its state at the
-# last pause) names it, and the worker's heartbeat (`alive:{worker}`) is the lease. An append or
-# cancel that reaches another worker is published to the owner's inbox channel; the owner runs
+# last pause) names it, and the worker's heartbeat (`alive:{worker}`) is the lease. An append,
+# inject or cancel that reaches another worker is published to the owner's inbox; the owner runs
 # it through its Service as if local, with a RemoteSink whose events are published back to the
 # asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
 # or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
@@ -19,17 +19,16 @@ import trio
 
 from protocol import codec
 from protocol.errors import ProtocolError
-from protocol.events import Event
 from protocol.items import Item
 from protocol.lifetime import State, response_not_suspended
 from rollout.engine.engine import Prepared
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected, Sink
-from rollout.engine.work import Work
 from rollout.service.live import Live
 from rollout.service.lost import end_lost, owner_lost
+from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.writer import Writer
-from rollout.store.redis import RedisStore, items_of
+from rollout.store.redis import RedisStore
 
 if TYPE_CHECKING:
     from rollout.service.service import Hold, Service
@@ -41,43 +40,7 @@ SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
 
 
 @attrs.define(eq=False)
-class RemoteHolder:
-    """Holds a live rollout for a client of another worker (one per HTTP request or WebSocket
-    session there)."""
-
-    key: str
-    gone: trio.Event = attrs.field(factory=trio.Event)
-
-
-@attrs.define(eq=False)
-class RemoteSink:
-    """A live rollout's events, published to the asking worker's inbox (in order, through the
-    writer); Disconnected once that worker or its client is gone."""
-
-    cluster: Cluster
-    worker: str
-    token: str
-    dead: bool = False
-
-    def _gone(self, receivers: Any) -> None:
-        if receivers == 0:
-            self.dead = True
-
-    async def emit(self, event: Event) -> None:
-        if self.dead:
-            raise Disconnected()
-        payload = codec.encode_event(event).decode()
-        self.cluster.publish(self.worker, {"k": "ev", "t": self.token, "e": payload}, self._gone)
-
-    async def flush(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        self.dead = True
-
-
-@attrs.define(eq=False)
-class Cluster:
+class Cluster(Owning):
     store: RedisStore
     worker_id: str
     service: Service | None = None  # set by the Service that consults this
@@ -163,7 +126,7 @@ class Cluster:
             if holder is not None and self.service is not None:
                 holder.gone.set()
                 self.service.live.detach(holder)
-        elif kind in ("append", "cancel"):
+        elif kind in ("append", "cancel", "inject"):
             assert self.nursery is not None
             self.nursery.start_soon(self._serve, message)
 
@@ -194,59 +157,6 @@ class Cluster:
     def finished(self, live: Live) -> None:
         self.writer.send("delete", [self.key("live", live.id)])
 
-    async def _serve(self, message: dict[str, Any]) -> None:
-        """Run an append or cancel for a client of another worker."""
-        worker, token, rid = message["from"], message["t"], message["id"]
-        owner, hkey = message.get("owner"), message["h"]
-        created = hkey not in self.holders  # a WebSocket session's later requests reuse it
-        holder = self.holders.setdefault(hkey, RemoteHolder(hkey))
-        try:
-            await self._serve_as(message, worker, token, rid, owner, holder)
-        finally:
-            if created:
-                self.holders.pop(hkey, None)
-
-    async def _serve_as(
-        self,
-        message: dict[str, Any],
-        worker: str,
-        token: str,
-        rid: str,
-        owner: str | None,
-        holder: RemoteHolder,
-    ) -> None:
-        from rollout.service.service import Hold
-
-        assert self.service is not None
-        sink = RemoteSink(self, worker, token)
-        hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
-        try:
-            if message["k"] == "cancel":  # over WebSocket the canceller takes the rollout over
-                take = hold is Hold.UNTIL_END
-                live = self.service.cancel(rid, owner, sink if take else None, holder)
-                await live.done.wait()
-                final = codec.to_json(live.prepared.rollout.stream.response)
-                self.publish(worker, {"k": "end", "t": token, "response": final})
-                return
-            items = items_of(message["items"])
-            await self.service.append(
-                rid, items, Work(), sink, owner=owner, holder=holder, hold=hold
-            )
-        except ProtocolError as exc:
-            self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
-            return
-        live_now = self.service.live.rollouts.get(rid)
-        attached = live_now is not None and live_now.relay.target is sink
-        if hold is Hold.UNTIL_END and attached and live_now is not None:
-            self.publish(worker, {"k": "ack", "t": token, "attached": True})
-            async with trio.open_nursery() as either:  # until the rollout ends or is let go
-                for event in (live_now.done, holder.gone):
-                    either.start_soon(_set_then_cancel, event, either.cancel_scope)
-        elif hold is Hold.UNTIL_END:
-            self.publish(worker, {"k": "ack", "t": token, "attached": False})
-            return
-        self.publish(worker, {"k": "end", "t": token})
-
     # -- the asking side ------------------------------------------------------------------------
 
     async def deliver(
@@ -260,6 +170,7 @@ class Cluster:
         holder: object,
         hold: Hold,
         local: ProtocolError,
+        raw: Sequence[Any] = (),
     ) -> dict[str, Any] | None:
         """Deliver an append or cancel that missed locally to the rollout's owner; its events
         go to `sink_for(lane)` (until the next pause, or from now on with UNTIL_END). Raises
@@ -291,6 +202,7 @@ class Cluster:
             "owner": owner,
             "hold": hold.value,
             "items": [codec.to_json(i) for i in items],
+            "raw": list(raw),  # an inject's input as sent (for response.inject.failed)
         }
         send, box = trio.open_memory_channel[dict[str, Any]](math.inf)
         self.mailboxes[token] = send
@@ -395,21 +307,6 @@ def clustered(service: Service, worker_id: str) -> Service:
     service.live.finish_hooks.append(cluster.finished)
     service.events = EventLog(store, cluster.writer, worker_id, cluster.alive)
     return service
-
-
-async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
-
-
-def _error_json(exc: ProtocolError) -> dict[str, Any]:
-    return {
-        "message": exc.message,
-        "type": exc.type,
-        "code": exc.code,
-        "param": exc.param,
-        "status": exc.status,
-    }
 
 
 __all__ = ["Cluster", "RemoteHolder", "RemoteSink", "clustered", "owner_lost"]

@@ -185,3 +185,36 @@ async def test_a_worker_that_shuts_down_leaves_no_live_record(redis_url: str) ->
         assert await store.client.exists([store.key("live", rid)]) == 0
         got = await store.get(rid)
         assert got is not None and got.response.status == "incomplete"
+
+
+async def test_websocket_inject_on_the_other_worker(redis_url: str) -> None:
+    """`response.inject` from a new connection on the other worker: a bad one is refused there
+    with `response.inject.failed` (nothing committed), a good one resumes the parked rollout
+    and its events come to that connection."""
+    from trio_websocket import open_websocket_url
+
+    async with two_workers(redis_url) as (a, b):
+        frame = {"type": "response.create", **create_body()}
+        del frame["stream"]
+        async with open_websocket_url(a.url.replace("http", "ws") + "/responses") as ws:
+            await ws.send_message(orjson.dumps(frame).decode())
+            seen = [orjson.loads(await ws.get_message())]
+            while seen[-1]["type"] != "response.done":
+                seen.append(orjson.loads(await ws.get_message()))
+        rid = seen[-1]["response_id"]
+        async with open_websocket_url(b.url.replace("http", "ws") + "/responses") as ws:
+            bad = [{"type": "function_call_output", "call_id": "call_nope", "output": "?"}]
+            inject = {"type": "response.inject", "response_id": rid}
+            await ws.send_message(orjson.dumps({**inject, "input": bad}).decode())
+            failed = orjson.loads(await ws.get_message())
+            assert failed["type"] == "response.inject.failed", failed
+            assert failed["error"]["code"] == "invalid_input" and failed["input"] == bad
+            good = append_body(rid, seen)["input"]
+            await ws.send_message(orjson.dumps({**inject, "input": good}).decode())
+            more = [orjson.loads(await ws.get_message())]
+            while more[-1]["type"] not in TERMINAL | {"response.done"}:
+                more.append(orjson.loads(await ws.get_message()))
+        assert more[0]["type"] == "response.inject.created", more[0]
+        assert more[-1]["type"] == "response.done"  # the next pause, here on B's connection
+        numbers = [e["sequence_number"] for e in [*seen, failed, *more]]
+        assert numbers == list(range(len(numbers)))
