@@ -129,8 +129,8 @@ def render_cli() -> list[str]:
         out += ["", f"### rollout {name}", "", cell(sub.description or helps.get(name, "")), ""]
         out += ["| argument | default | description |", "| --- | --- | --- |"]
         for action in sub._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue  # internal flags (a worker's index) are not documented
             out.append(
                 f"| {code(flag(action))} | {cell(default(action))} | {cell(help_text(action))} |"
             )

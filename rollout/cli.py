@@ -5,6 +5,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,7 +31,9 @@ from rollout.model.recorded import RecordingError, is_recording, script_from_rec
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve
+from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
+from rollout.service.service import Service
 from rollout.store.sqlite import SqliteStore, open_store
 from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
@@ -45,8 +48,13 @@ def _models() -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    raw = list(argv) if argv is not None else sys.argv[1:]
+    args = _parser().parse_args(raw)
     if args.command == "serve":
+        if args.workers != 1 and args.worker_index is None:
+            from rollout.server.workers import supervise
+
+            return supervise(args, raw)
         return _serve(args)
     if args.command == "compare":
         return _compare(args)
@@ -60,9 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> int:
-    from rollout.experiments.load import main as load_main
+    from rollout.experiments.scale import command
 
-    return load_main(args.connections, args.calls, args.timeout, args.url)
+    return command(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -215,10 +223,19 @@ def _serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
         return 2
+    from rollout.server.workers import worker_listener
+
     model = f"profile {engine.inference.name}"
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
+    try:
+        sock, worker_id = worker_listener(args)
+    except OSError as exc:
+        print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    if args.worker_index is not None:
+        banner = ""  # the parent said where it serves
     try:
         config = ServerConfig(
             shutdown_grace_s=args.shutdown_grace,
@@ -226,9 +243,10 @@ def _serve(args: argparse.Namespace) -> int:
             max_open_connections=args.max_open_connections,
             max_body_bytes_in_flight=args.max_body_bytes_in_flight,
             ws_idle_timeout_s=args.ws_idle_timeout,
+            worker_id=worker_id,
         )
         forced = trio.run(
-            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner
+            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
         )
     except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
         if not _only_interrupts(exc):
@@ -293,10 +311,12 @@ async def _serve_until_signalled(
     config: ServerConfig,
     record: str | None = None,
     banner: str = "",
+    sock: socket.socket | None = None,
 ) -> int | None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
     (everything is cancelled; the number of that signal is returned, for the exit status).
-    Prints where it serves once the port is bound (so `--port 0` prints the port it got)."""
+    Prints where it serves once the port is bound (so `--port 0` prints the port it got), unless
+    `banner` is empty (a worker of --workers N: its parent did). `sock` is a worker's listener."""
     stop = trio.Event()
     forced: list[int] = []
 
@@ -313,13 +333,16 @@ async def _serve_until_signalled(
                 stop.set()
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
+        service = Service(engine, config)
+        if config.worker_id is not None:  # over Redis: the cluster layer (many workers)
+            service = clustered(service, config.worker_id)
         await serve(
-            engine,
             host=host,
             port=port,
-            config=config,
             stop=stop,
             record=record,
+            sock=sock,
+            service=service,
             task_status=task_status,
         )
         nursery.cancel_scope.cancel()
@@ -327,7 +350,10 @@ async def _serve_until_signalled(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(signals)
         bound = await nursery.start(server)
-        print(f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True)
+        if banner:
+            print(
+                f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True
+            )
     return forced[0] if forced else None
 
 

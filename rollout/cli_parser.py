@@ -51,8 +51,9 @@ def parser() -> argparse.ArgumentParser:
         "--store",
         default="memory",
         metavar="SPEC",
-        help="where store: true responses live: memory, or sqlite:PATH (a file that survives "
-        "restarts)",
+        help="where store: true responses live: memory, sqlite:PATH (a file that survives "
+        "restarts), or redis://HOST:PORT/DB (shared by every worker and machine; see "
+        "docs/deployment.md)",
     )
     s.add_argument(
         "--script",
@@ -152,6 +153,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="close a WebSocket that sent no frame for this long while nothing ran on it",
     )
+    s.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes behind the one port, each restarted if it dies (more than one "
+        "needs --store redis://...: responses, chains and live rollouts are shared there)",
+    )
+    s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.add_argument("--log-level", default="INFO", help="logging level")
 
     c = sub.add_parser(
@@ -257,8 +267,23 @@ def parser() -> argparse.ArgumentParser:
     ld.add_argument(
         "--url",
         default=None,
-        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses (start it "
-        "with `rollout serve --tool-calls N` matching --calls; its max connections is 1000)",
+        help="target a running server instead, e.g. ws://127.0.0.1:8000/v1/responses or "
+        "http://127.0.0.1:8000/v1 (start it with `rollout serve --tool-calls N` matching "
+        "--calls; its max connections is 1000 per worker)",
+    )
+    ld.add_argument("--api-key", default=None, help="API key for the server at --url, if any")
+    ld.add_argument(
+        "--workers",
+        default=None,
+        metavar="N,M,...",
+        help="a scaling run: the same load against `rollout serve --workers N` for each count, "
+        "one after the other, over one Redis; prints the figures side by side",
+    )
+    ld.add_argument(
+        "--redis",
+        default=None,
+        metavar="URL",
+        help="the Redis of a scaling run (default: a redis-server of its own on a free port)",
     )
     sub.add_parser(
         "models",

@@ -194,9 +194,11 @@ async def run_load(
     timeout: float = 120.0,
     url: str | None = None,
     batch: int = BATCH,
+    api_key: str | None = None,
 ) -> LoadResult:
     """Run the load: against `url` (ws://host:port/v1/responses) if given, otherwise against a
-    server started in its own process (stopped at the end). Raises LoadError on setup failure."""
+    server started in its own process (stopped at the end); `api_key` goes in every handshake.
+    Raises LoadError on setup failure."""
     if connections < 1 or calls < 0 or timeout <= 0 or batch < 1:
         raise LoadError("--connections must be >= 1, --calls >= 0 and --timeout > 0")
     raise_nofile(connections + FD_MARGIN)
@@ -221,6 +223,8 @@ async def run_load(
     try:
         with trio.move_on_after(timeout) as deadline:
             phase = Phase(deadline=deadline)
+            if api_key is not None:
+                phase.headers.append((b"authorization", f"Bearer {api_key}".encode()))
             async with trio.open_nursery() as nursery:
                 for first in range(0, connections, batch):
                     opened = []
@@ -266,10 +270,11 @@ def main(
     timeout: float,
     url: str | None = None,
     out: Callable[[str], None] = print,
+    api_key: str | None = None,
 ) -> int:
     """`rollout load`: run, print the summary and one line per figure; 0 only if clean."""
     try:
-        result = trio.run(run_load, connections, calls, timeout, url)
+        result = trio.run(run_load, connections, calls, timeout, url, BATCH, api_key)
     except LoadError as exc:
         print(f"rollout load: {exc}", file=sys.stderr)
         return 2

@@ -171,6 +171,7 @@ class Phase:
     failed to open), the time bound, and how many connections are open (now and at most)."""
 
     deadline: trio.CancelScope
+    headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)  # every handshake's (a key)
     go: trio.Event = attrs.field(factory=trio.Event)
     now: int = 0
     peak: int = 0
@@ -183,7 +184,11 @@ async def run_connection(
     rollout: all of them run concurrently."""
     try:
         async with open_websocket_url(
-            url, connect_timeout=30, disconnect_timeout=5, max_message_size=1 << 24
+            url,
+            connect_timeout=30,
+            disconnect_timeout=5,
+            max_message_size=1 << 24,
+            extra_headers=phase.headers,
         ) as ws:
             phase.now += 1
             phase.peak = max(phase.peak, phase.now)

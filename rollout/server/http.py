@@ -140,6 +140,8 @@ class HttpConnection:
 
     def _headers(self, content_type: str, extra: dict[str, str] | None = None) -> list[Any]:
         headers = [("content-type", content_type), ("x-request-id", self.request_id)]
+        if self.config.worker_id is not None:
+            headers.append(("x-rollout-worker", self.config.worker_id))
         headers += list((extra or {}).items())
         return headers
 

@@ -2,10 +2,13 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -32,6 +35,7 @@ async def serve(
     record: str | Path | None = None,
     capture: list[Captured] | None = None,
     service: Service | None = None,
+    sock: socket.socket | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the Responses API on `host:port`; reports the bound port.
@@ -40,7 +44,9 @@ async def serve(
     Cancelling stops at once; setting `stop` shuts down gracefully (see `drain`) and returns.
     `record` is a directory to record every connection's traffic in (docs/test-rigs.md);
     `capture` a list that receives every request and frame, parsed. `service` is the service
-    layer to run (made here unless given; rigs pass one to look at its live rollouts).
+    layer to run (made here unless given; rigs pass one to look at its live rollouts). `sock`
+    is a listening socket to accept on instead of binding `host:port` (a worker of
+    `rollout serve --workers N` gets its parent's).
     """
     if service is None:
         service = Service(engine or Engine(), config or ServerConfig())
@@ -51,7 +57,10 @@ async def serve(
         service.taps.captured = capture
     tokens.encode("warm up")  # load the encoding now, not inside the first request
     gc.freeze()  # what is loaded by now lives for good: keep it out of every collection
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    if sock is not None:
+        listeners = [trio.SocketListener(trio.socket.from_stdlib_socket(sock))]
+    else:
+        listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
 
     limits = Limits(config.max_open_connections, config.max_body_bytes_in_flight, engine.stats)
@@ -78,7 +87,7 @@ async def serve(
                 else:
                     connections.start_soon(limits.refuse, stream)
 
-    async with trio.open_nursery() as nursery:
+    async with _connected(engine.store), trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
         async with trio.open_nursery() as connections:
@@ -92,10 +101,17 @@ async def serve(
             log.info("shutting down: %d responses in progress", len(engine.running))
             await drain(service, config.shutdown_grace_s)
             connections.cancel_scope.cancel()
+        await service.flush()  # many workers: what the cluster layer still has to write
         nursery.cancel_scope.cancel()
     # Nothing of the store to flush: every stored response was committed before its terminal
     # event was sent. The store belongs to whoever made the engine, who closes it.
     log.info("stopped")
+
+
+def _connected(store: Any) -> contextlib.AbstractAsyncContextManager[Any]:
+    """A store with a connection of its own (Redis) is connected for the server's lifetime."""
+    connect = getattr(store, "connect", None)
+    return connect() if connect is not None else contextlib.nullcontext()
 
 
 async def drain(service: Service, grace: float) -> None:

@@ -39,6 +39,9 @@ class Stream(Sink, Protocol):
     """An SSE body for one request; `end` finishes it (sending the head first if need be)."""
 
     async def end(self) -> None: ...
+    async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
+        """One event already in wire JSON (replayed from an event log)."""
+        ...
 
 
 class Exchange(Protocol):
@@ -107,9 +110,14 @@ async def metrics(ex: Exchange, request: Request) -> None:
 
 async def retrieve(ex: Exchange, request: Request, response_id: str) -> None:
     record = visible(await ex.service.engine.store.get(response_id), ex.owner)
-    if record is None:
+    streamed = query(request, "stream", "false").lower() == "true"
+    log = ex.service.events
+    writer = None
+    if streamed and log is not None:  # many workers: the response's event log, if it has one
+        writer = await log.visible(response_id, ex.owner, record)
+    if record is None and writer is None:
         raise errors.response_not_found(response_id)
-    if query(request, "stream", "false").lower() != "true":
+    if not streamed and record is not None:
         await ex.reply(200, codec.encode(record.response))
         return
     after = query(request, "starting_after", "")
@@ -121,6 +129,11 @@ async def retrieve(ex: Exchange, request: Request, response_id: str) -> None:
             code="invalid_value",
         )
     stream = ex.sse()
+    if log is not None and writer is not None:
+        await log.follow(response_id, writer, start, stream.emit_bytes)
+        await stream.end()
+        return
+    assert record is not None
     for event in replay(record.response):
         if event.sequence_number is not None and event.sequence_number > start:
             await stream.emit(event)
@@ -176,11 +189,9 @@ async def input_items(ex: Exchange, request: Request, response_id: str) -> None:
 
 async def cancel(ex: Exchange, request: Request, response_id: str) -> None:
     del request
-    live = ex.service.find_live(response_id, ex.owner)
-    if live is not None:
-        ex.service.cancel(response_id, ex.owner)
-        await live.done.wait()
-        await ex.reply(200, codec.encode(live.prepared.rollout.stream.response))
+    final = await ex.service.cancel_anywhere(response_id, ex.owner)  # here or on its worker
+    if final is not None:
+        await ex.reply(200, final if isinstance(final, dict) else codec.encode(final))
         return
     if visible(await ex.service.engine.store.get(response_id), ex.owner) is None:
         raise errors.response_not_found(response_id)

@@ -84,8 +84,11 @@ async def serve_websocket(
     started = time.perf_counter()
     async with trio.open_nursery() as nursery:
         ws = WsConnection(stream, service.config.max_frame_bytes)
+        headers = [(b"x-request-id", request_id.encode())]
+        if service.config.worker_id is not None:
+            headers.append((b"x-rollout-worker", service.config.worker_id.encode()))
         try:
-            await ws.accept(head, nursery, [(b"x-request-id", request_id.encode())], trailing)
+            await ws.accept(head, nursery, headers, trailing)
         except (WsClosed, RemoteProtocolError, trio.BrokenResourceError):
             await stream.aclose()  # the HTTP layer vetted the handshake; this is a rare leftover
             return

@@ -31,3 +31,4 @@ class ServerConfig:
     max_open_connections: int = 4096  # TCP connections at once (HTTP and WebSocket); more: 503
     shutdown_grace_s: float = 10.0  # on SIGINT/SIGTERM, running responses get this long to end
     api_keys: frozenset[str] = frozenset()  # empty: no authentication
+    worker_id: str | None = None  # this worker's id, sent as x-rollout-worker (None: no header)

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import attrs
 import trio
@@ -208,6 +208,7 @@ class LiveRollouts:
     finished: dict[str, str | None] = attrs.field(factory=dict)
     finished_limit: int = 10_000
     changed: trio.Event = attrs.field(factory=trio.Event)  # set whenever one finishes
+    finish_hooks: list[Callable[[Live], None]] = attrs.field(factory=list)  # called at each end
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -252,6 +253,8 @@ class LiveRollouts:
             self.finished[live.id] = live.owner
             if len(self.finished) > self.finished_limit:
                 del self.finished[next(iter(self.finished))]
+            for hook in self.finish_hooks:
+                hook(live)
             live.boundary.set()
             live.done.set()
             self.changed.set()

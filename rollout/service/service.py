@@ -12,12 +12,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import trio
 
 from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.events import Event
 from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Response
@@ -30,8 +32,12 @@ from rollout.engine.loop import Sink
 from rollout.engine.work import Work
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
-from rollout.service.live import Live, LiveRollouts
+from rollout.service.live import Live, LiveRollouts, response_not_found
 from rollout.service.taps import TapConfig
+
+if TYPE_CHECKING:
+    from rollout.service.cluster import Cluster
+    from rollout.service.eventlog import EventLog
 
 T = TypeVar("T")
 #: Bodies and frames at least this large are decoded in a worker thread, so one huge request
@@ -61,6 +67,10 @@ class Service:
     live: LiveRollouts = attrs.field(init=False)
     taps: TapConfig = attrs.field(factory=TapConfig)
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
+    # Many workers (a Redis store; see rollout.service.cluster.clustered): live rollouts of
+    # other workers, and per-response event logs
+    cluster: Cluster | None = attrs.field(default=None, init=False)
+    events: EventLog | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         self.live = LiveRollouts(self.engine, self.config)
@@ -74,14 +84,27 @@ class Service:
         return self.taps.record_dir
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the live rollouts' nursery for as long as the server runs (and a real engine's
-        connection pool, which closes with the server)."""
+        """Own the live rollouts' nursery (and the cluster's tasks) for as long as the server
+        runs (and a real engine's connection pool, which closes with the server)."""
         try:
-            await self.live.run(task_status)
+            if self.cluster is None:
+                await self.live.run(task_status)
+                return
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.cluster.run)
+                await nursery.start(self.live.run)
+                task_status.started()
         finally:
             closer = getattr(self.engine.model, "aclose", None)
             if closer is not None:
                 await closer()
+
+    async def flush(self, timeout: float = 5.0) -> None:
+        """On shutdown: let the cluster layer write what is queued (the ends of live rollouts),
+        so that no other worker takes them for lost."""
+        if self.cluster is not None:
+            with trio.move_on_after(timeout):
+                await self.cluster.writer.barrier()
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -122,8 +145,11 @@ class Service:
         await self.engine.open(prepared)  # a real engine's refusal is the request's, too
         multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
         if req.shape != "append" and not multi_agent:
+            self._log(prepared)
             await self.engine.run(prepared, EndResponse(), billing=billing, plan=plan)
             return
+        if self.cluster is not None:
+            await self.cluster.claim(prepared, lane)
         try:
             live = self.live.start(
                 prepared,
@@ -136,12 +162,24 @@ class Service:
                 announces=not multi_agent,
             )
         except BaseException:
+            if self.cluster is not None:  # it never started: no record of it
+                rid = prepared.rollout.stream.response.id
+                self.cluster.writer.send("delete", [self.cluster.key("live", rid)])
             await self.engine.discard(prepared)
             raise
+        self._log(prepared)
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
         else:
             await _until_either(live.done, closing)
+
+    def _log(self, prepared: Prepared) -> None:
+        """With many workers, a stored response's events go to its event log as they pass (and
+        a live rollout's state to its record at each pause)."""
+        if self.cluster is not None and prepared.request.shape == "append":
+            prepared.rollout.sink = PauseTap(self.cluster, prepared, prepared.rollout.sink)
+        if self.events is not None and prepared.request.store:
+            prepared.rollout.sink = self.events.sink(prepared, prepared.rollout.sink)
 
     async def create(
         self, req: CreateRequest, work: Work, sink: Sink, *, owner: str | None, holder: object
@@ -169,8 +207,24 @@ class Service:
         and the recording of the outputs happen in one synchronous step, so of two racing
         appends exactly one is accepted. With UNTIL_PAUSE the events up to the next pause or the
         end go to `sink` before this returns; with UNTIL_END the rollout's events go to `sink`
-        from now on (the WebSocket lane that holds it)."""
-        live = self.live.find(response_id, owner)
+        from now on (the WebSocket lane that holds it). A rollout that another worker owns gets
+        the append there (rollout.service.cluster)."""
+        try:
+            live = self.live.find(response_id, owner)
+        except ProtocolError as local:
+            if self.cluster is None:
+                raise
+            await self.cluster.deliver(
+                "append",
+                response_id,
+                items,
+                lambda lane: sink,
+                owner=owner,
+                holder=holder,
+                hold=hold,
+                local=local,
+            )
+            return
         if hold is Hold.UNTIL_PAUSE:
             self.live.check_waiting(live)  # running or finished: 409 before anything else
         live.check_free(holder)
@@ -211,6 +265,34 @@ class Service:
         live.cancel.cancel("cancelled")
         return live
 
+    async def cancel_anywhere(self, response_id: str, owner: str | None) -> Any:
+        """An HTTP cancel: stop a live rollout, here or on the worker that owns it, and return
+        its final response (a Response here, wire JSON from another worker); None when no
+        worker has such a live rollout."""
+        live = self.find_live(response_id, owner)
+        if live is not None:
+            self.cancel(response_id, owner)
+            await live.done.wait()
+            return live.prepared.rollout.stream.response
+        if self.cluster is None:
+            return None
+        quiet = NullSink()
+        try:
+            return await self.cluster.deliver(
+                "cancel",
+                response_id,
+                (),
+                lambda lane: quiet,
+                owner=owner,
+                holder=quiet,
+                hold=Hold.UNTIL_PAUSE,
+                local=response_not_found(response_id),
+            )
+        except ProtocolError as exc:
+            if exc.code in ("response_not_found", "response_not_suspended"):
+                return None
+            raise
+
     def find_live(self, response_id: str, owner: str | None) -> Live | None:
         live = self.live.rollouts.get(response_id)
         return live if live is not None and live.owner == owner else None
@@ -239,6 +321,39 @@ async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
         nursery.start_soon(stop_on_close)
         await done.wait()
         nursery.cancel_scope.cancel()
+
+
+class NullSink:
+    """Events nobody is sent (an HTTP cancel answers with the final response)."""
+
+    async def emit(self, event: Event) -> None:
+        del event
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+@attrs.define(eq=False)
+class PauseTap:
+    """Passes a live rollout's events on; at each pause, its state goes to its cluster record."""
+
+    cluster: Cluster
+    prepared: Prepared
+    inner: Sink
+
+    async def emit(self, event: Event) -> None:
+        if event.type == "response.done":
+            self.cluster.paused(self.prepared)
+        await self.inner.emit(event)
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def close(self) -> None:
+        await self.inner.close()
 
 
 __all__ = ["OFF_LOOP_BYTES", "Hold", "Service", "off_loop"]

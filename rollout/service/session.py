@@ -24,6 +24,7 @@ from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
+from rollout.service.live import response_not_found
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
@@ -108,6 +109,8 @@ class Session:
                 self.close()
                 self.service.sessions.discard(self)
                 self.service.live.detach(self)
+                if self.service.cluster is not None:
+                    self.service.cluster.detach(self)
 
     def close(self) -> None:
         """The client is gone: queued creates are dropped at once, lanes stop waiting on append
@@ -184,7 +187,11 @@ class Session:
                 code="missing_required_parameter",
                 param="response_id",
             )
-        live = self.service.live.find(append.response_id, self.owner)
+        try:
+            live = self.service.live.find(append.response_id, self.owner)
+        except ProtocolError as local:  # another worker's rollout, maybe (a reconnect)
+            await self._elsewhere("append", append.response_id, append.input, local)
+            return
         live.check_free(self)  # held by another connection: not found, on the frame's lane
         try:
             await self.service.append(
@@ -210,8 +217,23 @@ class Session:
         live = self.service.find_live(rid, self.owner)
         if live is not None and live.relay.target is not None and live.relay.holder is not self:
             live = None  # another connection holds it: not found from here
+        known = self.steer.known.get(rid)
+        if live is None and known is None and self.service.cluster is not None:
+            try:  # another worker's rollout (a reconnect): delivered there, answered here
+                await self._elsewhere("inject", rid, inject.input, response_not_found(rid), raw)
+                return
+            except ProtocolError as exc:
+                if exc.code == "response_not_suspended":  # it finished (on another worker)
+                    error = InjectError(code="response_already_completed", message=exc.message)
+                    event = InjectFailedEvent(
+                        response_id=rid, input=tuple(raw), error=error, sequence_number=0
+                    )
+                    await self._send(None, event)
+                    return
+                if exc.code != "response_not_found":
+                    raise
         if live is None:
-            await self._inject_failed(rid, raw, self.steer.known.get(rid))
+            await self._inject_failed(rid, raw, known)
             return
         try:
             self.service.inject(live, inject.input, work, self.sink_for(live.lane), holder=self)
@@ -253,8 +275,23 @@ class Session:
 
     async def _cancel(self, cancel: CancelRequest, work: Work, size: int) -> None:
         del work, size
-        live = self.service.live.find(cancel.response_id, self.owner)
+        try:
+            live = self.service.live.find(cancel.response_id, self.owner)
+        except ProtocolError as local:  # another worker's rollout, maybe: its events come here
+            await self._elsewhere("cancel", cancel.response_id, (), local)
+            return
         self.service.cancel(live.id, self.owner, self.sink_for(live.lane), self)
+
+    async def _elsewhere(
+        self, kind: str, rid: str, items: Any, local: ProtocolError, raw: Any = ()
+    ) -> None:
+        """Deliver to the worker that owns `rid` (many workers); `local` if none does."""
+        if self.service.cluster is None:
+            raise local
+        await self.service.cluster.deliver(
+            kind, rid, items, self.sink_for, owner=self.owner, holder=self,
+            hold=Hold.UNTIL_END, local=local, raw=raw,
+        )  # fmt: skip
 
     # -- lanes ----------------------------------------------------------------------------------
 

@@ -247,11 +247,20 @@ def _pragma(synchronous: str) -> str:
 
 
 def open_store(spec: str) -> Store:
-    """The store a `--store` spec names: `memory` (the default) or `sqlite:PATH` (parent
-    directories are made). Anything else, or a file that cannot be opened as a database, is a
+    """The store a `--store` spec names: `memory` (the default), `sqlite:PATH` (parent
+    directories are made) or `redis://HOST:PORT/DB` (shared by every worker; connected when the
+    server starts). Anything else, or a file that cannot be opened as a database, is a
     ValueError with a message for the user."""
     if spec == "memory":
         return MemoryStore()
+    if spec.startswith("redis:"):
+        try:
+            from rollout.store.redis import RedisStore
+        except ImportError:
+            raise ValueError(
+                "the Redis store needs coredis: pip install 'rollout[redis]'"
+            ) from None
+        return RedisStore(spec)
     kind, sep, rest = spec.partition(":")
     if kind == "sqlite" and sep:
         if not rest:
@@ -262,7 +271,9 @@ def open_store(spec: str) -> Store:
             return SqliteStore(path)
         except (OSError, sqlite3.Error, StoreVersionError) as exc:
             raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
-    raise ValueError(f"unknown store {spec!r}: use 'memory' or 'sqlite:PATH'")
+    raise ValueError(
+        f"unknown store {spec!r}: use 'memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB'"
+    )
 
 
 __all__ = ["SqliteStore", "StoreVersionError", "open_store"]

@@ -3,6 +3,7 @@ changed flag, ServerConfig field or field comment fails here until the page is r
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import subprocess
 import sys
@@ -41,6 +42,8 @@ def test_reference_names_every_flag_and_config_key() -> None:
     for name, sub in gen.subcommands(_parser()).items():
         assert f"### rollout {name}" in text
         for action in sub._actions:
+            if action.help == argparse.SUPPRESS:  # internal (a worker's index): not documented
+                continue
             for option in action.option_strings:
                 if option not in ("-h", "--help"):
                     assert f"`{option}" in text, option

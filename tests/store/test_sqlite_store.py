@@ -431,9 +431,11 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     assert isinstance(store, SqliteStore)
     assert nested.exists()
     await store.aclose()
-    for bad in ("", "sqlite", "sqlite:", "postgres://x", "Memory", "redis:x"):
-        with pytest.raises(ValueError, match=r"memory' or 'sqlite:PATH|needs a file path"):
+    for bad in ("", "sqlite", "sqlite:", "postgres://x", "Memory"):
+        with pytest.raises(ValueError, match=r"'sqlite:PATH' or 'redis://|needs a file path"):
             open_store(bad)
+    with pytest.raises(ValueError, match=r"expected redis://HOST:PORT/DB"):
+        open_store("redis:x")
     not_a_db = tmp_path / "not.sqlite"
     not_a_db.write_bytes(b"this is not a database, just some bytes " * 50)
     with pytest.raises(ValueError, match="cannot open store"):

@@ -1,0 +1,166 @@
+# `rollout serve --workers N`: N worker processes behind one port. Each worker listens on the
+# port with SO_REUSEPORT, so the kernel spreads new connections over them (a hash of each
+# connection's addresses: an even spread, where one shared accept queue lets the busiest worker
+# win most); the parent holds the port bound (not listening) so that port 0 resolves once, and
+# serves nothing itself. It supervises: a worker that exits while the server runs is started
+# again (with a growing pause if it keeps dying at once); SIGINT/SIGTERM is passed on to every
+# worker, which shut down gracefully.
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+
+import attrs
+import trio
+
+from rollout.store.sqlite import open_store
+
+log = logging.getLogger("rollout.workers")
+BACKLOG = 4096
+RESTART_PAUSE_S = (0.2, 5.0)  # the first pause before a restart, and the most it grows to
+QUICK_EXIT_S = 5.0  # a worker that dies sooner than this after its start doubles the pause
+
+
+def reuseport_socket(host: str, port: int, *, listen: bool) -> socket.socket:
+    """A TCP socket bound with SO_REUSEPORT (OSError if it cannot be bound): the parent's
+    reservation of the port (`listen=False`: it takes no connections) or a worker's listener."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+        if listen:
+            sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+@attrs.define(eq=False)
+class Supervisor:
+    """Runs `command + [--port PORT --worker-index I]` for each of `workers` indexes."""
+
+    command: Sequence[str]
+    sock: socket.socket
+    workers: int
+    stop_grace_s: float = 15.0
+    stopping: bool = False
+    procs: dict[int, trio.Process] = attrs.field(factory=dict)
+    starts: int = 0  # worker processes started, restarts included
+    emptied: trio.Event = attrs.field(factory=trio.Event)  # every worker exited, when stopping
+
+    def worker_command(self, index: int) -> list[str]:
+        port = str(self.sock.getsockname()[1])
+        return [*self.command, "--port", port, "--worker-index", str(index)]
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._signals, nursery.cancel_scope)
+            async with trio.open_nursery() as workers:
+                for index in range(self.workers):
+                    workers.start_soon(self._keep, index)
+            nursery.cancel_scope.cancel()
+
+    async def _keep(self, index: int) -> None:
+        pause = RESTART_PAUSE_S[0]
+        while not self.stopping:
+            started = trio.current_time()
+            proc = await trio.lowlevel.open_process(self.worker_command(index))
+            self.procs[index] = proc
+            self.starts += 1
+            code = await proc.wait()
+            self.procs.pop(index, None)
+            if self.stopping:
+                if not self.procs:
+                    self.emptied.set()
+                return
+            log.warning("worker %d (pid %d) exited with code %s; restarting", index, proc.pid, code)
+            quick = trio.current_time() - started < QUICK_EXIT_S
+            pause = min(pause * 2, RESTART_PAUSE_S[1]) if quick else RESTART_PAUSE_S[0]
+            await trio.sleep(pause)
+
+    async def _signals(self, scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                if self.stopping:  # a second signal: stop at once
+                    for proc in list(self.procs.values()):
+                        proc.kill()
+                    return
+                print(
+                    f"rollout: {signal.Signals(signum).name}: stopping {len(self.procs)} workers",
+                    file=sys.stderr,
+                )
+                self.stopping = True
+                for proc in list(self.procs.values()):
+                    proc.send_signal(signal.SIGTERM)
+                if not self.procs:
+                    self.emptied.set()
+                with trio.move_on_after(self.stop_grace_s):
+                    await self.emptied.wait()
+                for proc in list(self.procs.values()):
+                    proc.kill()
+
+
+def supervise(args: argparse.Namespace, raw: list[str]) -> int:
+    """`--workers N`: bind once, then run and supervise N worker processes."""
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+    if args.workers < 1:
+        print("rollout: --workers must be >= 1", file=sys.stderr)
+        return 2
+    if not args.store.startswith("redis://"):
+        print(
+            "rollout: --workers N needs a shared store: --store redis://HOST:PORT/DB",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        open_store(args.store)
+        sock = reuseport_socket(args.host, args.port, listen=False)
+    except ValueError as exc:
+        print(f"rollout: --store: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    port = sock.getsockname()[1]
+    print(
+        f"rollout: serving http://{args.host}:{port}/v1 with {args.workers} workers "
+        f"(store {args.store})",
+        file=sys.stderr,
+        flush=True,
+    )
+    command = [sys.executable, "-m", "rollout.cli", *raw]
+    return run_workers(command, sock, args.workers, args.shutdown_grace)
+
+
+def worker_listener(args: argparse.Namespace) -> tuple[socket.socket | None, str | None]:
+    """`rollout serve`'s listening socket and worker id: a worker of `--workers N` listens on
+    its own SO_REUSEPORT socket; one process over Redis is a cluster of one worker (binding
+    as usual); otherwise neither."""
+    host = socket.gethostname()
+    if args.worker_index is not None:
+        sock = reuseport_socket(args.host, args.port, listen=True)
+        return sock, f"w{args.worker_index}.{os.getpid()}@{host}"
+    if args.store.startswith("redis:"):
+        return None, f"w0.{os.getpid()}@{host}"
+    return None, None
+
+
+def run_workers(command: Sequence[str], sock: socket.socket, workers: int, grace: float) -> int:
+    """Supervise `workers` processes until SIGINT/SIGTERM; returns the exit code."""
+    supervisor = Supervisor(command, sock, workers, stop_grace_s=grace + 5)
+    try:
+        trio.run(supervisor.run)
+    finally:
+        sock.close()
+    return 0
+
+
+__all__ = ["Supervisor", "reuseport_socket", "run_workers", "supervise", "worker_listener"]

@@ -1,0 +1,312 @@
+# Live rollouts across workers (with `--store redis://`). A worker owns each append rollout it
+# started: the rollout's record in Redis (`live:{id}`: its worker, owner, and its state at the
+# last pause) names it, and the worker's heartbeat (`alive:{worker}`) is the lease. An append,
+# inject or cancel that reaches another worker is published to the owner's inbox; the owner runs
+# it through its Service as if local, with a RemoteSink whose events are published back to the
+# asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
+# or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
+# with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+import orjson
+import trio
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.items import Item
+from protocol.lifetime import State, response_not_suspended
+from rollout.engine.engine import Prepared
+from rollout.engine.ids import new_id
+from rollout.engine.loop import Disconnected, Sink
+from rollout.service.live import Live
+from rollout.service.lost import end_lost, owner_lost
+from rollout.service.owning import Owning, RemoteHolder, RemoteSink
+from rollout.service.writer import Writer
+from rollout.store.redis import RedisStore
+
+if TYPE_CHECKING:
+    from rollout.service.service import Hold, Service
+
+HEARTBEAT_S = 1.0  # a worker renews its lease this often
+ALIVE_MS = 5000  # and is dead when it has not for this long
+SWEEP_EVERY = 10  # heartbeats between two sweeps for rollouts of dead workers
+SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
+
+
+@attrs.define(eq=False)
+class Cluster(Owning):
+    store: RedisStore
+    worker_id: str
+    service: Service | None = None  # set by the Service that consults this
+    writer: Writer = attrs.field(init=False)
+    mailboxes: dict[str, trio.MemorySendChannel[dict[str, Any]]] = attrs.field(factory=dict)
+    holders: dict[str, RemoteHolder] = attrs.field(factory=dict)  # owner side, by key
+    remote: dict[int, set[tuple[str, str]]] = attrs.field(factory=dict)  # asking side
+    nursery: trio.Nursery | None = None
+
+    def __attrs_post_init__(self) -> None:
+        self.writer = Writer(lambda: self.store.client)
+
+    def key(self, kind: str, name: str) -> str:
+        return self.store.key(kind, name)
+
+    async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            await nursery.start(self.writer.run)
+            await self._beat()
+            nursery.start_soon(self._heartbeat)
+            await nursery.start(self._inbox)
+            task_status.started()
+
+    async def _beat(self) -> None:
+        await self.store.client.set(self.key("alive", self.worker_id), b"1", px=ALIVE_MS)
+
+    async def _heartbeat(self) -> None:
+        beats = 0
+        while True:
+            await trio.sleep(HEARTBEAT_S)
+            await self._beat()
+            beats += 1
+            if beats % SWEEP_EVERY == 0:
+                await self.sweep()
+
+    async def sweep(self) -> int:
+        """End every live rollout whose worker is gone (so none is lost silently, even if no
+        client asks for it again); returns how many. Any worker may do it; one wins each."""
+        client = self.store.client
+        ended = 0
+        async for key in client.scan_iter(match=self.key("live", "*"), count=1000):
+            record = await client.hgetall(key)
+            worker = record.get(b"worker", b"").decode()
+            if worker and not await self.alive(worker):
+                rid = key.decode().rsplit(":", 1)[-1]
+                await self.lost(rid, record)
+                ended += 1
+        return ended
+
+    async def alive(self, worker: str) -> bool:
+        return worker == self.worker_id or bool(
+            await self.store.client.exists([self.key("alive", worker)])
+        )
+
+    def publish(self, worker: str, message: dict[str, Any], then: Any = None) -> None:
+        self.writer.send("publish", self.key("w", worker), orjson.dumps(message), then=then)
+
+    # -- the inbox ------------------------------------------------------------------------------
+
+    async def _inbox(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        channel = self.key("w", self.worker_id)
+        try:
+            async with self.store.client.pubsub(
+                channels=[channel], ignore_subscribe_messages=True
+            ) as pubsub:
+                task_status.started()
+                async for message in pubsub:
+                    data = message["data"]
+                    if message["type"] == "message" and isinstance(data, bytes):
+                        self._dispatch(orjson.loads(data))
+        except* anyio.ClosedResourceError:
+            pass  # coredis, cancelled: its unsubscribe finds the connection closed already
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind = message["k"]
+        if kind in ("ev", "ack", "end"):
+            box = self.mailboxes.get(message["t"])
+            if box is not None:
+                box.send_nowait(message)
+        elif kind == "detach":
+            holder = self.holders.pop(message["h"], None)
+            if holder is not None and self.service is not None:
+                holder.gone.set()
+                self.service.live.detach(holder)
+        elif kind in ("append", "cancel", "inject"):
+            assert self.nursery is not None
+            self.nursery.start_soon(self._serve, message)
+
+    # -- the owner's side -----------------------------------------------------------------------
+
+    async def claim(self, prepared: Prepared, lane: str | None) -> None:
+        """Record that this worker owns the live rollout (before any client can see it)."""
+        r = prepared.rollout
+        fields = {
+            "worker": self.worker_id.encode(),
+            "lane": (lane or "").encode(),
+            "owner": self.store.owner_field(prepared.owner),
+            "store": b"1" if prepared.request.store else b"",
+            "previous": (prepared.request.previous_response_id or "").encode(),
+            "response": orjson.dumps(codec.to_json(r.stream.response)),
+            "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
+        }
+        await self.store.client.hset(self.key("live", r.stream.response.id), fields)
+
+    def paused(self, prepared: Prepared) -> None:
+        """Keep the rollout's state at this pause, for the record if its worker dies."""
+        fields = {
+            "response": orjson.dumps(codec.to_json(prepared.rollout.stream.response)),
+            "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
+        }
+        self.writer.send("hset", self.key("live", prepared.rollout.stream.response.id), fields)
+
+    def finished(self, live: Live) -> None:
+        self.writer.send("delete", [self.key("live", live.id)])
+
+    # -- the asking side ------------------------------------------------------------------------
+
+    async def deliver(
+        self,
+        kind: str,
+        response_id: str,
+        items: Sequence[Item],
+        sink_for: SinkFor,
+        *,
+        owner: str | None,
+        holder: object,
+        hold: Hold,
+        local: ProtocolError,
+        raw: Sequence[Any] = (),
+    ) -> dict[str, Any] | None:
+        """Deliver an append or cancel that missed locally to the rollout's owner; its events
+        go to `sink_for(lane)` (until the next pause, or from now on with UNTIL_END). Raises
+        `local` (the local miss) when no worker owns such a rollout. A cancel returns the
+        rollout's final response (wire JSON)."""
+        from rollout.service.service import Hold
+
+        client = self.store.client
+        record = await client.hgetall(self.key("live", response_id))
+        if not record or not self.store.owned(record.get(b"owner"), owner):
+            lost = await client.get(self.key("lost", response_id))
+            if lost is not None and self.store.owned(lost, owner):
+                raise owner_lost(response_id) from None
+            stored = await self.store.get(response_id)
+            if stored is not None and stored.owned_by(owner) and local.code == "response_not_found":
+                raise response_not_suspended(response_id, State.FINISHED) from None
+            raise local
+        worker = record[b"worker"].decode()
+        if worker == self.worker_id:
+            raise local
+        token = new_id("relay")
+        hkey = f"{self.worker_id}/{token if hold is Hold.UNTIL_PAUSE else id(holder)}"
+        message = {
+            "k": kind,
+            "t": token,
+            "from": self.worker_id,
+            "h": hkey,
+            "id": response_id,
+            "owner": owner,
+            "hold": hold.value,
+            "items": [codec.to_json(i) for i in items],
+            "raw": list(raw),  # an inject's input as sent (for response.inject.failed)
+        }
+        send, box = trio.open_memory_channel[dict[str, Any]](math.inf)
+        self.mailboxes[token] = send
+        relayed = False
+        try:
+            if not await client.publish(self.key("w", worker), orjson.dumps(message)):
+                await self.lost(response_id, record)
+                raise owner_lost(response_id)
+            lane = record.get(b"lane", b"").decode() or None
+            sink = sink_for(lane)
+            first = await self._next(box, worker, record)
+            if first["k"] == "ack":
+                if first.get("attached"):
+                    self.remote.setdefault(id(holder), set()).add((worker, hkey))
+                    assert self.nursery is not None
+                    self.nursery.start_soon(self._relay, box, token, sink, worker, hkey, record)
+                    relayed = True
+                return None
+            end = await self._pump(first, box, sink, worker, hkey, record)
+            response: dict[str, Any] | None = end.get("response")
+            return response
+        except Disconnected:
+            return None  # the client is gone; the owner was told (a detach)
+        finally:
+            if not relayed:
+                self.mailboxes.pop(token, None)
+
+    async def _relay(
+        self,
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        token: str,
+        sink: Sink,
+        worker: str,
+        hkey: str,
+        record: dict[bytes, bytes],
+    ) -> None:
+        try:
+            first = await self._next(box, worker, record)
+            await self._pump(first, box, sink, worker, hkey, record)
+        except (ProtocolError, Disconnected):
+            pass
+        finally:
+            self.mailboxes.pop(token, None)
+
+    async def _pump(
+        self,
+        message: dict[str, Any],
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        sink: Sink,
+        worker: str,
+        hkey: str,
+        record: dict[bytes, bytes],
+    ) -> dict[str, Any]:
+        """Hand relayed events to `sink` up to the owner's end message (returned)."""
+        while message["k"] != "end":
+            if message["k"] == "ev":
+                try:
+                    await sink.emit(codec.decode_event(message["e"]))
+                except Disconnected:
+                    self.publish(worker, {"k": "detach", "h": hkey})
+                    raise
+            message = await self._next(box, worker, record)
+        if message.get("err"):
+            raise ProtocolError(**message["err"])
+        return message
+
+    async def _next(
+        self,
+        box: trio.MemoryReceiveChannel[dict[str, Any]],
+        worker: str,
+        record: dict[bytes, bytes],
+    ) -> dict[str, Any]:
+        """The owner's next message; owner_lost if its heartbeat stops first."""
+        while True:
+            with trio.move_on_after(HEARTBEAT_S * 2):
+                return await box.receive()
+            if not await self.alive(worker):
+                rid = orjson.loads(record[b"response"])["id"]
+                await self.lost(rid, record)
+                raise owner_lost(rid)
+
+    def detach(self, holder: object) -> None:
+        """A client of this worker is gone: its owners let go of what it held."""
+        for worker, hkey in self.remote.pop(id(holder), set()):
+            self.publish(worker, {"k": "detach", "h": hkey})
+
+    async def lost(self, response_id: str, record: dict[bytes, bytes]) -> None:
+        """The owner is gone: end the rollout as failed (once, whoever finds out first)."""
+        await end_lost(self.store, response_id, record)
+
+
+def clustered(service: Service, worker_id: str) -> Service:
+    """`service` with the cluster layer and event logs on, when its store is a RedisStore."""
+    from rollout.service.eventlog import EventLog
+
+    store = service.engine.store
+    if not isinstance(store, RedisStore):
+        return service
+    cluster = Cluster(store, worker_id)
+    cluster.service = service
+    service.cluster = cluster
+    service.live.finish_hooks.append(cluster.finished)
+    service.events = EventLog(store, cluster.writer, worker_id, cluster.alive)
+    return service
+
+
+__all__ = ["Cluster", "RemoteHolder", "RemoteSink", "clustered", "owner_lost"]

@@ -1,0 +1,131 @@
+# Per-response event logs in Redis (with `--store redis://`), so that `GET
+# /v1/responses/{id}?stream=true&starting_after=N` resumes a stream from any worker, as the real
+# API resumes background streams: every event of a stored response goes into a Redis stream
+# (`ev:{id}`: sequence number, type, the wire JSON) through the worker's ordered Writer, and its
+# terminal event only after the log holds everything before it. A logged response outlives its
+# client's connection (to its end), as a background response does. A reader follows the log
+# until the terminal event, or until the worker writing it is gone (then an error event ends it).
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from protocol import codec
+from protocol.events import ErrorEvent, ErrorPayload, Event
+from rollout.engine.engine import Prepared
+from rollout.engine.loop import Disconnected, Sink
+from rollout.service.writer import Writer
+from rollout.store.memory import StoredResponse
+from rollout.store.redis import RedisStore
+
+TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+TTL_MS = 3600 * 1000  # a log lives this long after its last event
+PAGE = 500  # entries read per round trip
+BLOCK_MS = 500  # a reader waits this long for new entries before it checks the writer
+
+EmitEncoded = Callable[[bytes, bytes], Awaitable[None]]  # (event type, wire JSON)
+
+
+@attrs.define(eq=False)
+class LogSink:
+    """Logs each event, then passes it on; the terminal event waits for the log to hold all."""
+
+    log: EventLog
+    key: str
+    inner: Sink
+    gone: bool = False  # the client left: the response runs on for the log (and a resume)
+
+    async def emit(self, event: Event) -> None:
+        payload = codec.encode_event(event)
+        seq = event.sequence_number if event.sequence_number is not None else -1
+        fields = {"s": str(seq).encode(), "y": event.type.encode(), "e": payload}
+        self.log.writer.send("xadd", self.key, fields)
+        if event.type in TERMINAL:
+            self.log.writer.send("pexpire", self.key, TTL_MS)
+            await self.log.writer.barrier()
+        if self.gone:
+            return
+        try:
+            await self.inner.emit(event)
+        except Disconnected:
+            # As the real API's background responses: the response goes on to its end, so that
+            # its stream can be resumed (GET ...?stream=true&starting_after=N) from any worker.
+            self.gone = True
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@attrs.define(eq=False)
+class EventLog:
+    store: RedisStore
+    writer: Writer
+    worker_id: str
+    alive: Callable[[str], Awaitable[bool]]  # is this worker still running?
+
+    def sink(self, prepared: Prepared, inner: Sink) -> Sink:
+        """`inner`, with the response's events logged as they pass."""
+        rid = prepared.rollout.stream.response.id
+        meta = {"worker": self.worker_id.encode(), "owner": self.store.owner_field(prepared.owner)}
+        self.writer.send("hset", self.store.key("evm", rid), meta)
+        self.writer.send("pexpire", self.store.key("evm", rid), TTL_MS)
+        return LogSink(self, self.store.key("ev", rid), inner)
+
+    async def visible(
+        self, response_id: str, owner: str | None, record: StoredResponse | None
+    ) -> str | None:
+        """The worker that writes the response's log, if there is a log `owner` may read (a
+        stored record, when there is one, already passed the owner check)."""
+        meta = await self.store.client.hgetall(self.store.key("evm", response_id))
+        if not meta:
+            return None
+        if record is None and not self.store.owned(meta.get(b"owner"), owner):
+            return None
+        return meta.get(b"worker", b"").decode()
+
+    async def follow(self, response_id: str, worker: str, after: int, emit: EmitEncoded) -> None:
+        """Emit the logged events after sequence number `after` up to the terminal event,
+        waiting for those not written yet; an error event if the writer is gone first."""
+        client = self.store.client
+        key = self.store.key("ev", response_id)
+        last = "-"
+        while True:
+            entries: Any = await client.xrange(key, last, "+", count=PAGE)
+            if not entries:
+                # Shielded: a blocking read cut by a cancellation would cost its connection.
+                with trio.CancelScope(shield=True):
+                    got: Any = await client.xread(
+                        {key: "0-0" if last == "-" else last[1:]}, count=PAGE, block=BLOCK_MS
+                    )
+                entries = got.get(key.encode(), ()) if got else ()
+            for entry in entries:
+                fields = entry.field_values
+                last = "(" + entry.identifier.decode()
+                if int(fields[b"s"]) > after:
+                    await emit(fields[b"y"], fields[b"e"])
+                if fields[b"y"].decode() in TERMINAL:
+                    return
+            if not entries and not await self.alive(worker):
+                await emit(b"error", codec.encode_event(writer_lost(response_id)))
+                return
+
+
+def writer_lost(response_id: str) -> ErrorEvent:
+    return ErrorEvent(
+        error=ErrorPayload(
+            type="server_error",
+            code="rollout_owner_lost",
+            message=f"The worker that ran response {response_id!r} stopped before its end; "
+            "the stream cannot be resumed past this point.",
+            param=None,
+        )
+    )
+
+
+__all__ = ["EventLog", "LogSink"]

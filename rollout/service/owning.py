@@ -1,0 +1,180 @@
+# The owner's side of the cluster layer (rollout.service.cluster): an append, inject or cancel
+# that a client of another worker sent, run through this worker's Service as if it were local,
+# with a RemoteSink (events published back to the asking worker, in order, through the writer)
+# and a RemoteHolder (one per HTTP request or WebSocket session there, dropped when it ends).
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from protocol import codec
+from protocol.errors import ProtocolError
+from protocol.events import Event
+from protocol.items import Item
+from protocol.lifetime import State
+from rollout.engine.loop import Disconnected
+from rollout.engine.mailbox import Note
+from rollout.engine.work import Work
+from rollout.service.live import response_not_found
+from rollout.store.redis import items_of
+
+if TYPE_CHECKING:
+    from rollout.service.service import Service
+
+
+@attrs.define(eq=False)
+class RemoteHolder:
+    """Holds a live rollout for a client of another worker (one per HTTP request or WebSocket
+    session there)."""
+
+    key: str
+    gone: trio.Event = attrs.field(factory=trio.Event)
+
+
+@attrs.define(eq=False)
+class RemoteSink:
+    """A live rollout's events, published to the asking worker's inbox (in order, through the
+    writer); Disconnected once that worker or its client is gone."""
+
+    cluster: Owning
+    worker: str
+    token: str
+    dead: bool = False
+
+    def _gone(self, receivers: Any) -> None:
+        if receivers == 0:
+            self.dead = True
+
+    async def emit(self, event: Event) -> None:
+        if self.dead:
+            raise Disconnected()
+        payload = codec.encode_event(event).decode()
+        self.cluster.publish(self.worker, {"k": "ev", "t": self.token, "e": payload}, self._gone)
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        self.dead = True
+
+
+class Owning:
+    """What the owner of live rollouts does for other workers' clients (Cluster's base)."""
+
+    service: Service | None
+    holders: dict[str, RemoteHolder]
+
+    def publish(self, worker: str, message: dict[str, Any], then: Any = None) -> None:
+        raise NotImplementedError
+
+    async def _serve(self, message: dict[str, Any]) -> None:
+        """Run an append or cancel for a client of another worker."""
+        worker, token, rid = message["from"], message["t"], message["id"]
+        owner, hkey = message.get("owner"), message["h"]
+        created = hkey not in self.holders  # a WebSocket session's later requests reuse it
+        holder = self.holders.setdefault(hkey, RemoteHolder(hkey))
+        try:
+            await self._serve_as(message, worker, token, rid, owner, holder)
+        finally:
+            if created:
+                self.holders.pop(hkey, None)
+
+    async def _serve_as(
+        self,
+        message: dict[str, Any],
+        worker: str,
+        token: str,
+        rid: str,
+        owner: str | None,
+        holder: RemoteHolder,
+    ) -> None:
+        from rollout.service.service import Hold
+
+        assert self.service is not None
+        sink = RemoteSink(self, worker, token)
+        hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
+        try:
+            if message["k"] == "cancel":  # over WebSocket the canceller takes the rollout over
+                take = hold is Hold.UNTIL_END
+                live = self.service.cancel(rid, owner, sink if take else None, holder)
+                await live.done.wait()
+                final = codec.to_json(live.prepared.rollout.stream.response)
+                self.publish(worker, {"k": "end", "t": token, "response": final})
+                return
+            items = items_of(message["items"])
+            if message["k"] == "inject":
+                if not self._inject(message, rid, owner, items, sink, holder):
+                    return
+            else:
+                await self.service.append(
+                    rid, items, Work(), sink, owner=owner, holder=holder, hold=hold
+                )
+        except ProtocolError as exc:
+            self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
+            return
+        live_now = self.service.live.rollouts.get(rid)
+        attached = live_now is not None and live_now.relay.target is sink
+        if hold is Hold.UNTIL_END and attached and live_now is not None:
+            self.publish(worker, {"k": "ack", "t": token, "attached": True})
+            async with trio.open_nursery() as either:  # until the rollout ends or is let go
+                for event in (live_now.done, holder.gone):
+                    either.start_soon(_set_then_cancel, event, either.cancel_scope)
+        elif hold is Hold.UNTIL_END:
+            self.publish(worker, {"k": "ack", "t": token, "attached": False})
+            return
+        self.publish(worker, {"k": "end", "t": token})
+
+    def _inject(
+        self,
+        message: dict[str, Any],
+        rid: str,
+        owner: str | None,
+        items: Sequence[Item],
+        sink: RemoteSink,
+        holder: RemoteHolder,
+    ) -> bool:
+        """`response.inject` for another worker's client, as Session does it for its own: True
+        when committed; otherwise `response.inject.failed` is sent (in the response's sequence:
+        through the loop when the asking client holds it, at once when it is parked)."""
+        assert self.service is not None
+        live = self.service.find_live(rid, owner)
+        if live is not None and live.relay.target is not None and live.relay.holder is not holder:
+            live = None  # another client holds it: not found from there
+        if live is None:
+            raise response_not_found(rid)
+        try:
+            self.service.inject(live, items, Work(), sink, holder=holder)
+            return True
+        except ProtocolError as exc:
+            code = "response_already_completed" if live.state is State.FINISHED else "invalid_input"
+            raw, text = message.get("raw", []), exc.message
+            note: Note = lambda s: s.inject_failed(raw, code, text)  # noqa: E731
+            if live.relay.holder is holder:
+                live.prepared.rollout.mailbox.post(note)
+                self.publish(sink.worker, {"k": "ack", "t": sink.token, "attached": False})
+            else:  # parked: its loop waits and sends nothing
+                event = codec.encode_event(note(live.prepared.rollout.stream)).decode()
+                self.publish(sink.worker, {"k": "ev", "t": sink.token, "e": event})
+                self.publish(sink.worker, {"k": "end", "t": sink.token})
+            return False
+
+
+async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def _error_json(exc: ProtocolError) -> dict[str, Any]:
+    return {
+        "message": exc.message,
+        "type": exc.type,
+        "code": exc.code,
+        "param": exc.param,
+        "status": exc.status,
+    }
+
+
+__all__ = ["Owning", "RemoteHolder", "RemoteSink"]
