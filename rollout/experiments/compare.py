@@ -280,6 +280,10 @@ class Experiment:
     async def run(self, progress: Callable[[RunResult], None] | None = None) -> list[RunResult]:
         results: list[RunResult] = []
         for profile in self.profiles:
+            if self.upstream is not None:
+                # A real engine keeps its cache across runs: one unmeasured run first, so every
+                # measured run starts with the engine holding the previous (same) conversation.
+                await run_one(self.modes[0], self.scenario, profile, self.costs, -1, self.upstream)
             for repeat in range(self.repeats):
                 # Modes side by side, rotated per repeat so none always runs first.
                 k = repeat % len(self.modes)

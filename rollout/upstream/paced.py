@@ -51,7 +51,9 @@ class _Engine:
                 self.usage = chunk["usage"]
             for choice in chunk.get("choices") or ():
                 delta = choice.get("delta") or {}
-                if any(delta.get(k) for k in ("content", "reasoning_content", "tool_calls")):
+                if any(delta.get(k) is not None for k in ("content", "reasoning_content")):
+                    n -= 1  # one streamed token (its text may be empty: part of a character)
+                elif delta.get("tool_calls"):
                     n -= 1
 
     async def drain(self) -> None:

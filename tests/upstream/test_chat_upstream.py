@@ -272,3 +272,34 @@ def test_a_client_disconnect_aborts_the_upstream_request(upstream: Any, relay: R
     assert relay.done == []  # the upstream never got to finish its reply
     model = server.engine.model
     assert model is not None and model.aborted == 1  # type: ignore[attr-defined]
+
+
+def test_a_cancel_aborts_the_upstream_request(upstream: Any, relay: Relay) -> None:
+    server = upstream(url=relay.url)
+    client = sdk(server)
+    final = None
+    with client.responses.connect() as conn:
+        conn.send(
+            {
+                "type": "response.create",
+                "model": "m",
+                "input": "tell a long story, then stop",
+                "tools": EXEC,
+                "shape": "append",
+                "store": False,
+            }
+        )
+        rid = ""
+        for event in conn:
+            if event.type == "response.created":
+                rid = event.response.id
+            elif event.type == "response.output_text.delta" and final is None:
+                conn.send({"type": "response.cancel", "response_id": rid})  # mid-stream
+                final = "sent"
+            elif event.type in TERMINAL:
+                final = event.response
+                break
+    assert final is not None and final.status == "incomplete"
+    assert final.incomplete_details.reason == "cancelled"
+    assert relay.client_closed_first.wait(10), "rollout kept reading the upstream's stream"
+    assert relay.done == []

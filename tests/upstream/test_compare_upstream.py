@@ -29,5 +29,5 @@ def test_compare_over_an_upstream(aimock: Aimock) -> None:
     assert all(r.turns == 3 and r.inference_s > 0 for r in results)  # 2 calls, then the answer
     first = scenario.request["input"][0]["content"]
     sent = aimock.requests_for(first[:40])
-    assert len(sent) == 9  # 3 steps in each of 3 modes
+    assert len(sent) == 12  # an unmeasured warm-up run, then 3 steps in each of 3 modes
     assert all(e["body"]["max_tokens"] >= 1 for e in sent)
