@@ -5,9 +5,13 @@
 # (`output_index` keeps counting across pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
+from collections.abc import Sequence
+from typing import Any
+
 import attrs
 
 from protocol.control import ControlEvents
+from protocol.deltas import DeltaRun, E
 from protocol.events import (
     AnnotationAddedEvent,
     ArgumentsDeltaEvent,
@@ -165,24 +169,26 @@ class ResponseStream(ControlEvents):
             ),
         ]
 
-    def text_delta(self, delta: str) -> TextDeltaEvent | RefusalDeltaEvent:
+    def text_run(
+        self, deltas: Sequence[str]
+    ) -> DeltaRun[TextDeltaEvent] | DeltaRun[RefusalDeltaEvent]:
+        """Deltas of the open message's text (or refusal), as one run of events."""
         t = self._require_text()
-        t.text.append(delta)
+        t.text.extend(deltas)
+        fields = (("item_id", t.item_id), ("output_index", t.output_index), ("content_index", 0))
         if t.refusal:
-            return RefusalDeltaEvent(
-                sequence_number=self._n(),
-                item_id=t.item_id,
-                output_index=t.output_index,
-                content_index=0,
-                delta=delta,
-            )
-        return TextDeltaEvent(
-            sequence_number=self._n(),
-            item_id=t.item_id,
-            output_index=t.output_index,
-            content_index=0,
-            delta=delta,
-        )
+            return self._run(RefusalDeltaEvent, fields, deltas)
+        return self._run(TextDeltaEvent, fields, deltas)
+
+    def text_delta(self, delta: str) -> TextDeltaEvent | RefusalDeltaEvent:
+        return self.text_run((delta,)).events()[0]
+
+    def _run(
+        self, cls: type[E], fields: tuple[tuple[str, Any], ...], deltas: Sequence[str]
+    ) -> DeltaRun[E]:
+        n = self._seq
+        self._seq += len(deltas)
+        return DeltaRun(cls, n, fields, deltas)
 
     def annotate(self, annotation: UrlCitation) -> AnnotationAddedEvent:
         t = self._require_text()
@@ -256,17 +262,19 @@ class ResponseStream(ControlEvents):
         r.part = []
         return [self._summary_part_event("response.reasoning_summary_part.added", r, "")]
 
-    def summary_delta(self, delta: str) -> ReasoningSummaryDeltaEvent:
+    def summary_run(self, deltas: Sequence[str]) -> DeltaRun[ReasoningSummaryDeltaEvent]:
         r = self._require_reasoning()
         assert r.part is not None, "no summary part is open"
-        r.part.append(delta)
-        return ReasoningSummaryDeltaEvent(
-            sequence_number=self._n(),
-            item_id=r.item_id,
-            output_index=r.output_index,
-            summary_index=len(r.summary),
-            delta=delta,
+        r.part.extend(deltas)
+        fields = (
+            ("item_id", r.item_id),
+            ("output_index", r.output_index),
+            ("summary_index", len(r.summary)),
         )
+        return self._run(ReasoningSummaryDeltaEvent, fields, deltas)
+
+    def summary_delta(self, delta: str) -> ReasoningSummaryDeltaEvent:
+        return self.summary_run((delta,)).events()[0]
 
     def end_summary_part(self) -> list[Event]:
         r = self._require_reasoning()
@@ -339,12 +347,16 @@ class ResponseStream(ControlEvents):
         self.response.output.append(item)
         return [self._item_event("response.output_item.added", index, item)]
 
-    def arguments_delta(self, output_index: int, delta: str) -> ArgumentsDeltaEvent:
+    def arguments_run(
+        self, output_index: int, deltas: Sequence[str]
+    ) -> DeltaRun[ArgumentsDeltaEvent]:
         item = self.response.output[output_index]
         assert isinstance(item, FunctionCall)
-        return ArgumentsDeltaEvent(
-            sequence_number=self._n(), item_id=item.id or "", output_index=output_index, delta=delta
-        )
+        fields = (("item_id", item.id or ""), ("output_index", output_index))
+        return self._run(ArgumentsDeltaEvent, fields, deltas)
+
+    def arguments_delta(self, output_index: int, delta: str) -> ArgumentsDeltaEvent:
+        return self.arguments_run(output_index, (delta,)).events()[0]
 
     def end_call(self, output_index: int, arguments: str, status: str = "completed") -> list[Event]:
         item = self.response.output[output_index]

@@ -1,0 +1,117 @@
+# Runs of delta events, encoded from a template. Most of a stream is deltas (message text,
+# refusals, function-call arguments, reasoning summaries) whose events differ only in their
+# sequence number and delta, so a run of them is one value (no event object per token) and is
+# encoded with one string format per event. The template is cut from the codec's own encoding of
+# a sample event, so a run's bytes are exactly what `codec.encode_event` gives for its events.
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+import attrs
+import orjson
+
+from protocol import codec
+from protocol.events import (
+    ArgumentsDeltaEvent,
+    ReasoningSummaryDeltaEvent,
+    RefusalDeltaEvent,
+    TextDeltaEvent,
+)
+
+E = TypeVar("E", TextDeltaEvent, RefusalDeltaEvent, ArgumentsDeltaEvent, ReasoningSummaryDeltaEvent)
+
+_SEQ = 918_273_645_546_372_819  # stand-ins cut out of a sample event's encoding
+_DELTA = "\x00rollout delta\x00"
+
+
+@attrs.frozen
+class DeltaRun(Generic[E]):
+    """`deltas` as consecutive events of class `cls`, numbered from `sequence_number`; `fields`
+    are the other fields they share (item id, output index, content or summary index)."""
+
+    cls: type[E]
+    sequence_number: int
+    fields: tuple[tuple[str, Any], ...]
+    deltas: Sequence[str]
+
+    def __len__(self) -> int:
+        return len(self.deltas)
+
+    @property
+    def type(self) -> str:
+        return str(attrs.fields_dict(self.cls)["type"].default)
+
+    def events(self) -> list[E]:
+        fields = dict(self.fields)
+        n = self.sequence_number
+        return [
+            self.cls(sequence_number=n + i, delta=d, **fields) for i, d in enumerate(self.deltas)
+        ]
+
+    def split(self, k: int) -> tuple[DeltaRun[E], DeltaRun[E]]:
+        """The first `k` events and the rest, as two runs."""
+        head = attrs.evolve(self, deltas=self.deltas[:k])
+        tail = attrs.evolve(self, sequence_number=self.sequence_number + k, deltas=self.deltas[k:])
+        return head, tail
+
+
+@functools.lru_cache(maxsize=4096)
+def _parts(cls: Any, fields: tuple[tuple[str, Any], ...], stream_id: str | None) -> list[bytes]:
+    """A run's event encoding cut where the sequence number and the delta's JSON go."""
+    sample = cls(sequence_number=_SEQ, delta=_DELTA, **dict(fields))
+    head, rest = codec.encode_event(sample, stream_id).split(b"%d" % _SEQ)
+    return [head, *rest.split(orjson.dumps(_DELTA))]
+
+
+@functools.lru_cache(maxsize=4096)
+def _sse_parts(cls: Any, fields: tuple[tuple[str, Any], ...]) -> list[str]:
+    """The SSE framing of `_parts`, as text, with the delta's quotes in the template."""
+    head, middle, tail = _parts(cls, fields, None)
+    kind = str(attrs.fields_dict(cls)["type"].default)
+    return [
+        f"event: {kind}\ndata: {head.decode()}",
+        middle.decode() + '"',
+        '"' + tail.decode() + "\n\n",
+    ]
+
+
+def _fields(run: DeltaRun[Any]) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+    cls: Any = run.cls  # a class is hashable (mypy cannot see it through type[E])
+    return cls, run.fields
+
+
+def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
+    """Each event's JSON, as `codec.encode_event(event, stream_id)` would give it."""
+    head, middle, tail = (p.replace(b"%", b"%%") for p in _parts(*_fields(run), stream_id))
+    fmt = head + b"%d" + middle + b"%b" + tail
+    n = run.sequence_number
+    numbers = range(n, n + len(run.deltas))
+    return list(map(fmt.__mod__, zip(numbers, map(orjson.dumps, run.deltas), strict=True)))
+
+
+#: What JSON must escape in a string (orjson writes the rest as it is, in UTF-8).
+_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+
+
+def sse_run(run: DeltaRun[Any]) -> bytes:
+    """The run's events as SSE body bytes (`event:` and `data:` lines, a blank line after each).
+    Deltas that JSON writes as they are (most text) are joined with the template in one pass;
+    a run with a delta to escape is encoded event by event."""
+    deltas, n = run.deltas, len(run.deltas)
+    if _ESCAPED.search("".join(deltas)):
+        return b"".join(
+            b"event: %s\ndata: %s\n\n" % (run.type.encode(), e) for e in encode_run(run)
+        )
+    head, middle, tail = _sse_parts(*_fields(run))
+    parts = [head] * (5 * n)  # head, number, middle, delta, tail; for each event
+    parts[1::5] = map(str, range(run.sequence_number, run.sequence_number + n))
+    parts[2::5] = [middle] * n
+    parts[3::5] = deltas
+    parts[4::5] = [tail] * n
+    return "".join(parts).encode()
+
+
+__all__ = ["DeltaRun", "encode_run", "sse_run"]
