@@ -10,12 +10,14 @@ import logging
 import time
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import trio
 
 from protocol import errors
 from protocol.choices import resolve_format, resolve_tool_choice
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import (
@@ -417,6 +419,14 @@ class DisconnectingSink:
             raise Disconnected()
         await self.inner.emit(event)
         self.sent += 1
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        head, tail = run.split(max(0, self.after - self.sent))
+        if head.deltas:
+            await self.inner.emit_run(head)
+            self.sent += len(head)
+        if tail.deltas:
+            await self.emit(tail.events()[0])  # drops the connection
 
     async def flush(self) -> None:
         await self.inner.flush()

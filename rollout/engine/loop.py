@@ -12,12 +12,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 import trio
 
-from protocol.events import ArgumentsDeltaEvent, Event, TextDeltaEvent
+from protocol.deltas import DeltaRun
+from protocol.events import Event
 from protocol.items import FunctionCall, Item
 from protocol.request import CreateRequest
 from protocol.response import Usage
@@ -48,6 +49,10 @@ class Sink(Protocol):
         """Send (or queue) one event; raises Disconnected when the client is gone."""
         ...
 
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        """Send a run of delta events, as `emit` would send each (`emit_each` does that)."""
+        ...
+
     async def flush(self) -> None:
         """Let what is queued leave now (a response's first token)."""
         ...
@@ -66,11 +71,20 @@ class CallbackSink:
     async def emit(self, event: Event) -> None:
         await self.callback(event)
 
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await emit_each(self, run)
+
     async def flush(self) -> None:
         pass
 
     async def close(self) -> None:
         pass
+
+
+async def emit_each(sink: Sink, run: DeltaRun[Any]) -> None:
+    """A run sent event by event (for sinks that look at each event)."""
+    for event in run.events():
+        await sink.emit(event)
 
 
 def as_sink(target: Sink | Emit) -> Sink:
@@ -164,8 +178,11 @@ class Rollout:
     async def emit(self, event: Event) -> None:
         if not self.gone:
             await self.sink.emit(event)
-            # After a delta no built event waits unsent: notes can go in between.
-            if self.mailbox.notes and type(event) in _SINGLE:
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        if not self.gone:
+            await self.sink.emit_run(run)
+            if self.mailbox.notes:  # after deltas no built event waits unsent
                 await self.send_notes()
 
     async def send_notes(self) -> None:
@@ -192,9 +209,6 @@ class Rollout:
         return Usage.of(
             self.input_tokens, self.cached_tokens, self.output_tokens, self.reasoning_tokens
         )
-
-
-_SINGLE = (TextDeltaEvent, ArgumentsDeltaEvent)  # events the loop builds and sends one at a time
 
 
 async def _boundary(r: Rollout, env: LoopEnv) -> None:

@@ -127,9 +127,14 @@ async def _decode(
     output budget (`Finish("length")` where it runs out). The deltas due by now leave as one
     piece; the pacer sleeps only to deadlines more than a millisecond away."""
     left = r.budget_left
+    deltas = pieces(text)
+    if pacer.unpaced and left is None:  # all of it is due now
+        if deltas:
+            yield make(deltas)
+        return
     batch: list[tuple[str, int]] = []
     now = trio.current_time()
-    for delta in pieces(text):
+    for delta in deltas:
         tokens = delta[1]
         if left is not None:
             if left < tokens:

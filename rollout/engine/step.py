@@ -6,11 +6,15 @@
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable, Sequence
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
 
+from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
 from protocol.reasoning import Sealed, seal
 from rollout.engine.ids import new_id
@@ -20,6 +24,7 @@ from rollout.model.policy import Citation, FunctionCallSpec, WebSearchSpec
 if TYPE_CHECKING:
     from rollout.engine.loop import LoopEnv, Pieces, Rollout
 
+RUN_MAX = 1024  # delta events queued at once (well under the outboxes' high-water marks)
 THOUGHTS_KEPT = 100_000  # reasoning items whose hidden text the engine remembers (oldest go)
 
 
@@ -136,42 +141,53 @@ class Step:
         r.work.mark("first_token")
         await r.sink.flush()
 
+    async def _deltas(
+        self, deltas: p.Deltas, run: Callable[[Sequence[str]], DeltaRun[Any]]
+    ) -> None:
+        """Deltas sent as runs of events: the response's first token alone (it leaves at once),
+        then at most RUN_MAX at a time (so a client's backpressure is felt between runs)."""
+        r = self.r
+        texts = list(map(itemgetter(0), deltas))
+        r.output_tokens += sum(map(itemgetter(1), deltas))
+        if r.first_token_pending and texts:
+            await r.emit_run(run(texts[:1]))
+            await self._first_token()
+            texts = texts[1:]
+        for at in range(0, len(texts), RUN_MAX):
+            await r.emit_run(run(texts[at : at + RUN_MAX]))
+
     async def _text(self, deltas: p.Deltas) -> None:
         r = self.r
-        make = r.stream.text_delta
-        for delta, tokens in deltas:
-            r.output_tokens += tokens
-            await r.emit(make(delta))
-            if r.first_token_pending:
-                await self._first_token()
-            self.chars += len(delta)
-            citations = self.citations
+        citations = self.citations
+        while citations and deltas:  # up to each citation's end, then the annotation
+            chars, cut = self.chars, len(deltas)
+            for i, (delta, _) in enumerate(deltas):
+                chars += len(delta)
+                if citations[0].end_index <= chars:
+                    cut = i + 1
+                    break
+            await self._deltas(deltas[:cut], r.stream.text_run)
+            self.chars += sum(len(d) for d, _ in deltas[:cut])
+            deltas = deltas[cut:]
             while citations and citations[0].end_index <= self.chars:
                 c = citations.pop(0)
                 annotation = UrlCitation(
                     url=c.url, title=c.title, start_index=c.start_index, end_index=c.end_index
                 )
                 await r.emit(r.stream.annotate(annotation))
+        if deltas:  # no citation is left to place: the characters need not be counted
+            await self._deltas(deltas, r.stream.text_run)
 
     async def _args(self, deltas: p.Deltas) -> None:
-        r = self.r
-        make, index, buffer = r.stream.arguments_delta, self.index, self.buffer
-        for delta, tokens in deltas:
-            r.output_tokens += tokens
-            await r.emit(make(index, delta))
-            if r.first_token_pending:
-                await self._first_token()
-            buffer.append(delta)
+        self.buffer.extend(map(itemgetter(0), deltas))
+        await self._deltas(deltas, functools.partial(self.r.stream.arguments_run, self.index))
 
     async def _summary(self, deltas: p.Deltas) -> None:
         r = self.r
         if not self.summary:
             self.summary = True
             await r.send(r.stream.begin_summary_part())
-        for delta, _ in deltas:
-            await r.emit(r.stream.summary_delta(delta))
-            if r.first_token_pending:
-                await self._first_token()
+        await self._deltas([(d, 0) for d, _ in deltas], r.stream.summary_run)
 
     async def _open(self, piece: p.Piece) -> None:
         """A piece that opens (or, for the reasoning item, ends) an output item."""

@@ -161,6 +161,11 @@ class Pacer:
         if due - trio.current_time() > 0.001:
             await trio.sleep_until(due)
 
+    @property
+    def unpaced(self) -> bool:
+        """Tokens are released as soon as they are decoded (no declared decode speed)."""
+        return self._tps <= 0
+
     def due(self, n: int, now: float) -> float | None:
         """Count `n` more tokens; when they may be released if that is more than a millisecond
         after `now` (sleep until then), else None (release them now)."""
@@ -171,16 +176,30 @@ class Pacer:
         return due if due - now > 0.001 else None
 
 
+#: The delta of each ASCII token seen so far (at most the vocabulary: about 200k entries).
+_ASCII: dict[int, tuple[str, int]] = {}
+
+
 def pieces(text: str) -> list[tuple[str, int]]:
     """`text` split at token boundaries as a model streams it: (delta, tokens in it).
 
     A delta holds one token, or several where one character's UTF-8 spans tokens.
     """
     enc = tok.encoding()
+    ids = tok.encode(text)
+    if text.isascii():  # every token is whole characters
+        try:
+            return list(map(_ASCII.__getitem__, ids))
+        except KeyError:
+            for t in ids:
+                if t not in _ASCII:
+                    _ASCII[t] = (enc.decode_single_token_bytes(t).decode("ascii"), 1)
+            return list(map(_ASCII.__getitem__, ids))
+    tokens = enc.decode_tokens_bytes(ids)
     out: list[tuple[str, int]] = []
     pending = b""
     n = 0
-    for piece in enc.decode_tokens_bytes(enc.encode_ordinary(text)):
+    for piece in tokens:
         n += 1
         if pending or not piece.isascii():  # possibly part of a multi-byte character
             pending += piece

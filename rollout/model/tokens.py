@@ -73,9 +73,28 @@ def encoding(name: str = ENCODING_NAME) -> tiktoken.Encoding:
     )
 
 
+#: Long texts tokenized lately, kept for a second use (the model tokenizes the text it streams;
+#: the context, moments later, the message that holds it): a few entries, of bounded size.
+RECENT_ENTRIES = 8
+RECENT_CHARS = (1_000, 1_000_000)
+_recent: dict[str, list[int]] = {}
+_recent_lock = threading.Lock()
+
+
 def encode(text: str) -> list[int]:
     """Tokens of ordinary text (special-token strings are encoded as text, never as specials)."""
-    return encoding().encode_ordinary(text)
+    small, large = RECENT_CHARS
+    if not small <= len(text) <= large:
+        return encoding().encode_ordinary(text)
+    with _recent_lock:
+        ids = _recent.pop(text, None)
+    if ids is None:
+        ids = encoding().encode_ordinary(text)
+    with _recent_lock:
+        _recent[text] = ids
+        while len(_recent) > RECENT_ENTRIES:
+            del _recent[next(iter(_recent))]
+    return list(ids)
 
 
 def count(text: str) -> int:

@@ -17,6 +17,7 @@ import orjson
 import trio
 
 from protocol import errors
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.validate import betas_of
@@ -51,6 +52,9 @@ class NullSink:
 
     async def emit(self, event: Event) -> None:
         del event
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        del run
 
     async def flush(self) -> None:
         pass

@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import h11
 import trio
 
 from protocol import codec
+from protocol.deltas import DeltaRun, encode_run, sse_run
 from protocol.events import Event
 from rollout.engine.loop import Disconnected
 from rollout.service.taps import Taps
@@ -67,16 +68,26 @@ class SseSink:
 
     async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
         """One event already encoded (its `type` and JSON data)."""
+        await self._put(lambda: [payload], lambda: b"event: %s\ndata: %s\n\n" % (kind, payload), 1)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        """A run of delta events, framed from its template in one go."""
+        await self._put(lambda: encode_run(run), lambda: sse_run(run), len(run))
+
+    async def _put(
+        self, encoded: Callable[[], list[bytes]], framed: Callable[[], bytes], n: int
+    ) -> None:
+        """Queue `n` events (`framed`: as body bytes; `encoded`: each one's JSON, for taps)."""
         if not self.started:
             await self._start()
         if self._broken:
             raise Disconnected()
-        await self._taps.event(payload)
+        await self._taps.events(encoded)
         if self._body:
-            self._out += b"event: %s\ndata: %s\n\n" % (kind, payload)
+            self._out += framed()
             self._drained = trio.Event() if self._drained.is_set() else self._drained
             self._wake.set()
-        self._taps.sent()
+        self._taps.sent(n)
         if self.queued > HIGH_WATER:
             await self._drained.wait()
             if self._broken:
@@ -120,13 +131,18 @@ class SseSink:
             while True:
                 await self._wake.wait()
                 self._wake = trio.Event()
-                data: Any = b""
+                parts: list[Any] = []
                 if self._pre:
-                    data, self._pre = self._pre, b""
+                    parts.append(self._pre)
+                    self._pre = b""
                 if self._out:
                     body, self._out = self._out, bytearray()
                     self._writing = len(body)
-                    data += self._conn.send(h11.Data(data=bytes(body))) or b""
+                    # The chunk's framing around the outbox itself (h11 passes the data through
+                    # as is: any buffer will do), so the body is copied once, into the write.
+                    chunk = h11.Data(data=cast(bytes, body))
+                    parts += self._conn.send_with_data_passthrough(chunk) or ()
+                data = b"".join(parts)
                 if data:
                     await self._send(data)
                     self.writes += 1

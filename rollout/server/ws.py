@@ -10,12 +10,14 @@ import contextlib
 import logging
 import math
 import time
+from typing import Any
 
 import attrs
 import trio
 from wsproto.utilities import RemoteProtocolError
 
 from protocol import codec
+from protocol.deltas import DeltaRun, encode_run
 from protocol.errors import ProtocolError
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from protocol.lanes import Lane
@@ -60,6 +62,15 @@ class LaneSink:
         except WsClosed:
             raise Disconnected() from None
         self.taps.sent()
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        frames = encode_run(run, self.lane)
+        await self.taps.events(lambda: frames)
+        try:
+            await self.ws.send_messages(frames)
+        except WsClosed:
+            raise Disconnected() from None
+        self.taps.sent(len(frames))
 
     async def flush(self) -> None:
         await self.ws.flush()

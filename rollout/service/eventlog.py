@@ -14,9 +14,10 @@ import attrs
 import trio
 
 from protocol import codec
+from protocol.deltas import DeltaRun
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import Disconnected, Sink
+from rollout.engine.loop import Disconnected, Sink, emit_each
 from rollout.service.writer import Writer
 from rollout.store.memory import StoredResponse
 from rollout.store.redis import RedisStore
@@ -54,6 +55,9 @@ class LogSink:
             # As the real API's background responses: the response goes on to its end, so that
             # its stream can be resumed (GET ...?stream=true&starting_after=N) from any worker.
             self.gone = True
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await emit_each(self, run)
 
     async def flush(self) -> None:
         await self.inner.flush()

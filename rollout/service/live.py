@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
 import trio
 
 from protocol import errors
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import normalize_input
@@ -62,6 +64,15 @@ class Relay:
             return
         try:
             await target.emit(event)
+        except Disconnected:
+            self.live.detach()
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        target = self.target
+        if target is None:
+            return
+        try:
+            await target.emit_run(run)
         except Disconnected:
             self.live.detach()
 

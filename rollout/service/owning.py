@@ -11,11 +11,12 @@ import attrs
 import trio
 
 from protocol import codec
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item
 from protocol.lifetime import State
-from rollout.engine.loop import Disconnected
+from rollout.engine.loop import Disconnected, emit_each
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.live import response_not_found
@@ -53,6 +54,9 @@ class RemoteSink:
             raise Disconnected()
         payload = codec.encode_event(event).decode()
         self.cluster.publish(self.worker, {"k": "ev", "t": self.token, "e": payload}, self._gone)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await emit_each(self, run)
 
     async def flush(self) -> None:
         pass

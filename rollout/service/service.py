@@ -18,6 +18,7 @@ import attrs
 import trio
 
 from protocol import codec
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item
@@ -329,6 +330,9 @@ class NullSink:
     async def emit(self, event: Event) -> None:
         del event
 
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        del run
+
     async def flush(self) -> None:
         pass
 
@@ -348,6 +352,9 @@ class PauseTap:
         if event.type == "response.done":
             self.cluster.paused(self.prepared)
         await self.inner.emit(event)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await self.inner.emit_run(run)
 
     async def flush(self) -> None:
         await self.inner.flush()

@@ -4,7 +4,7 @@
 # WebSocket cannot drift apart. A Taps does no framing: transports hand it what they send.
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import attrs
@@ -56,8 +56,14 @@ class Taps:
         if self.recorder is not None:
             await self.recorder.event(data)
 
-    def sent(self) -> None:
-        self.stats.events_sent += 1
+    async def events(self, run: Callable[[], list[bytes]]) -> None:
+        """A run of events about to be sent: `run` encodes them one by one, if anyone looks."""
+        if self.recorder is not None:
+            for data in run():
+                await self.recorder.event(data)
+
+    def sent(self, n: int = 1) -> None:
+        self.stats.events_sent += n
 
     async def error(self, exc: ProtocolError, frame: bytes | None = None) -> None:
         """A refused request: counted by code; over WebSocket, recorded as its error event."""
