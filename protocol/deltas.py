@@ -96,6 +96,12 @@ def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
 _ESCAPED = re.compile(r'[\x00-\x1f"\\]')
 
 
+@functools.cache
+def _numbers() -> list[str]:
+    """Sequence numbers as text, for the first events of every response (about 4 MB, once)."""
+    return [str(i) for i in range(1 << 16)]
+
+
 def sse_run(run: DeltaRun[Any]) -> bytes:
     """The run's events as SSE body bytes (`event:` and `data:` lines, a blank line after each).
     Deltas that JSON writes as they are (most text) are joined with the template in one pass;
@@ -107,7 +113,11 @@ def sse_run(run: DeltaRun[Any]) -> bytes:
         )
     head, middle, tail = _sse_parts(*_fields(run))
     parts = [head] * (5 * n)  # head, number, middle, delta, tail; for each event
-    parts[1::5] = map(str, range(run.sequence_number, run.sequence_number + n))
+    first, numbers = run.sequence_number, _numbers()
+    if first + n <= len(numbers):
+        parts[1::5] = numbers[first : first + n]
+    else:
+        parts[1::5] = map(str, range(first, first + n))
     parts[2::5] = [middle] * n
     parts[3::5] = deltas
     parts[4::5] = [tail] * n

@@ -24,7 +24,9 @@ from rollout.model.policy import Citation, FunctionCallSpec, WebSearchSpec
 if TYPE_CHECKING:
     from rollout.engine.loop import LoopEnv, Pieces, Rollout
 
-RUN_MAX = 1024  # delta events queued at once (well under the outboxes' high-water marks)
+RUN_MAX = (
+    256  # delta events queued at once (tens of KB: an outbox overshoots its high water by one run)
+)
 THOUGHTS_KEPT = 100_000  # reasoning items whose hidden text the engine remembers (oldest go)
 
 

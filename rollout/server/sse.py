@@ -50,6 +50,7 @@ class SseSink:
         self._pre = b""  # the response head, written before the first body bytes
         self._out = bytearray()
         self._writing = 0
+        self._sending = False  # a task (the writer, or a flush) is writing
         self._wake = trio.Event()
         self._drained = trio.Event()
         self._drained.set()
@@ -94,9 +95,14 @@ class SseSink:
                 raise Disconnected()
 
     async def flush(self) -> None:
-        """Let the writer send what is queued now (e.g. a response's first token)."""
-        if (self._out or self._pre) and not self._broken:
+        """Send what is queued now (e.g. a response's first token): from this task, when no
+        write is in progress, so it leaves before other tasks run; else when the write ends."""
+        if not (self._out or self._pre) or self._broken:
+            return
+        if self._sending:
             await self._drained.wait()
+        else:
+            await self._send_queued()
 
     async def close(self) -> None:
         """Drop the connection (as a crashed peer would), after what is queued has been sent."""
@@ -126,15 +132,13 @@ class SseSink:
         self._wake.set()
         self._nursery.start_soon(self._writer)
 
-    async def _writer(self) -> None:
+    async def _send_queued(self) -> None:
+        """Write the head and the outbox until both are empty (one task at a time)."""
+        self._sending = True
         try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                parts: list[Any] = []
-                if self._pre:
-                    parts.append(self._pre)
-                    self._pre = b""
+            while self._pre or self._out:
+                parts: list[Any] = [self._pre] if self._pre else []
+                self._pre = b""
                 if self._out:
                     body, self._out = self._out, bytearray()
                     self._writing = len(body)
@@ -142,17 +146,25 @@ class SseSink:
                     # as is: any buffer will do), so the body is copied once, into the write.
                     chunk = h11.Data(data=cast(bytes, body))
                     parts += self._conn.send_with_data_passthrough(chunk) or ()
-                data = b"".join(parts)
-                if data:
-                    await self._send(data)
-                    self.writes += 1
-                    self._writing = 0
-                if not self._out:
-                    self._drained.set()
-                if self._ending and not self._out:
-                    return
+                await self._send(b"".join(parts))
+                self.writes += 1
+                self._writing = 0
         except SseBroken:
             self._broken = True
-            self._drained.set()
+        finally:
+            self._sending = False
+            self._writing = 0
+            self._wake.set()  # an ending writer may be waiting for this write
+        self._drained.set()
+
+    async def _writer(self) -> None:
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = trio.Event()
+                if not self._sending:  # else the task sending now takes what was queued
+                    await self._send_queued()
+                if self._broken or (self._ending and not self._out and not self._sending):
+                    return
         finally:
             self._done.set()

@@ -75,6 +75,7 @@ class WsConnection:
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
         self._out = bytearray()
         self._writing = 0  # bytes the writer took from the outbox and is sending
+        self._sending = False  # a task (the writer, or a flush) is writing the outbox
         self._wake = trio.Event()
         self._drained = trio.Event()
         self._drained.set()
@@ -239,27 +240,44 @@ class WsConnection:
                 raise self._closed
 
     async def flush(self) -> None:
-        """Let the writer send what is queued now (e.g. a response's first token)."""
-        if self._out and self._closed is None:
+        """Send what is queued now (e.g. a response's first token): from this task, when no
+        write is in progress, so it leaves before other tasks run; else when the write ends."""
+        if not self._out or self._closed is not None:
+            return
+        if self._sending:
             await self._drained.wait()
+        else:
+            await self._send_queued()
+
+    async def _send_queued(self) -> None:
+        """Write the outbox until it is empty (one task at a time: `_sending` says one is)."""
+        self._sending = True
+        try:
+            while self._out:
+                data, self._out = self._out, bytearray()
+                self._writing = len(data)
+                await self._stream.send_all(data)
+                self._writing = 0
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._closed = self._closed or WsClosed(1006, "connection dropped")
+            self._out = bytearray()  # nothing more can be sent
+            self._wake.set()  # the writer ends
+        finally:
+            self._sending = False
+            self._writing = 0
+            if self._closed is not None:
+                self._wake.set()  # a closing writer may be waiting for this write to end
+        self._drained.set()
 
     async def _writer(self) -> None:
         try:
             while True:
                 await self._wake.wait()
                 self._wake = trio.Event()
-                if self._out:
-                    data, self._out = self._out, bytearray()
-                    self._writing = len(data)
-                    await self._stream.send_all(data)
-                    self._writing = 0
-                if not self._out:
-                    self._drained.set()
-                if self._closed is not None and not self._out:
+                if not self._sending:  # else the task sending now takes what was queued
+                    await self._send_queued()
+                if self._closed is not None and not self._out and not self._sending:
                     return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed = self._closed or WsClosed(1006, "connection dropped")
-            self._drained.set()
         finally:
             self._writer_done.set()
 
