@@ -23,6 +23,8 @@ from protocol.events import (
 
 E = TypeVar("E", TextDeltaEvent, RefusalDeltaEvent, ArgumentsDeltaEvent, ReasoningSummaryDeltaEvent)
 
+Fields = tuple[tuple[str, Any], ...]  # what a run's events share, in wire order
+
 _SEQ = 918_273_645_546_372_819  # stand-ins cut out of a sample event's encoding
 _DELTA = "\x00rollout delta\x00"
 
@@ -34,7 +36,7 @@ class DeltaRun(Generic[E]):
 
     cls: type[E]
     sequence_number: int
-    fields: tuple[tuple[str, Any], ...]
+    fields: Fields
     deltas: Sequence[str]
 
     def __len__(self) -> int:
@@ -59,7 +61,7 @@ class DeltaRun(Generic[E]):
 
 
 @functools.lru_cache(maxsize=4096)
-def _parts(cls: Any, fields: tuple[tuple[str, Any], ...], stream_id: str | None) -> list[bytes]:
+def _parts(cls: Any, fields: Fields, stream_id: str | None) -> list[bytes]:
     """A run's event encoding cut where the sequence number and the delta's JSON go."""
     sample = cls(sequence_number=_SEQ, delta=_DELTA, **dict(fields))
     head, rest = codec.encode_event(sample, stream_id).split(b"%d" % _SEQ)
@@ -67,7 +69,7 @@ def _parts(cls: Any, fields: tuple[tuple[str, Any], ...], stream_id: str | None)
 
 
 @functools.lru_cache(maxsize=4096)
-def _sse_parts(cls: Any, fields: tuple[tuple[str, Any], ...]) -> list[str]:
+def _sse_parts(cls: Any, fields: Fields) -> list[str]:
     """The SSE framing of `_parts`, as text, with the delta's quotes in the template."""
     head, middle, tail = _parts(cls, fields, None)
     kind = str(attrs.fields_dict(cls)["type"].default)
@@ -78,7 +80,7 @@ def _sse_parts(cls: Any, fields: tuple[tuple[str, Any], ...]) -> list[str]:
     ]
 
 
-def _fields(run: DeltaRun[Any]) -> tuple[Any, tuple[tuple[str, Any], ...]]:
+def _fields(run: DeltaRun[Any]) -> tuple[Any, Fields]:
     cls: Any = run.cls  # a class is hashable (mypy cannot see it through type[E])
     return cls, run.fields
 
@@ -124,4 +126,4 @@ def sse_run(run: DeltaRun[Any]) -> bytes:
     return "".join(parts).encode()
 
 
-__all__ = ["DeltaRun", "encode_run", "sse_run"]
+__all__ = ["DeltaRun", "Fields", "encode_run", "sse_run"]

@@ -6,12 +6,11 @@
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
 from collections.abc import Sequence
-from typing import Any
 
 import attrs
 
 from protocol.control import ControlEvents
-from protocol.deltas import DeltaRun, E
+from protocol.deltas import DeltaRun, E, Fields
 from protocol.events import (
     AnnotationAddedEvent,
     ArgumentsDeltaEvent,
@@ -109,37 +108,33 @@ class ResponseStream(ControlEvents):
 
     def complete(self, usage: Usage, completed_at: int) -> list[Event]:
         self._check_open()
-        self.response.status = "completed"
         self.response.completed_at = completed_at
-        self.response.usage = usage
-        return self._end("response.completed")
+        return self._end("completed", usage)
 
     def incomplete(self, reason: str, usage: Usage) -> list[Event]:
         self._check_open()
-        self.response.status = "incomplete"
         self.response.incomplete_details = IncompleteDetails(reason=reason)
-        self.response.usage = usage
-        return self._end("response.incomplete")
+        return self._end("incomplete", usage)
 
     def fail(self, code: str, message: str, usage: Usage | None = None) -> list[Event]:
         """An `error` event (nested, spec §5.4) followed by `response.failed`."""
         self._check_open()
         self._close_open_text()
-        self.response.status = "failed"
         self.response.error = ResponseError(code=code, message=message)
-        self.response.usage = usage
         error = ErrorEvent(
             error=ErrorPayload(type="server_error", code=code, message=message, param=None),
             sequence_number=self._n(),
         )
-        return [error, *self._end("response.failed")]
+        return [error, *self._end("failed", usage)]
 
     def _check_open(self) -> None:
         if self.terminal is not None:
             raise RuntimeError("a response has exactly one terminal event")
 
-    def _end(self, type_: str) -> list[Event]:
-        event = self._lifecycle(type_)
+    def _end(self, status: str, usage: Usage | None) -> list[Event]:
+        self.response.status = status
+        self.response.usage = usage
+        event = self._lifecycle(f"response.{status}")
         self.terminal = event
         return [event]
 
@@ -183,9 +178,7 @@ class ResponseStream(ControlEvents):
     def text_delta(self, delta: str) -> TextDeltaEvent | RefusalDeltaEvent:
         return self.text_run((delta,)).events()[0]
 
-    def _run(
-        self, cls: type[E], fields: tuple[tuple[str, Any], ...], deltas: Sequence[str]
-    ) -> DeltaRun[E]:
+    def _run(self, cls: type[E], fields: Fields, deltas: Sequence[str]) -> DeltaRun[E]:
         n = self._seq
         self._seq += len(deltas)
         return DeltaRun(cls, n, fields, deltas)
