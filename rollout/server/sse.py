@@ -154,7 +154,8 @@ class SseSink:
         finally:
             self._sending = False
             self._writing = 0
-            self._wake.set()  # an ending writer may be waiting for this write
+            if self._ending or self._broken:
+                self._wake.set()  # the writer may be waiting for this write to end
         self._drained.set()
 
     async def _writer(self) -> None:
