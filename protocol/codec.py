@@ -9,8 +9,15 @@ import orjson
 
 from protocol.convert import Path, _error, _kind, converter, format_path
 from protocol.errors import ProtocolError, clip
-from protocol.events import CLASS_BY_TYPE, ArgumentsDeltaEvent, Event, TextDeltaEvent
+from protocol.events import (
+    CLASS_BY_TYPE,
+    ArgumentsDeltaEvent,
+    Event,
+    ResponseEvent,
+    TextDeltaEvent,
+)
 from protocol.request import AppendRequest, CreateRequest
+from protocol.response import Response
 
 T = TypeVar("T")
 
@@ -138,6 +145,19 @@ def encode(obj: Any) -> bytes:
     return orjson.dumps(converter.unstructure(obj))
 
 
+_last: list[Any] = [None, None]  # the snapshot encoded last, and its JSON form
+
+
+def _snapshot(response: Response) -> Any:
+    """A lifecycle event's response in JSON form. `response.created` and `.in_progress` carry
+    one snapshot (with the instructions and tools, often tens of KB), so the second reuses the
+    first's form; a snapshot is never changed after it is taken."""
+    last = _last
+    if last[0] is not response:
+        last[:] = [response, converter.unstructure(response)]
+    return last[1]
+
+
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
     """One event as JSON bytes, with `stream_id` added when the create named a lane."""
     data: dict[str, Any]
@@ -158,6 +178,12 @@ def encode_event(event: Event, stream_id: str | None = None) -> bytes:
             "item_id": event.item_id,
             "output_index": event.output_index,
             "delta": event.delta,
+        }
+    elif type(event) is ResponseEvent:
+        data = {
+            "type": event.type,
+            "sequence_number": event.sequence_number,
+            "response": _snapshot(event.response),
         }
     else:
         data = converter.unstructure(event)

@@ -14,6 +14,7 @@ from protocol import items as it
 from protocol.errors import ProtocolError
 from protocol.request import AppendRequest, CreateRequest
 from protocol.response import Response, Usage
+from protocol.stream import ResponseStream
 from protocol.validate import validate_create
 from support.strategies import (
     ACTION_STRATEGIES,
@@ -605,3 +606,16 @@ def test_decode_event_reports_the_missing_field() -> None:
     with pytest.raises(ProtocolError) as info:
         codec.decode_event({"type": "response.output_text.delta", "sequence_number": 1})
     assert (info.value.code, info.value.param) == ("missing_required_parameter", "item_id")
+
+
+def test_lifecycle_events_sharing_a_snapshot_encode_each_in_full() -> None:
+    """created and in_progress carry one snapshot (encoded once); another snapshot, even of
+    the same response after it changed, is encoded afresh."""
+    s = ResponseStream(Response(id="resp_1", created_at=0, model="m", instructions="Be brief."))
+    created, in_progress = s.start()
+    s.response.instructions = "changed"
+    (completed,) = s.created_only()
+    for event in (created, in_progress, completed, created):
+        assert orjson.loads(codec.encode_event(event)) == codec.to_json(event)
+    assert orjson.loads(codec.encode_event(completed))["response"]["instructions"] == "changed"
+    assert orjson.loads(codec.encode_event(in_progress))["response"]["instructions"] == "Be brief."
