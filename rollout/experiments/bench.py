@@ -14,6 +14,7 @@ from rollout.experiments.compare import run_one
 from rollout.experiments.concurrency import first_delta_under_load
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.firsttoken import first_token
+from rollout.experiments.peer import side_by_side
 from rollout.experiments.procs import running
 from rollout.experiments.streams import events_per_second
 from rollout.experiments.turncost import overhead_vs_history
@@ -121,6 +122,7 @@ BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
     "first-token": first_token,
     "ideal": ideal_ratio,
     "upstream-client": upstream_client,
+    "aimock": side_by_side,
 }
 
 

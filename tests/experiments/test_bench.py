@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rollout.cli import main
@@ -34,6 +36,7 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
         "first-token",
         "ideal",
         "upstream-client",
+        "aimock",
     }
 
 
@@ -158,3 +161,65 @@ async def test_the_first_token_bench_reports_both_echoes() -> None:
     ]
     assert all(f.value > 0 for f in figures)
     assert figures[2].passed == (figures[2].value <= 2)
+
+
+def test_aimock_figures_judge_rollouts_share_of_aimocks_time() -> None:
+    from rollout.experiments.peer import figures
+
+    got = {
+        "sse.long_stream": {"rollout": [0.2, 0.3, 0.25], "aimock": [0.25, 0.25, 0.3]},
+        "ws.long_stream": {"rollout": [0.2], "aimock": [0.3]},
+        "sse.first_delta": {"rollout": [0.002], "aimock": [0.001]},
+        "ws.first_delta": {"rollout": [0.001], "aimock": [0.001]},
+        "sse.events": {"rollout": [20_008], "aimock": [20_006]},
+        "ws.events": {"rollout": [20_008, 20_008], "aimock": [20_006]},
+    }
+    lines = [f.line() for f in figures(got)]
+    assert lines == [
+        "aimock.sse.long_stream.rollout 250 ms - info",
+        "aimock.sse.long_stream.aimock 250 ms - info",
+        "aimock.sse.long_stream.ratio 1 x <=1 pass",
+        "aimock.ws.long_stream.rollout 200 ms - info",
+        "aimock.ws.long_stream.aimock 300 ms - info",
+        "aimock.ws.long_stream.ratio 0.6667 x <=0.5 fail",
+        "aimock.sse.first_delta.rollout 2 ms - info",
+        "aimock.sse.first_delta.aimock 1 ms - info",
+        "aimock.sse.first_delta.ratio 2 x - info",
+        "aimock.ws.first_delta.rollout 1 ms - info",
+        "aimock.ws.first_delta.aimock 1 ms - info",
+        "aimock.ws.first_delta.ratio 1 x - info",
+        "aimock.sse.long_stream.events.rollout 2.001e+04 events - info",
+        "aimock.sse.long_stream.events.aimock 2.001e+04 events - info",
+        "aimock.ws.long_stream.events.rollout 2.001e+04 events - info",
+        "aimock.ws.long_stream.events.aimock 2.001e+04 events - info",
+    ]
+
+
+def test_the_aimock_bench_is_skipped_with_its_reason_without_aimock(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("rollout.experiments.peer.AIMOCK_CLI", tmp_path / "cli.js")
+    assert main(["bench", "aimock"]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith("rollout bench aimock: skipped: ")
+    assert "npm ci" in out.err or "node is not installed" in out.err
+
+
+async def test_the_aimock_bench_runs_both_servers_side_by_side() -> None:
+    """A small run end to end when Node and aimock are here (tests/upstream, `npm ci`): both
+    servers answer the same long and short prompts over SSE and WebSocket."""
+    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.peer import missing, side_by_side
+
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    figures: list[F] = []
+    await side_by_side(figures.append, tokens=50, repeats=1, shorts=1)
+    names = [f.name for f in figures]
+    assert len(names) == 16 and names[2] == "aimock.sse.long_stream.ratio"
+    assert [f.target for f in figures if f.passed is not None] == ["<=1", "<=0.5"]
+    events = {f.name: f.value for f in figures if ".events." in f.name}
+    assert set(events.values()) == {events["aimock.ws.long_stream.events.rollout"]}
+    assert all(f.value > 0 for f in figures)
