@@ -1,8 +1,9 @@
 # `rollout bench aimock`: rollout beside a peer, aimock (npm `@copilotkit/aimock`, the version
 # pinned by tests/upstream/package.json, installed there by `npm ci`), each in its own process:
 # the same 20,000-token answer over SSE and over the Responses WebSocket mode, and the same short
-# answer's first delta, read by raw-socket clients that parse framing only (streams.py), repeats
-# interleaved, medians. Skipped, with the reason, when Node or aimock is absent.
+# answer's first delta, read by raw-socket clients that parse framing only (the long stream by
+# the events bench's, streams.py), repeats interleaved, medians. Skipped, with the reason, when
+# Node or aimock is absent.
 from __future__ import annotations
 
 import os
@@ -25,21 +26,30 @@ import trio
 import rollout
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
-from rollout.experiments.streams import _ws_frame, _ws_open
+from rollout.experiments.streams import (
+    CREATE,
+    _ws_frame,
+    _ws_open,
+    sse_seconds,
+    ws_counter,
+    ws_frames,
+)
 
 AIMOCK_DIR = Path(rollout.__file__).resolve().parent.parent / "tests" / "upstream"
 AIMOCK_CLI = AIMOCK_DIR / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
-LONG, SHORT = "long stream", "short answer"  # the two prompts, the same for both servers
+# The two prompts, the same for both servers: the long one is the events bench's (streams.py),
+# so its clients (sse_seconds, ws_frames) time the long stream.
+LONG, SHORT = str(CREATE["input"]), "short answer"
 
-# rollout: the long answer (argv[1] tokens, one delta each) for LONG, "ok" for anything else.
+# rollout: the long answer (argv[1] tokens, one delta each) for argv[2], "ok" for anything else.
 ROLLOUT_SERVER = """
 import sys, trio, rollout
 from rollout.model.policy import TextStep
 long = TextStep(text=" ".join(["word"] * int(sys.argv[1])))
 short = TextStep(text="ok")
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(
-    lambda ctx: long if "long" in ctx.last_user_text else short))
+    lambda ctx: long if ctx.last_user_text == sys.argv[2] else short))
 async def main():
     async with trio.open_nursery() as n:
         port = await n.start(lambda task_status: rollout.serve(
@@ -64,8 +74,8 @@ def fixtures(tokens: int) -> dict[str, object]:
     text = " ".join(["word"] * tokens)
     return {
         "fixtures": [
-            {"match": {"userMessage": LONG}, "response": {"content": text}, "chunkSize": 5},
             {"match": {"userMessage": SHORT}, "response": {"content": "ok"}},
+            {"match": {"userMessage": LONG}, "response": {"content": text}, "chunkSize": 5},
         ]
     }
 
@@ -197,7 +207,7 @@ class RawWs:
 
 
 async def side_by_side(
-    report: Report, tokens: int = 20_000, repeats: int = 5, shorts: int = 50
+    report: Report, tokens: int = 20_000, repeats: int = 9, shorts: int = 90
 ) -> None:
     reason = missing()
     if reason is not None:
@@ -207,7 +217,10 @@ async def side_by_side(
     with tempfile.NamedTemporaryFile("wb", suffix=".json") as file:
         file.write(orjson.dumps(fixtures(tokens)))
         file.flush()
-        async with running(ROLLOUT_SERVER, [str(tokens)]) as server, aimock(file.name) as peer:
+        async with (
+            running(ROLLOUT_SERVER, [str(tokens), LONG]) as server,
+            aimock(file.name) as peer,
+        ):
             ports = {"rollout": server.port, "aimock": peer}
             ws = {name: RawWs(port) for name, port in ports.items()}
             try:
@@ -233,15 +246,13 @@ def _measure(ports: dict[str, int], ws: dict[str, RawWs], repeats: int, shorts: 
     for i in range(repeats + 1):
         order = names if i % 2 else names[::-1]
         for name in order:
-            _, seconds, events = sse(ports[name], LONG, count=not i)
             if i:
-                note("sse.long_stream", name, seconds)
-            else:
-                note("sse.events", name, events)
-            _, seconds, frames = ws[name].turn(LONG)
-            if i:
-                note("ws.long_stream", name, seconds)
-            note("ws.events", name, frames)
+                note("sse.long_stream", name, sse_seconds(ports[name]))
+                count = ws_counter(int(got["ws.events"][name][0]))
+                note("ws.long_stream", name, ws_frames(ports[name], count))
+            else:  # the warm-up round reads every event, to count them
+                note("sse.events", name, sse(ports[name], LONG, count=True)[2])
+                note("ws.events", name, ws[name].turn(LONG)[2])
         for _ in range(max(1, shorts // repeats) if i else 5):
             for name in order:
                 first, _, _ = sse(ports[name], SHORT)
