@@ -24,12 +24,13 @@ PER_TOKEN = ("http-full", "http-chain")  # resend (or re-read) the history: cost
 #: http-full at 100k tokens: <= 0.6 x the 108 ms of server CPU per turn measured before the lean
 #: delta path (the streaming issue's history target), rounded: 65 ms.
 HTTP_FULL_100K_MS = 65
+CALLS = 12  # tool calls per rollout: the window is the 12 turns after the first
 SETTLE_S = 0.05  # after a window, for work the server does after its last event (billing, store)
 
 BASE = Workload(
     name="bench-history",
     description="history of a given size, then one-token steps, each calling a tool",
-    tool_calls=(8, 8),
+    tool_calls=(CALLS, CALLS),
     instructions_bytes=500,
     tool_defs_bytes=1_500,
     first_message="go on",
@@ -39,7 +40,7 @@ BASE = Workload(
 )
 
 
-def scenario(history_tokens: int, calls: int = 8) -> Scenario:
+def scenario(history_tokens: int, calls: int = CALLS) -> Scenario:
     return attrs.evolve(BASE, history_tokens=history_tokens, tool_calls=(calls, calls)).build(0)
 
 
@@ -80,9 +81,9 @@ async def cpu_per_turn(server: ChildServer, mode: str, s: Scenario) -> float:
 async def overhead_vs_history(
     report: Report,
     sizes: tuple[int, ...] = (1_000, 10_000, 100_000),
-    repeats: int = 5,
+    repeats: int = 7,
     modes: Sequence[str] = MODES,
-    calls: int = 8,
+    calls: int = CALLS,
 ) -> None:
     scenarios = {size: scenario(size, calls) for size in sizes}
     values: dict[tuple[str, int], list[float]] = {(m, n): [] for m in modes for n in sizes}
