@@ -235,7 +235,7 @@ def parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="NAME",
         help="benches to run (default: all): overhead, events, concurrency, memory, "
-        "first-token, ideal, upstream-client",
+        "first-token, ideal, upstream-client, aimock (skipped without Node and aimock)",
     )
 
     ld = sub.add_parser(

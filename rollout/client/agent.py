@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from typing import Any
 
@@ -141,13 +141,15 @@ async def run_agent(
     tools: Mapping[str, Tool],
     *,
     api_key: str | None = None,
+    after_turn: Callable[[Turn], Awaitable[None]] | None = None,
 ) -> AgentResult:
     """Run one rollout in `mode` against the server at `base_url` (`http://host:port/v1`).
 
     `request` is the create body of the first turn (model, input, tools, instructions, ...);
     `tools` maps each function tool's name to a local function of its parsed arguments (sync or
     async; a non-string result is sent as JSON). The agent code is the same in every mode; only
-    how a turn is sent differs.
+    how a turn is sent differs. `after_turn`, if given, is awaited after each turn is collected,
+    before the client runs its tools (a measurement can read the server there).
     """
     if mode not in MODES + SCENARIOS:
         raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES + SCENARIOS)}")
@@ -185,6 +187,8 @@ async def run_agent(
             turn = await steer.successor(client, turn, turns, spans, t)
         turns.append(turn)
         spans.append(("turn", t, t + turn.seconds))
+        if after_turn is not None:
+            await after_turn(turn)
         while turn.calls and turn.status in ("paused", "completed", "waiting"):
             c = time.perf_counter()
             outputs = [await _run_tool(tools, call) for call in turn.calls]
@@ -215,6 +219,8 @@ async def run_agent(
                 turn = await collect(await client.create({**body, "input": history}), t)
             turns.append(turn)
             spans.append(("turn", t, t + turn.seconds))
+            if after_turn is not None:
+                await after_turn(turn)
     calls = [(c.name, c.arguments) for t in turns for c in t.calls]
     return AgentResult(
         mode=mode,

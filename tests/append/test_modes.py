@@ -120,3 +120,18 @@ async def test_append_does_each_piece_of_work_once() -> None:
     # and 11 routes and bills.
     assert f["routing"].calls == CALLS + 1
     assert full_engine.stats.billed == CALLS + 1
+
+
+@pytest.mark.parametrize("mode", ["http-full", "ws-chain", "ws-append"])
+async def test_run_agent_calls_after_turn_once_per_turn_in_order(mode: str) -> None:
+    seen: list[tuple[str, int]] = []
+
+    async def after(turn: Any) -> None:
+        seen.append((turn.status, len(turn.calls)))
+
+    async with serving(tool_script(3)) as server:
+        result = await run_agent(
+            mode, server.http_base_url, REQUEST, {"exec": exec_tool}, after_turn=after
+        )
+    assert seen == [(t.status, len(t.calls)) for t in result.turns]
+    assert len(seen) == 4 and seen[-1][1] == 0  # three calls, then the answer

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rollout.cli import main
@@ -34,6 +36,7 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
         "first-token",
         "ideal",
         "upstream-client",
+        "aimock",
     }
 
 
@@ -89,4 +92,134 @@ async def test_concurrency_bench_reports_percentiles_for_each_count() -> None:
         "first_delta.p50.3_connections",
         "first_delta.p99.3_connections",
     ]
+    assert all(f.value > 0 for f in figures)
+
+
+def test_turn_cpu_figures_are_named_and_judged_from_their_values() -> None:
+    """The per-turn CPU lines from given medians: a line per mode and size, the ratio gated for
+    the cached modes only, the http-full 100k figure against its 65 ms, the HTTP modes' cost per
+    history token; each verdict follows from its value and target."""
+    from rollout.experiments.turncost import MODES, figures
+
+    sizes = (1_000, 10_000, 100_000)
+    cpu = {(m, n): 0.002 for m in MODES for n in sizes}
+    cpu[("ws-chain", 100_000)] = 0.003  # 1.5 x: fails <=1.2
+    cpu[("http-full", 100_000)] = 0.0502  # 50.2 ms: passes <=65
+    cpu[("http-chain", 100_000)] = 0.101
+    lines = {f.name: f for f in figures(cpu, sizes, MODES)}
+    assert [n for n in lines if n.startswith("turn_cpu.")] == [
+        f"turn_cpu.{m}.{k}k" for k in (1, 10, 100) for m in MODES
+    ]
+    assert lines["turn_cpu.http-full.100k"].line() == "turn_cpu.http-full.100k 50.2 ms <=65 pass"
+    assert lines["turn_cpu_ratio.ws-chain.100k_vs_1k"].line().endswith("1.5 x <=1.2 fail")
+    assert lines["turn_cpu_ratio.ws-append.100k_vs_1k"].line().endswith("1 x <=1.2 pass")
+    assert lines["turn_cpu_ratio.http-full.100k_vs_1k"].passed is None
+    assert lines["turn_cpu_per_history_token.http-chain"].line() == (
+        "turn_cpu_per_history_token.http-chain 1 us/token - info"
+    )
+    assert [n for n in lines if n.startswith("turn_cpu_per")] == [
+        "turn_cpu_per_history_token.http-full",
+        "turn_cpu_per_history_token.http-chain",
+    ]
+    cpu[("http-full", 100_000)] = 0.0651
+    assert figures(cpu, sizes, MODES)[12].line() == "turn_cpu.http-full.100k 65.1 ms <=65 fail"
+
+
+async def test_the_overhead_bench_reads_the_server_processes_cpu() -> None:
+    """A small run end to end: one server process per size, every mode and size measured."""
+    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.turncost import overhead_vs_history
+
+    figures: list[F] = []
+    await overhead_vs_history(
+        figures.append, sizes=(100, 300), repeats=1, modes=("http-full", "ws-chain"), calls=2
+    )
+    assert [f.name for f in figures] == [
+        "turn_cpu.http-full.100",
+        "turn_cpu.ws-chain.100",
+        "turn_cpu.http-full.300",
+        "turn_cpu.ws-chain.300",
+        "turn_cpu_ratio.http-full.300_vs_100",
+        "turn_cpu_ratio.ws-chain.300_vs_100",
+        "turn_cpu_per_history_token.http-full",
+    ]
+    assert all(f.value > 0 for f in figures[:4])
+
+
+async def test_the_first_token_bench_reports_both_echoes() -> None:
+    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.firsttoken import first_token
+
+    figures: list[F] = []
+    await first_token(figures.append, samples=3, warmup=1)
+    assert [(f.name, f.target) for f in figures] == [
+        ("first_token.warm_connection", "-"),
+        ("first_token.raw_round_trip", "-"),
+        ("first_token.ratio", "<=2"),
+        ("first_token.minimal_echo_round_trip", "-"),
+        ("first_token.ratio_vs_minimal_echo", "-"),
+    ]
+    assert all(f.value > 0 for f in figures)
+    assert figures[2].passed == (figures[2].value <= 2)
+
+
+def test_aimock_figures_judge_rollouts_share_of_aimocks_time() -> None:
+    from rollout.experiments.peer import figures
+
+    got = {
+        "sse.long_stream": {"rollout": [0.2, 0.3, 0.25], "aimock": [0.25, 0.25, 0.3]},
+        "ws.long_stream": {"rollout": [0.2], "aimock": [0.3]},
+        "sse.first_delta": {"rollout": [0.002], "aimock": [0.001]},
+        "ws.first_delta": {"rollout": [0.001], "aimock": [0.001]},
+        "sse.events": {"rollout": [20_008], "aimock": [20_006]},
+        "ws.events": {"rollout": [20_008, 20_008], "aimock": [20_006]},
+    }
+    lines = [f.line() for f in figures(got)]
+    assert lines == [
+        "aimock.sse.long_stream.rollout 250 ms - info",
+        "aimock.sse.long_stream.aimock 250 ms - info",
+        "aimock.sse.long_stream.ratio 1 x <=1 pass",
+        "aimock.ws.long_stream.rollout 200 ms - info",
+        "aimock.ws.long_stream.aimock 300 ms - info",
+        "aimock.ws.long_stream.ratio 0.6667 x <=0.5 fail",
+        "aimock.sse.first_delta.rollout 2 ms - info",
+        "aimock.sse.first_delta.aimock 1 ms - info",
+        "aimock.sse.first_delta.ratio 2 x - info",
+        "aimock.ws.first_delta.rollout 1 ms - info",
+        "aimock.ws.first_delta.aimock 1 ms - info",
+        "aimock.ws.first_delta.ratio 1 x - info",
+        "aimock.sse.long_stream.events.rollout 2.001e+04 events - info",
+        "aimock.sse.long_stream.events.aimock 2.001e+04 events - info",
+        "aimock.ws.long_stream.events.rollout 2.001e+04 events - info",
+        "aimock.ws.long_stream.events.aimock 2.001e+04 events - info",
+    ]
+
+
+def test_the_aimock_bench_is_skipped_with_its_reason_without_aimock(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("rollout.experiments.peer.AIMOCK_CLI", tmp_path / "cli.js")
+    assert main(["bench", "aimock"]) == 0
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith("rollout bench aimock: skipped: ")
+    assert "npm ci" in out.err or "node is not installed" in out.err
+
+
+async def test_the_aimock_bench_runs_both_servers_side_by_side() -> None:
+    """A small run end to end when Node and aimock are here (tests/upstream, `npm ci`): both
+    servers answer the same long and short prompts over SSE and WebSocket."""
+    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.peer import missing, side_by_side
+
+    reason = missing()
+    if reason is not None:
+        pytest.skip(reason)
+    figures: list[F] = []
+    await side_by_side(figures.append, tokens=50, repeats=1, shorts=1)
+    names = [f.name for f in figures]
+    assert len(names) == 16 and names[2] == "aimock.sse.long_stream.ratio"
+    assert [f.target for f in figures if f.passed is not None] == ["<=1", "<=0.5"]
+    events = {f.name: f.value for f in figures if ".events." in f.name}
+    assert set(events.values()) == {events["aimock.ws.long_stream.events.rollout"]}
     assert all(f.value > 0 for f in figures)

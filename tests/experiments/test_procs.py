@@ -13,7 +13,7 @@ import rollout
 from rollout.client import HttpClient, collect
 from rollout.experiments.bench import _MEMORY_SERVER
 from rollout.experiments.load import LoadError, run_load
-from rollout.experiments.procs import ChildError, ChildServer, child_command, running
+from rollout.experiments.procs import ChildError, ChildServer, child_command, cpu_clock, running
 
 
 @pytest.fixture
@@ -68,3 +68,14 @@ async def test_load_reports_a_server_that_did_not_start(monkeypatch: pytest.Monk
     monkeypatch.setattr("rollout.experiments.load._SERVER", "raise SystemExit('broken')")
     with pytest.raises(LoadError, match="did not start: broken"):
         await run_load(connections=1, calls=1, timeout=5)
+
+
+async def test_a_childs_cpu_time_comes_from_its_process_clock() -> None:
+    """The child's CPU clock is read (nanoseconds, not 10 ms ticks), it only grows, and a child
+    that is gone reads nan."""
+    burn = "import time; sum(range(3_000_000)); print(1, flush=True); time.sleep(60)"
+    async with running(burn) as server:
+        assert cpu_clock(server.pid) is not None
+        first = server.cpu_seconds()
+        assert first > 0 and server.cpu_seconds() >= first
+    assert server.cpu_seconds() != server.cpu_seconds()  # nan
