@@ -66,6 +66,15 @@ def find_codex(env: Mapping[str, str]) -> str:
     return path
 
 
+def codex_version(codex: str) -> str:
+    """What `codex --version` says (e.g. `codex-cli 0.171.0`); AgentError if it cannot run."""
+    try:
+        done = subprocess.run([codex, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise AgentError(f"{codex} --version failed: {exc}") from None
+    return done.stdout.strip() or done.stderr.strip()
+
+
 def workspace(root: Path) -> Path:
     """The task's scratch project: a README, a pyproject and one source file."""
     work = root / "work"

@@ -204,9 +204,10 @@ def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
     calls = 3 if args.calls is None else args.calls
     try:
         binary = codex.find_codex(os.environ)
+        version = codex.codex_version(binary)
         console = _console()
         console.print(
-            f"[bold]agent[/] codex ({binary}): {codex.PROMPT!r} in a scratch "
+            f"[bold]agent[/] {version} ({binary}): {codex.PROMPT!r} in a scratch "
             f"workspace; the default model, {calls} tool calls, seed {args.seed}"
         )
         print_profiles(console, [profile], costs)
@@ -236,6 +237,7 @@ def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
     meta: dict[str, Any] = {
         "agent": "codex",
         "binary": binary,
+        "version": version,
         "prompt": codex.PROMPT,
         "calls": calls,
         "seed": args.seed,
