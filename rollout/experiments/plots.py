@@ -63,7 +63,11 @@ def end_to_end(
         return None
     profiles = list(dict.fromkeys(r.profile for r in results))
     fig, axes = plt.subplots(
-        1, len(profiles), figsize=(4.2 * len(profiles) + 1, 4.6), sharey=True, squeeze=False
+        1,
+        len(profiles),
+        figsize=(max(7.0, 4.2 * len(profiles) + 1), 4.8),
+        sharey=True,
+        squeeze=False,
     )
     for ax, profile in zip(axes[0], profiles, strict=True):
         shown = [m for m in modes if any(r.mode == m and r.profile == profile for r in results)]
@@ -86,8 +90,8 @@ def end_to_end(
     high_y = max(r.seconds / r.ideal_s for r in results)
     axes[0][0].set_ylim(max(0.0, low_y - 0.05), high_y + 0.04 * (high_y - low_y + 0.05))
     axes[0][0].set_ylabel("end-to-end / ideal (inference + client tools)")
-    axes[0][0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(title + " (bars: medians; whiskers: min-max of the repeats)", fontsize=10)
+    axes[0][-1].legend(fontsize=8, loc="lower right", framealpha=0.95)
+    fig.suptitle(f"{title}\n(bars: medians of the repeats; whiskers: their min-max)", fontsize=10)
     return _save(plt, fig, path)
 
 
