@@ -255,7 +255,8 @@ def parser() -> argparse.ArgumentParser:
         "--replot",
         default=None,
         metavar="DIR",
-        help="draw the figures of an earlier run again from DIR/results.json (nothing is run)",
+        help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
+        "per-turn.json, chains.json, codex.json); nothing is run",
     )
     c.add_argument("--out", default="results", help="directory for results, plots, traces")
 

@@ -252,3 +252,14 @@ def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> l
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     plot = chain_plot(out / "ttft-chain.png", ps, list(chains.modes), chains.workload.name)
     return [path] + ([plot] if plot is not None else [])
+
+
+def replot(directory: Path) -> list[Path]:
+    """ttft-chain.png again from the directory's chains.json."""
+    from rollout.experiments.plots import chain_plot
+
+    data = orjson.loads((directory / "chains.json").read_bytes())
+    ps = [Point(**p) for p in data["points"]]
+    modes = list(dict.fromkeys(p.mode for p in ps))
+    plot = chain_plot(directory / "ttft-chain.png", ps, modes, data["workload"]["name"])
+    return [] if plot is None else [plot]

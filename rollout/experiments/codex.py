@@ -273,3 +273,12 @@ def write(out: Path, runs: Sequence[CodexRun], meta: dict[str, object]) -> list[
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     plot = agent_plot(out / "codex.png", runs)
     return [path] + ([plot] if plot is not None else [])
+
+
+def replot(directory: Path) -> list[Path]:
+    """codex.png again from the directory's codex.json."""
+    from rollout.experiments.plots import agent_plot
+
+    data = orjson.loads((directory / "codex.json").read_bytes())
+    plot = agent_plot(directory / "codex.png", [CodexRun(**r) for r in data["runs"]])
+    return [] if plot is None else [plot]

@@ -95,12 +95,10 @@ def command(args: argparse.Namespace) -> int:
 def _replot(directory: Path) -> int:
     from rollout.experiments.plots import replot
 
-    if not (directory / "results.json").is_file():
-        raise ValueError(f"no results.json in {directory}")
     try:
         written = replot(directory)
     except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
-        raise ValueError(f"{directory / 'results.json'} is not a compare run's: {exc}") from None
+        raise ValueError(f"{directory}: not what a compare run writes: {exc!r}") from None
     _wrote(_console(), written)
     return 0
 

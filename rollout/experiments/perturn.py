@@ -182,8 +182,6 @@ def _cell(values: Sequence[float]) -> str:
 
 def write(out: Path, sweep: Sweep, runs: Sequence[TurnRun]) -> list[Path]:
     """per-turn.json (every run) and, with matplotlib, per-turn.png."""
-    from rollout.experiments.plots import per_turn
-
     out.mkdir(parents=True, exist_ok=True)
     data = {
         "workload": attrs.asdict(sweep.scenario.workload) | {"calls": sweep.scenario.calls},
@@ -196,7 +194,21 @@ def write(out: Path, sweep: Sweep, runs: Sequence[TurnRun]) -> list[Path]:
     }
     path = out / "per-turn.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    series = {m: per_turn_rows(runs, m) for m in sweep.modes}
-    title = f"{sweep.scenario.workload.name}, {sweep.profile.name}, {sweep.costs.name}"
+    return [path, *_plot(out, data, runs)]
+
+
+def _plot(out: Path, data: dict[str, Any], runs: Sequence[TurnRun]) -> list[Path]:
+    from rollout.experiments.plots import per_turn
+
+    modes = list(dict.fromkeys(r.mode for r in runs))
+    series = {m: per_turn_rows(runs, m) for m in modes}
+    title = f"{data['workload']['name']}, {data['inference_profile']['name']}, "
+    title += data["cost_profile"]["name"]
     plot = per_turn(out / "per-turn.png", series, title)
-    return [path] + ([plot] if plot is not None else [])
+    return [] if plot is None else [plot]
+
+
+def replot(directory: Path) -> list[Path]:
+    """per-turn.png again from the directory's per-turn.json."""
+    data = orjson.loads((directory / "per-turn.json").read_bytes())
+    return _plot(directory, data, [TurnRun(**r) for r in data["runs"]])

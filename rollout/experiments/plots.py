@@ -152,14 +152,40 @@ def load_runs(directory: Path) -> tuple[dict[str, Any], list[RunResult]]:
 
 
 def replot(directory: Path) -> list[Path]:
-    """Draw a compare run's figures again from its results.json (in the same directory)."""
+    """Draw a run's figures again from what it wrote in `directory`: a compare run's
+    results.json, a --per-turn run's per-turn.json, a --chain-lengths run's chains.json, a
+    --agent run's codex.json (each that is there). ValueError if none is."""
     from rollout.client import MODES, SCENARIOS
 
-    data, runs = load_runs(directory)
-    seen = list(dict.fromkeys(r.mode for r in runs))
-    order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
-    modes = sorted(seen, key=lambda m: order.get(m, 99))
-    return compare_plots(directory, runs, modes, data["workload"]["name"])
+    written: list[Path] = []
+    found = False
+    if (directory / "results.json").is_file():
+        found = True
+        data, runs = load_runs(directory)
+        seen = list(dict.fromkeys(r.mode for r in runs))
+        order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
+        modes = sorted(seen, key=lambda m: order.get(m, 99))
+        written += compare_plots(directory, runs, modes, data["workload"]["name"])
+    if (directory / "per-turn.json").is_file():
+        from rollout.experiments import perturn
+
+        found = True
+        written += perturn.replot(directory)
+    if (directory / "chains.json").is_file():
+        from rollout.experiments import chains
+
+        found = True
+        written += chains.replot(directory)
+    if (directory / "codex.json").is_file():
+        from rollout.experiments import codex
+
+        found = True
+        written += codex.replot(directory)
+    if not found:
+        raise ValueError(
+            f"no results.json, per-turn.json, chains.json or codex.json in {directory}"
+        )
+    return written
 
 
 Series = dict[str, list[tuple[int, list[float], list[float]]]]
@@ -188,13 +214,19 @@ def per_turn(path: Path, series: Series, title: str) -> Path | None:
                 linewidth=0,
             )
     for ax, what in ((wall, "wall time per turn, ms (client)"), (cpu, "server CPU per turn, ms")):
-        ax.set_xscale("log")
+        ax.set_xlim(0, None)
         ax.set_ylim(0, None)
         ax.set_xlabel("history length (prompt tokens)")
         ax.set_ylabel(what)
         ax.grid(True, which="both", alpha=0.3)
     wall.legend(fontsize=8, ncol=2)
     fig.suptitle(f"per turn against history length: {title} (band: min-max of repeats)")
+    wall.annotate(
+        f"first turn: {min(h for rows in series.values() for h, _, _ in rows):,} tokens",
+        (0.01, 0.01),
+        xycoords="axes fraction",
+        fontsize=7,
+    )
     return _save(plt, fig, path)
 
 

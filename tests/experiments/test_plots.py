@@ -100,4 +100,4 @@ def test_replot_draws_a_runs_figures_from_its_results(
     ]
     (tmp_path / "results.json").write_text("{}")
     assert main(["compare", "--replot", str(tmp_path)]) == 2
-    assert "not a compare run's" in capsys.readouterr().err
+    assert "not what a compare run writes" in capsys.readouterr().err
