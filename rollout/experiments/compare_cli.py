@@ -17,6 +17,7 @@ import trio
 from rich.console import Console
 
 from rollout.client import MODES, SCENARIOS
+from rollout.experiments.procs import ChildError
 from rollout.model.profiles import (
     CostProfile,
     InferenceProfile,
@@ -77,8 +78,8 @@ def command(args: argparse.Namespace) -> int:
             raise ValueError(f"{' and '.join(chosen)} are separate runs: choose one")
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
-        if args.upstream is not None:
-            raise ValueError(f"{chosen[0]} does not take --upstream")
+        if args.upstream is not None or args.full:
+            raise ValueError(f"{chosen[0]} does not take --upstream or --full")
         costs = cost_profile(args.costs)
         if args.replot:
             return _replot(Path(args.replot))
@@ -87,7 +88,7 @@ def command(args: argparse.Namespace) -> int:
         if args.chain_lengths:
             return _chains(args, costs)
         return _agent(args, costs)
-    except (ValueError, ProfileError) as exc:
+    except (ValueError, ProfileError, ChildError) as exc:
         err.print(f"rollout compare: {exc}")
         return 2
 

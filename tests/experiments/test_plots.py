@@ -101,3 +101,16 @@ def test_replot_draws_a_runs_figures_from_its_results(
     (tmp_path / "results.json").write_text("{}")
     assert main(["compare", "--replot", str(tmp_path)]) == 2
     assert "not what a compare run writes" in capsys.readouterr().err
+
+
+def test_replot_draws_the_codex_figure_from_codex_json(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from rollout.experiments import codex
+
+    run = CodexRun("http", 0, 2.2, 4, 0.85, 0.95, 1.4, 3, 0, "three files")
+    codex.write(tmp_path, [run], {"agent": "codex"})
+    (tmp_path / "codex.png").unlink()
+    assert main(["compare", "--replot", str(tmp_path)]) == 0
+    assert (tmp_path / "codex.png").exists()
+    data = orjson.loads((tmp_path / "codex.json").read_bytes())
+    assert data["agent"] == "codex" and data["runs"][0]["turns"] == 4

@@ -56,6 +56,9 @@ async def test_a_chain_sweep_runs_every_length_and_mode(tmp_path: Path) -> None:
     assert data["cost_profile"]["name"] == "cpu-only"
     pytest.importorskip("matplotlib")
     assert tmp_path / "ttft-chain.png" in written
+    (tmp_path / "ttft-chain.png").unlink()
+    assert main(["compare", "--replot", str(tmp_path)]) == 0  # from chains.json alone
+    assert (tmp_path / "ttft-chain.png").exists()
 
 
 def test_cli_chain_lengths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,6 +93,9 @@ async def test_a_per_turn_sweep_reads_the_server_process_cpu(tmp_path: Path) -> 
     assert len(data["runs"]) == 4 and data["inference_profile"]["name"] == "instant"
     pytest.importorskip("matplotlib")
     assert tmp_path / "per-turn.png" in written
+    (tmp_path / "per-turn.png").unlink()
+    assert main(["compare", "--replot", str(tmp_path)]) == 0  # from per-turn.json alone
+    assert (tmp_path / "per-turn.png").exists()
 
 
 def test_the_full_sweep_spans_1k_to_100k_tokens() -> None:
@@ -120,6 +126,7 @@ async def test_a_childs_cpu_clock_counts_its_work() -> None:
         ["--chain-lengths", "8,16", "--modes", "ws-chain"],
         ["--chain-lengths", "8,16", "--calls", "3"],
         ["--replot", "/nonexistent"],
+        ["--per-turn", "--full"],
     ],
 )
 def test_cli_sweeps_refuse_bad_flags(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
