@@ -14,10 +14,10 @@ import attrs
 import trio
 
 from rollout.cli_parser import parser as _parser
-from rollout.client import MODES, SCENARIOS
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
 from rollout.experiments.compare import RunResult
+from rollout.experiments.compare_cli import NO_PLOTS, parse_modes
 from rollout.experiments.workloads import workload
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
@@ -37,9 +37,6 @@ from rollout.service.service import Service
 from rollout.store.sqlite import SqliteStore, open_store
 from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
-
-#: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
-NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
 
 
 def _models() -> int:
@@ -105,9 +102,13 @@ def _compare(args: argparse.Namespace) -> int:
     from rollout.experiments.compare import Experiment, summarize, write_results
     from rollout.experiments.report import print_header, print_published, print_tables, progress_bar
 
+    if args.replot or args.per_turn or args.chain_lengths or args.agent:
+        from rollout.experiments.compare_cli import command
+
+        return command(args)
     err = Console(stderr=True)
     try:
-        w = workload(args.workload)
+        w = workload(args.workload or "coding-agent")
         calls = args.calls if args.calls is not None else (None if args.full else 6)
         if calls is not None:
             if calls < 0:
@@ -115,10 +116,7 @@ def _compare(args: argparse.Namespace) -> int:
             w = attrs.evolve(w, tool_calls=(calls, calls))
         names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
         profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
-        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-        unknown = [m for m in modes if m not in MODES + SCENARIOS]
-        if unknown or not modes:
-            raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES + SCENARIOS)}")
+        modes = parse_modes(args.modes)
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
         costs = cost_profile(args.costs)

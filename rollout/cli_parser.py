@@ -174,7 +174,12 @@ def parser() -> argparse.ArgumentParser:
         "(about a minute); --full runs the whole sweep.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    c.add_argument("--workload", default="coding-agent", help=f"one of {', '.join(WORKLOADS)}")
+    c.add_argument(
+        "--workload",
+        default=None,
+        help=f"one of {', '.join(WORKLOADS)} (default: coding-agent; with --chain-lengths: "
+        "coding-chain, its short-step variant)",
+    )
     c.add_argument(
         "--profiles",
         default=None,
@@ -183,8 +188,9 @@ def parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--modes",
-        default=",".join(MODES),
-        help=f"comma-separated modes (also the scenario {', '.join(SCENARIOS)})",
+        default=None,
+        help=f"comma-separated modes (default: {','.join(MODES)}; with --chain-lengths: "
+        f"http-chain,ws-chain; also the scenario {', '.join(SCENARIOS)})",
     )
     c.add_argument("--repeats", type=int, default=3, help="rollouts per mode and profile")
     c.add_argument("--seed", type=int, default=0, help="workload seed")
@@ -222,6 +228,36 @@ def parser() -> argparse.ArgumentParser:
         help="the longest wait for the engine's next chunk",
     )
     c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
+    c.add_argument(
+        "--chain-lengths",
+        default=None,
+        metavar="N,M,...",
+        help="time to first token and end-to-end against chain length (turns per rollout), "
+        "http-chain against ws-chain, with the published figures beside ours (--profiles "
+        "default: 1000tps); writes chains.json and ttft-chain.png",
+    )
+    c.add_argument(
+        "--per-turn",
+        action="store_true",
+        help="wall time and server CPU per turn against history length (~1k to ~110k tokens; "
+        "the server in a child process, its CPU clock read around each turn); one profile "
+        "(default: instant); writes per-turn.json and per-turn.png",
+    )
+    c.add_argument(
+        "--agent",
+        choices=("codex",),
+        default=None,
+        help="drive a real agent CLI instead of rollout's agent runner: codex ($ROLLOUT_CODEX or "
+        "codex on PATH) over each transport it supports (ws: WebSocket with prewarm; http: the "
+        "full history), on one scripted task; one profile (default: 1000tps)",
+    )
+    c.add_argument(
+        "--replot",
+        default=None,
+        metavar="DIR",
+        help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
+        "per-turn.json, chains.json, codex.json); nothing is run",
+    )
     c.add_argument("--out", default="results", help="directory for results, plots, traces")
 
     b = sub.add_parser(

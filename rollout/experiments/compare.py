@@ -327,58 +327,7 @@ def write_results(
         path = out / f"trace-{mode}.json"
         path.write_bytes(orjson.dumps({"traceEvents": run.trace, "displayTimeUnit": "ms"}))
         written.append(path)
-    written += _plots(out, experiment, results, summaries)
-    return written
+    from rollout.experiments.plots import compare_plots
 
-
-def _plots(
-    out: Path, experiment: Experiment, results: Sequence[RunResult], summaries: Sequence[Summary]
-) -> list[Path]:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return []
-    modes = list(experiment.modes)
-    profiles = [p.name for p in experiment.profiles]
-    written = []
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.8 / len(modes)
-    for i, mode in enumerate(modes):
-        values = []
-        for p in profiles:
-            s = next((x for x in summaries if x.mode == mode and x.profile == p), None)
-            values.append(s.seconds if s else 0.0)
-        ax.bar([j + i * width for j in range(len(profiles))], values, width, label=mode)
-    ax.set_xticks([j + width * (len(modes) - 1) / 2 for j in range(len(profiles))], profiles)
-    ax.set_ylabel("end-to-end seconds (median)")
-    ax.set_title(f"{experiment.scenario.workload.name}: end-to-end by mode and inference speed")
-    ax.legend(fontsize=8, ncol=3)
-    fig.tight_layout()
-    path = out / "end-to-end.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
-
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    fastest = profiles[-1]
-    for mode in modes:
-        run = next((r for r in results if r.mode == mode and r.profile == fastest), None)
-        if run is None:
-            continue
-        n = min(len(run.turn_s), len(run.step_prompt))
-        xs = run.step_prompt[:n]
-        ys = [(run.turn_s[i] - run.step_ideal_s[i]) * 1000 for i in range(n)]
-        ax.plot(xs, ys, marker=".", label=mode)
-    ax.set_xlabel("history length (prompt tokens)")
-    ax.set_ylabel("per-turn overhead, ms (turn time - ideal inference)")
-    ax.set_title(f"per-turn overhead against history length ({fastest})")
-    ax.legend(fontsize=8, ncol=3)
-    fig.tight_layout()
-    path = out / "overhead-per-turn.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    written.append(path)
+    written += compare_plots(out, results, experiment.modes, w.name)
     return written

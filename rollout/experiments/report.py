@@ -12,6 +12,7 @@ from rich.table import Table
 from rollout.experiments.compare import Experiment, RunResult, Summary
 from rollout.experiments.published import PUBLISHED, beside, shape
 from rollout.experiments.workloads import Scenario
+from rollout.model.profiles import CostProfile, InferenceProfile
 
 
 def progress_bar(console: Console) -> Progress:
@@ -41,21 +42,41 @@ def print_header(console: Console, experiment: Experiment) -> None:
             f"[bold]inference[/] a real engine at {experiment.upstream.base_url} paces the "
             "script: its prefill, decode and prefix cache, measured"
         )
-    for p in experiment.profiles if experiment.upstream is None else ():
+    print_profiles(
+        console, experiment.profiles if experiment.upstream is None else (), experiment.costs
+    )
+
+
+def print_profiles(
+    console: Console, profiles: Sequence[InferenceProfile], costs: CostProfile
+) -> None:
+    """The declared inference profiles and cost profile a run simulated, one line each."""
+    for p in profiles:
         console.print(
             f"[bold]inference[/] {p.name}: ttft {p.ttft_s * 1000:g} ms, prefill "
             f"{p.prefill_tps:g} tok/s, decode {p.decode_tps:g} tok/s"
         )
-    c = attrs.asdict(experiment.costs)
+    c = attrs.asdict(costs)
     name = c.pop("name")
-    costs = ", ".join(f"{k} {v * 1000:g} ms" for k, v in c.items())
-    console.print(f"[bold]costs[/] {name}: {costs}")
+    declared = ", ".join(f"{k} {v * 1000:g} ms" for k, v in c.items())
+    console.print(f"[bold]costs[/] {name}: {declared}")
+
+
+def print_rows(
+    console: Console, title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]
+) -> None:
+    """A table of ready-made cells (the first column left-aligned, the rest right)."""
+    table = _table(title, columns)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
 
 
 def _table(title: str, columns: Sequence[str]) -> Table:
     table = Table(title=title, title_justify="left")
     for col in columns:
-        table.add_column(col, justify="left" if col == "mode" else "right")
+        left = col in ("mode", "figure", "profile", "published")
+        table.add_column(col, justify="left" if left else "right")
     return table
 
 

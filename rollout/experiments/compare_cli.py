@@ -1,0 +1,248 @@
+# The sweeps of `rollout compare` beyond the mode table: --replot DIR (figures again from a
+# results.json), --per-turn (per-turn wall time and server CPU against history length),
+# --chain-lengths (TTFT against chain length, published figures beside ours) and --agent codex
+# (the Codex CLI over each transport). Flag checking, the run with a progress bar, the output.
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import trio
+from rich.console import Console
+
+from rollout.client import MODES, SCENARIOS
+from rollout.experiments.procs import ChildError
+from rollout.model.profiles import (
+    CostProfile,
+    InferenceProfile,
+    ProfileError,
+    cost_profile,
+    inference_profile,
+)
+
+#: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
+NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
+
+
+def parse_modes(text: str | None, default: Sequence[str] = MODES) -> list[str]:
+    """`--modes`: comma-separated modes (default: `default`); ValueError naming the unknown."""
+    modes = list(default) if text is None else [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES + SCENARIOS]
+    if unknown or not modes:
+        raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES + SCENARIOS)}")
+    return modes
+
+
+def _profiles(text: str | None, default: str) -> list[InferenceProfile]:
+    return [inference_profile(n.strip()) for n in (text or default).split(",") if n.strip()]
+
+
+def _one_profile(text: str | None, default: str, flag: str) -> InferenceProfile:
+    profiles = _profiles(text, default)
+    if len(profiles) != 1:
+        raise ValueError(f"{flag} runs one inference profile (--profiles NAME)")
+    return profiles[0]
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=140)
+
+
+def _wrote(console: Console, written: Sequence[Path]) -> None:
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    if not any(p.suffix == ".png" for p in written):
+        console.print(NO_PLOTS)
+
+
+def command(args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    chosen = [
+        f
+        for f, on in (
+            ("--replot", args.replot),
+            ("--per-turn", args.per_turn),
+            ("--chain-lengths", args.chain_lengths),
+            ("--agent", args.agent),
+        )
+        if on
+    ]
+    try:
+        if len(chosen) > 1:
+            raise ValueError(f"{' and '.join(chosen)} are separate runs: choose one")
+        if args.repeats < 1:
+            raise ValueError("--repeats must be >= 1")
+        if args.upstream is not None or args.full:
+            raise ValueError(f"{chosen[0]} does not take --upstream or --full")
+        costs = cost_profile(args.costs)
+        if args.replot:
+            return _replot(Path(args.replot))
+        if args.per_turn:
+            return _per_turn(args, costs)
+        if args.chain_lengths:
+            return _chains(args, costs)
+        return _agent(args, costs)
+    except (ValueError, ProfileError, ChildError) as exc:
+        err.print(f"rollout compare: {exc}")
+        return 2
+
+
+def _replot(directory: Path) -> int:
+    from rollout.experiments.plots import replot
+
+    try:
+        written = replot(directory)
+    except (KeyError, TypeError, orjson.JSONDecodeError) as exc:
+        raise ValueError(f"{directory}: not what a compare run writes: {exc!r}") from None
+    _wrote(_console(), written)
+    return 0
+
+
+def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
+    from rollout.experiments import perturn
+    from rollout.experiments.report import print_profiles, print_rows, progress_bar
+
+    profile = _one_profile(args.profiles, "instant", "--per-turn")
+    if args.workload is not None:
+        raise ValueError("--per-turn runs its own workload (history-sweep); drop --workload")
+    calls = 42 if args.calls is None else args.calls
+    if calls < 1:
+        raise ValueError("--calls must be >= 1")
+    sweep = perturn.Sweep(
+        scenario=perturn.scenario(args.seed, calls),
+        profile=profile,
+        costs=costs,
+        costs_spec=args.costs,
+        modes=parse_modes(args.modes),
+        repeats=args.repeats,
+    )
+    console = _console()
+    w = sweep.scenario.workload
+    console.print(
+        f"[bold]workload[/] {w.name} ({calls} tool calls, seed {args.seed}): {w.description}"
+    )
+    print_profiles(console, [profile], costs)
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=sweep.total)
+
+        def advance(run: perturn.TurnRun) -> None:
+            bar.update(task, advance=1, description=f"{run.mode} {run.seconds:.2f}s")
+
+        runs = trio.run(sweep.run, advance)
+    rows = perturn.table(runs, sweep.modes, (1_000, 10_000, 30_000, 60_000, 100_000))
+    columns = ("mode", "history tokens", "wall ms/turn", "server CPU ms/turn")
+    print_rows(console, "per turn (median (min-max) of the repeats)", columns, rows)
+    _wrote(console, perturn.write(Path(args.out), sweep, runs))
+    return 0
+
+
+def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
+    from rollout.experiments import chains
+    from rollout.experiments.compare import RunResult
+    from rollout.experiments.report import print_profiles, print_rows, progress_bar
+    from rollout.experiments.workloads import workload
+
+    lengths = chains.parse_lengths(args.chain_lengths)
+    if args.calls is not None:
+        raise ValueError("--chain-lengths sets the calls per rollout; drop --calls")
+    w = chains.CHAIN_WORKLOAD if args.workload is None else workload(args.workload)
+    modes = parse_modes(args.modes, chains.CHAIN_MODES)
+    if len(modes) != 2:
+        raise ValueError("--chain-lengths compares two modes (default: http-chain,ws-chain)")
+    run = chains.Chains(
+        workload=w,
+        lengths=lengths,
+        profiles=_profiles(args.profiles, "1000tps"),
+        costs=costs,
+        modes=modes,
+        repeats=args.repeats,
+        seed=args.seed,
+    )
+    console = _console()
+    console.print(
+        f"[bold]workload[/] {w.name} (seed {args.seed}): {w.description}; chain lengths "
+        f"{', '.join(map(str, lengths))} turns"
+    )
+    print_profiles(console, run.profiles, costs)
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=run.total)
+
+        def advance(r: RunResult) -> None:
+            bar.update(task, advance=1, description=f"{r.profile} {r.mode} {r.turns} turns")
+
+        runs = trio.run(run.run, advance)
+    points = chains.points(runs)
+    title = "by chain length (ms, median (min-max) of the repeats)"
+    print_rows(console, title, chains.columns(modes), chains.table(points, modes))
+    print_rows(
+        console,
+        "published beside ours",
+        ("figure", "published", "ours"),
+        chains.beside(points, modes),
+    )
+    _wrote(console, chains.write(Path(args.out), run, runs))
+    return 0
+
+
+def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
+    from rollout.experiments import codex
+    from rollout.experiments.report import print_profiles
+
+    profile = _one_profile(args.profiles, "1000tps", "--agent")
+    if args.modes is not None or args.workload is not None:
+        raise ValueError(
+            "--agent codex runs its transports (ws, http) on its own task; drop "
+            "--modes and --workload"
+        )
+    calls = 3 if args.calls is None else args.calls
+    try:
+        binary = codex.find_codex(os.environ)
+        version = codex.codex_version(binary)
+        console = _console()
+        console.print(
+            f"[bold]agent[/] {version} ({binary}): {codex.PROMPT!r} in a scratch "
+            f"workspace; the default model, {calls} tool calls, seed {args.seed}"
+        )
+        print_profiles(console, [profile], costs)
+
+        def progress(run: codex.CodexRun) -> None:
+            console.print(
+                f"  {run.transport} repeat {run.repeat}: {run.seconds:.2f} s, "
+                f"{run.turns} turns, {run.commands} commands"
+            )
+
+        runs = trio.run(
+            codex.run_all,
+            binary,
+            profile,
+            costs,
+            codex.TRANSPORTS,
+            args.repeats,
+            calls,
+            args.seed,
+            progress,
+        )
+    except codex.AgentError as exc:
+        print(f"rollout compare: {exc}", file=sys.stderr)
+        return 2
+    for figure in codex.figures(runs):
+        print(figure.line())
+    meta: dict[str, Any] = {
+        "agent": "codex",
+        "binary": binary,
+        "version": version,
+        "prompt": codex.PROMPT,
+        "calls": calls,
+        "seed": args.seed,
+        "inference_profile": attrs.asdict(profile),
+        "cost_profile": attrs.asdict(costs),
+        "repeats": args.repeats,
+    }
+    _wrote(console, codex.write(Path(args.out), runs, meta))
+    return 0
