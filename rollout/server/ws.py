@@ -113,6 +113,7 @@ async def serve_websocket(
             conn.refuse,
             conn.shutdown,
             hangup=conn.hangup,
+            outbox=conn.queued,
             betas=betas,
         )
         session.on_active = conn.active
@@ -180,6 +181,10 @@ class WsTransport:
     async def hangup(self) -> None:
         """Close after a malformed event that ends the connection (`response.inject`)."""
         await self.ws.aclose(1008, "invalid event")
+
+    def queued(self) -> int:
+        """Bytes in the connection's outbox."""
+        return self.ws.queued
 
     async def shutdown(self) -> None:
         """The server is stopping: close with 1001 (Going Away)."""

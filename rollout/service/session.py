@@ -59,6 +59,7 @@ class Session:
     refuse: Refuse  # the transport's error event, on a lane
     shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
     hangup: Callable[[], Awaitable[None]] | None = None  # close after a malformed inject
+    outbox: Callable[[], int] = lambda: 0  # the transport's bytes queued for the client
     betas: frozenset[str] = frozenset()  # the handshake's OpenAI-Beta features
     book: LaneBook[Context] = attrs.field(init=False)
     steer: Steerer = attrs.field(init=False)
@@ -92,6 +93,11 @@ class Session:
     @property
     def closed(self) -> bool:
         return self.closing.is_set()
+
+    @property
+    def queued(self) -> int:
+        """Bytes the transport holds for the client, not yet written (its outbox)."""
+        return self.outbox()
 
     async def serve(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
         """Handle the client's frames until `receive` returns None (the connection closes)."""
