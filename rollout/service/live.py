@@ -8,6 +8,7 @@
 # whichever client holds it (a Relay).
 from __future__ import annotations
 
+import enum
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,6 +33,13 @@ from rollout.engine.work import Work
 from rollout.service.config import ServerConfig
 
 log = logging.getLogger("rollout.service.live")
+
+
+class Hold(enum.Enum):
+    """How long a transport's request holds an append rollout's events."""
+
+    UNTIL_PAUSE = "until_pause"  # HTTP: one response body per stretch between pauses
+    UNTIL_END = "until_end"  # WebSocket: the lane is busy for the rollout's whole life
 
 
 def response_not_found(response_id: str) -> ProtocolError:
