@@ -53,13 +53,13 @@ from rollout.engine.loop import (
     Executor,
     LoopEnv,
     Model,
-    Outcome,
     Rollout,
     Sink,
     as_sink,
-    run_loop,
 )
+from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
+from rollout.engine.step import Outcome
 from rollout.engine.work import Stats, Work
 from rollout.model import reasoning
 from rollout.model.inference import CacheOptions, PrefixCache

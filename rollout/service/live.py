@@ -27,7 +27,7 @@ from protocol.lifetime import Event as Step
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.faults import Plan
 from rollout.engine.ids import new_id
-from rollout.engine.loop import Cancel, Disconnected, EndRollout, Rollout, Sink, ToolCall
+from rollout.engine.loop import Call, Cancel, Disconnected, EndRollout, Rollout, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.config import ServerConfig
@@ -188,7 +188,7 @@ class AppendTools:
     live: Live
     scans = True
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         live = self.live
         items = [c.item for c in calls if isinstance(c.item, FunctionCall)]
         live.lifetime.pause({c.call_id: c.name for c in items})
