@@ -80,6 +80,23 @@ async def emit_each(sink: Sink, run: DeltaRun[Any]) -> None:
         await sink.emit(event)
 
 
+class NullSink:
+    """A sink whose events nobody is sent (a non-streaming HTTP request: its final response is
+    the reply; an HTTP cancel answers with the final response)."""
+
+    async def emit(self, event: Event) -> None:
+        del event
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        del run
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 def as_sink(target: Sink | Emit) -> Sink:
     return CallbackSink(target) if callable(target) else target
 

@@ -28,7 +28,7 @@ from protocol.validate import check_betas, validate_create
 from rollout.engine.context import Context, Route
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.engine.loop import Sink
+from rollout.engine.loop import NullSink, Sink
 from rollout.engine.work import Work
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
@@ -347,22 +347,6 @@ async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
         nursery.start_soon(stop_on_close)
         await done.wait()
         nursery.cancel_scope.cancel()
-
-
-class NullSink:
-    """Events nobody is sent (an HTTP cancel answers with the final response)."""
-
-    async def emit(self, event: Event) -> None:
-        del event
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        del run
-
-    async def flush(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
 
 @attrs.define(eq=False)
