@@ -14,16 +14,17 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.errors import ProtocolError, clip
+from protocol.errors import ProtocolError
 from protocol.events import Event, InjectError, InjectFailedEvent
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.lifetime import State
 from protocol.request import AppendRequest, CancelRequest, CreateRequest, InjectRequest
-from protocol.validate import INVALID_STREAM_ID, STREAM_ID, check_betas, validate_create
+from protocol.validate import check_betas
 from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
+from rollout.service.frames import decode_create, decode_inject, event_type, lane_of
 from rollout.service.live import response_not_found
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
@@ -37,17 +38,6 @@ class Job:
     request: CreateRequest
     work: Work
     size: int  # bytes of its frame (counted against the connection's queue limit)
-
-
-def _event_type(value: dict[str, Any]) -> str:
-    kind = value.get("type")
-    if kind not in EVENTS:
-        raise ProtocolError(
-            message=f"Unknown event type {clip(repr(kind))}; expected {_EXPECTED}.",
-            code="unknown_event_type",
-            param="type",
-        )
-    return str(kind)
 
 
 @attrs.define(eq=False)
@@ -154,8 +144,8 @@ class Session:
                         message="Each frame must be a JSON object with a 'type'.",
                         code="invalid_type",
                     )
-                lane = _lane_of(value)
-                kind = _event_type(value)
+                lane = lane_of(value)
+                kind = event_type(value, EVENTS)
                 request = await off_loop(EVENTS[kind][0], value, len(message))
             await EVENTS[kind][1](self, request, work, len(message))
         except ProtocolError as exc:
@@ -396,36 +386,14 @@ class Session:
             return taken.value.fork()
 
 
-def _lane_of(value: dict[str, Any]) -> Lane:
-    """The frame's lane, if it names a valid one (errors about the frame are sent there)."""
-    stream_id = value.get("stream_id")
-    if stream_id is None:
-        return None
-    if not isinstance(stream_id, str) or not STREAM_ID.fullmatch(stream_id):
-        raise ProtocolError(message=INVALID_STREAM_ID, code="invalid_stream_id", param="stream_id")
-    return stream_id
-
-
-def _decode_create(value: dict[str, Any]) -> CreateRequest:
-    req = codec.decode_create(value)
-    validate_create(req, websocket=True)
-    return req
-
-
-def _decode_inject(value: dict[str, Any]) -> tuple[InjectRequest, Any]:
-    """The inject and its input as sent (a failure returns it unchanged)."""
-    return codec.decode_object(value, InjectRequest), value["input"]
-
-
 #: The client events of WebSocket mode: type -> (decode, handle).
 EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
-    "response.create": (_decode_create, Session._create),
+    "response.create": (decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
-    "response.inject": (_decode_inject, Session._inject),
+    "response.inject": (decode_inject, Session._inject),
     "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
     "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
 }
-_EXPECTED = ", ".join(repr(k) for k in list(EVENTS)[:-1]) + f" or {list(EVENTS)[-1]!r}"
 
 
 async def _acquire(semaphore: trio.Semaphore) -> None:
