@@ -101,3 +101,9 @@ def server_error(
     message: str = "The server had an error while processing your request.",
 ) -> ProtocolError:
     return ProtocolError(message=message, type="server_error", code="server_error", status=500)
+
+
+def overloaded(message: str, code: str) -> ProtocolError:
+    """A 503 `server_error` that a client retries shortly: the server is at one of its limits
+    (or a store it needs is down); transports add `Retry-After`."""
+    return ProtocolError(message=message, type="server_error", code=code, status=503)

@@ -8,7 +8,7 @@ import hmac
 from collections.abc import Iterable
 
 from protocol import errors
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, overloaded
 from rollout.server.resources import Request
 
 
@@ -69,9 +69,5 @@ def check_handshake(request: Request) -> None:
 def check_connections(open_now: int, limit: int) -> None:
     """Room for one more WebSocket connection (503, retried shortly, otherwise)."""
     if open_now >= limit:
-        raise ProtocolError(
-            message="Too many WebSocket connections; retry shortly.",
-            type="server_error",
-            code="websocket_connection_limit",
-            status=503,
-        )
+        message = "Too many WebSocket connections; retry shortly."
+        raise overloaded(message, "websocket_connection_limit")

@@ -49,12 +49,8 @@ def response_not_found(response_id: str) -> ProtocolError:
 
 
 def too_many_suspended(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"The server holds its limit of {limit} live append rollouts; retry shortly.",
-        type="server_error",
-        code="too_many_live_rollouts",
-        status=503,
-    )
+    message = f"The server holds its limit of {limit} live append rollouts; retry shortly."
+    return errors.overloaded(message, "too_many_live_rollouts")
 
 
 @attrs.define(eq=False)
