@@ -59,11 +59,8 @@ def previous_response_not_found(response_id: str) -> ProtocolError:
 
 
 def response_not_found(response_id: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"Response with id '{clip(response_id)}' not found.",
-        code="response_not_found",
-        status=404,
-    )
+    message = f"Response with id '{clip(response_id)}' not found."
+    return ProtocolError(message=message, code="response_not_found", status=404)
 
 
 def not_found_path(method: str, path: str) -> ProtocolError:
@@ -73,19 +70,13 @@ def not_found_path(method: str, path: str) -> ProtocolError:
 
 
 def method_not_allowed(method: str, path: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"Method {clip(method)} is not allowed for {clip(path, 256)}.",
-        code="method_not_allowed",
-        status=405,
-    )
+    message = f"Method {clip(method)} is not allowed for {clip(path, 256)}."
+    return ProtocolError(message=message, code="method_not_allowed", status=405)
 
 
 def body_too_large(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"Request body is larger than the limit of {limit} bytes.",
-        code="request_too_large",
-        status=413,
-    )
+    message = f"Request body is larger than the limit of {limit} bytes."
+    return ProtocolError(message=message, code="request_too_large", status=413)
 
 
 def context_length_exceeded(tokens: int, window: int) -> ProtocolError:

@@ -19,22 +19,20 @@ class Invalid(Exception):
         self.code = code
 
 
+#: What a JSON value is called in a message, by Python type (bool before its base class int).
+_KINDS: tuple[tuple[type, str], ...] = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a decimal"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+
+
 def kind_of(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    return next((name for t, name in _KINDS if isinstance(value, t)), type(value).__name__)
 
 
 def wrong_type(expected: str, value: object) -> Invalid:

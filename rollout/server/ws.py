@@ -33,16 +33,7 @@ log = logging.getLogger("rollout.server.ws")
 
 
 def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
-    event = ErrorEvent(
-        error=ErrorPayload(
-            type=exc.type,
-            code=exc.code,
-            message=exc.message,
-            param=exc.param,
-            headers=exc.headers,
-        ),
-        status=exc.status,
-    )
+    event = ErrorEvent(error=ErrorPayload(**exc.payload(), headers=exc.headers), status=exc.status)
     return codec.encode_event(event, stream_id)
 
 
