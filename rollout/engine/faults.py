@@ -15,7 +15,7 @@ import attrs
 from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
-from rollout.engine.loop import Disconnected, Sink
+from rollout.engine.loop import Disconnected, PassOn
 
 #: Codes a fault can inject, with the message a real server would give.
 MESSAGES = {
@@ -130,10 +130,9 @@ def parse_errors(specs: list[str]) -> dict[str, float]:
 
 
 @attrs.define(eq=False)
-class DisconnectingSink:
+class DisconnectingSink(PassOn):
     """An injected fault: the connection drops once `after` events of the response were sent."""
 
-    inner: Sink
     after: int
     sent: int = 0
 
@@ -151,9 +150,3 @@ class DisconnectingSink:
             self.sent += len(head)
         if tail.deltas:
             await self.emit(tail.events()[0])  # drops the connection
-
-    async def flush(self) -> None:
-        await self.inner.flush()
-
-    async def close(self) -> None:
-        await self.inner.close()

@@ -80,6 +80,26 @@ async def emit_each(sink: Sink, run: DeltaRun[Any]) -> None:
         await sink.emit(event)
 
 
+@attrs.define(eq=False)
+class PassOn:
+    """A sink in front of another (a tap, a fault): what a subclass does not override goes on
+    to `inner` as it is (a subclass that looks at each event sends a run with `emit_each`)."""
+
+    inner: Sink
+
+    async def emit(self, event: Event) -> None:
+        await self.inner.emit(event)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await self.inner.emit_run(run)
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
 class NullSink:
     """A sink whose events nobody is sent (a non-streaming HTTP request: its final response is
     the reply; an HTTP cancel answers with the final response)."""

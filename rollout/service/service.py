@@ -17,7 +17,6 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item
@@ -28,7 +27,7 @@ from protocol.validate import check_betas, validate_create
 from rollout.engine.context import Context, Route
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.engine.loop import NullSink, Sink
+from rollout.engine.loop import NullSink, PassOn, Sink
 from rollout.engine.work import Work
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
@@ -203,7 +202,7 @@ class Service:
         """With many workers, a stored response's events go to its event log as they pass (and
         a live rollout's state to its record at each pause)."""
         if self.cluster is not None and prepared.request.shape == "append":
-            prepared.rollout.sink = PauseTap(self.cluster, prepared, prepared.rollout.sink)
+            prepared.rollout.sink = PauseTap(prepared.rollout.sink, self.cluster, prepared)
         if self.events is not None and prepared.request.store:
             prepared.rollout.sink = self.events.sink(prepared, prepared.rollout.sink)
 
@@ -350,26 +349,16 @@ async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
 
 
 @attrs.define(eq=False)
-class PauseTap:
+class PauseTap(PassOn):
     """Passes a live rollout's events on; at each pause, its state goes to its cluster record."""
 
     cluster: Peers
     prepared: Prepared
-    inner: Sink
 
     async def emit(self, event: Event) -> None:
         if event.type == "response.done":
             self.cluster.paused(self.prepared)
         await self.inner.emit(event)
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        await self.inner.emit_run(run)
-
-    async def flush(self) -> None:
-        await self.inner.flush()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 __all__ = ["OFF_LOOP_BYTES", "Hold", "Peers", "Service", "off_loop"]
