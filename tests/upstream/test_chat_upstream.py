@@ -130,21 +130,18 @@ def test_websocket_chaining(upstream: Any, aimock: Aimock) -> None:
     assert server.engine.stats.totals.counts["routing"].calls == 1  # one route per connection
 
 
+def append_create(text: str) -> dict[str, Any]:
+    """A `response.create` frame of the append shape with the exec tool, for the input `text`."""
+    frame = {"type": "response.create", "model": "m", "input": text, "tools": EXEC}
+    return {**frame, "shape": "append", "store": False}
+
+
 def test_append_shape_over_a_websocket(upstream: Any, aimock: Aimock) -> None:
     client = sdk(upstream())
     pauses, ids = 0, set()
     final = None
     with client.responses.connect() as conn:
-        conn.send(
-            {
-                "type": "response.create",
-                "model": "m",
-                "input": "run the tests, append shape",
-                "tools": EXEC,
-                "shape": "append",
-                "store": False,
-            }
-        )
+        conn.send(append_create("run the tests, append shape"))
         calls: dict[str, Any] = {}
         for event in conn:
             if event.type == "response.output_item.done" and event.item.type == "function_call":
@@ -279,16 +276,7 @@ def test_a_cancel_aborts_the_upstream_request(upstream: Any, relay: Relay) -> No
     client = sdk(server)
     final = None
     with client.responses.connect() as conn:
-        conn.send(
-            {
-                "type": "response.create",
-                "model": "m",
-                "input": "tell a long story, then stop",
-                "tools": EXEC,
-                "shape": "append",
-                "store": False,
-            }
-        )
+        conn.send(append_create("tell a long story, then stop"))
         rid = ""
         for event in conn:
             if event.type == "response.created":
