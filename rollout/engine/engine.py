@@ -51,18 +51,9 @@ from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
 from rollout.engine.work import Stats, Work
-from rollout.model import reasoning
+from rollout.model import profiles, reasoning
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.model.profiles import (
-    COST_PROFILES,
-    INFERENCE_PROFILES,
-    MODEL_PROFILES,
-    CostProfile,
-    InferenceProfile,
-    ModelProfile,
-    model_profile,
-)
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 
 log = logging.getLogger("rollout")
@@ -82,15 +73,17 @@ class Prepared:
 @attrs.define(eq=False)
 class Engine:
     policy: Policy = attrs.field(factory=DefaultPolicy)
-    inference: InferenceProfile = INFERENCE_PROFILES["instant"]
-    costs: CostProfile = COST_PROFILES["cpu-only"]
+    inference: profiles.InferenceProfile = profiles.INFERENCE_PROFILES["instant"]
+    costs: profiles.CostProfile = profiles.COST_PROFILES["cpu-only"]
     store: Store = attrs.field(factory=MemoryStore)
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
     changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
-    models: dict[str, ModelProfile] = attrs.field(factory=lambda: dict(MODEL_PROFILES))
+    models: dict[str, profiles.ModelProfile] = attrs.field(
+        factory=lambda: dict(profiles.MODEL_PROFILES)
+    )
     secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
     thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
     # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
@@ -172,7 +165,7 @@ class Engine:
                 base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
-        profile = model_profile(req.model, self.models)
+        profile = profiles.model_profile(req.model, self.models)
         raw = normalize_input(req.input, new_id)
         check_input(raw, base.open_calls, base.by_id, base.async_calls)
         hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
