@@ -30,6 +30,7 @@ from rollout.server.resources import Request, digits, integer, route
 from rollout.server.sse import SseBroken, SseSink
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
+from rollout.service.record import HttpIn
 from rollout.service.service import Service
 from rollout.service.taps import Taps
 
@@ -324,13 +325,9 @@ class HttpConnection:
             return False
         # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
         ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
-        await self.taps.request(
-            request.method,
-            request.path,
-            request.query,
-            request.body,
-            request.headers.get("content-type"),
-        )
+        content_type = request.headers.get("content-type")
+        seen = HttpIn(request.method, request.path, request.query, request.body, content_type)
+        await self.taps.request(seen)
         try:
             self.owner = None  # until the key is checked
             self.owner = authorize(request, self.config.api_keys)
