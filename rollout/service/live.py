@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -63,20 +63,18 @@ class Relay:
     holder: object | None = None  # who attached `target` (a connection or a request)
 
     async def emit(self, event: Event) -> None:
-        target = self.target
-        if target is None:
-            return
-        try:
-            await target.emit(event)
-        except Disconnected:
-            self.live.detach()
+        await self._forward(lambda target: target.emit(event))
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await self._forward(lambda target: target.emit_run(run))
+
+    async def _forward(self, send: Callable[[Sink], Awaitable[None]]) -> None:
+        """`send` to the client holding the rollout, if any; a client gone detaches it."""
         target = self.target
         if target is None:
             return
         try:
-            await target.emit_run(run)
+            await send(target)
         except Disconnected:
             self.live.detach()
 
