@@ -165,13 +165,11 @@ class Recorder:
         self._notify()
         mine = self.lines
         while True:
-            if self._writer:  # it takes the line; wait only while too many are queued
-                if len(self._pending) <= self.max_pending:
-                    return
-                await self._changed.wait()
-            elif self.written >= mine:
+            # The writer takes the line: wait only while too many are queued.
+            done = len(self._pending) <= self.max_pending if self._writer else self.written >= mine
+            if done:
                 return
-            elif self._writing:
+            if self._writer or self._writing:
                 await self._changed.wait()
             else:
                 await self._write_pending()
