@@ -1,6 +1,7 @@
 # One WebSocket frame's client event, decoded before Session dispatches it (rollout.service.
 # session holds the table of events): its lane (a valid `stream_id`, where errors about the frame
-# go), its type among the table's, and the decoders of the events that need more than the codec.
+# go), its type among the table's, and the decoders of the events that need more than the codec;
+# a frame must be a JSON text frame holding an object.
 # Pure functions; each bad frame raises the ProtocolError the client is sent.
 from __future__ import annotations
 
@@ -12,6 +13,23 @@ from protocol.errors import ProtocolError, clip
 from protocol.lanes import Lane
 from protocol.request import CreateRequest, InjectRequest
 from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+
+
+def binary_frame() -> ProtocolError:
+    """The refusal of a binary frame (every client event is a JSON text frame)."""
+    return ProtocolError(
+        message="Binary frames are not supported; send each event as a JSON text frame.",
+        code="invalid_frame",
+    )
+
+
+def frame_object(value: object) -> dict[str, Any]:
+    """The frame's JSON value, which must be an object."""
+    if not isinstance(value, dict):
+        raise ProtocolError(
+            message="Each frame must be a JSON object with a 'type'.", code="invalid_type"
+        )
+    return value
 
 
 def lane_of(value: dict[str, Any]) -> Lane:

@@ -24,7 +24,7 @@ from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
-from rollout.service.frames import decode_create, decode_inject, event_type, lane_of
+from rollout.service import frames
 from rollout.service.live import response_not_found
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
@@ -123,14 +123,7 @@ class Session:
     async def receive(self, message: str | bytes) -> None:
         await self.taps.frame(message)
         if isinstance(message, bytes):
-            await self.refuse(
-                ProtocolError(
-                    message="Binary frames are not supported; send each event as a JSON text "
-                    "frame.",
-                    code="invalid_frame",
-                ),
-                None,
-            )
+            await self.refuse(frames.binary_frame(), None)
             return
         work = Work()
         lane: Lane = None
@@ -139,14 +132,10 @@ class Session:
             with work.stage("decode", items=1) as c:
                 c.tokens = len(message)
                 value = await off_loop(codec.loads, message, len(message))
-                if not isinstance(value, dict):
-                    raise ProtocolError(
-                        message="Each frame must be a JSON object with a 'type'.",
-                        code="invalid_type",
-                    )
-                lane = lane_of(value)
-                kind = event_type(value, EVENTS)
-                request = await off_loop(EVENTS[kind][0], value, len(message))
+                frame = frames.frame_object(value)
+                lane = frames.lane_of(frame)
+                kind = frames.event_type(frame, EVENTS)
+                request = await off_loop(EVENTS[kind][0], frame, len(message))
             await EVENTS[kind][1](self, request, work, len(message))
         except ProtocolError as exc:
             sent = value.get("type") if isinstance(value, dict) else None
@@ -388,9 +377,9 @@ class Session:
 
 #: The client events of WebSocket mode: type -> (decode, handle).
 EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
-    "response.create": (decode_create, Session._create),
+    "response.create": (frames.decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
-    "response.inject": (decode_inject, Session._inject),
+    "response.inject": (frames.decode_inject, Session._inject),
     "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
     "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
 }
