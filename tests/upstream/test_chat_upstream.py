@@ -15,6 +15,7 @@ from _aimock import Aimock, Relay
 from openai import OpenAI
 
 from rollout.testing.thread import ServerThread
+from support.sdk import ended
 
 TOOLS: list[Any] = [
     {
@@ -117,10 +118,7 @@ def test_websocket_chaining(upstream: Any, aimock: Aimock) -> None:
         for _ in range(2):
             conn.response.create(model="m", tools=TOOLS, store=False, **request)
             for event in conn:
-                if event.type == "error":
-                    raise AssertionError(event.model_dump())
-                if event.type in TERMINAL:
-                    response = event.response
+                if (response := ended(event)) is not None:
                     break
             assert response.status == "completed"
             texts.append(response.output_text)
@@ -160,10 +158,7 @@ def test_append_shape_over_a_websocket(upstream: Any, aimock: Aimock) -> None:
                         "input": [{**output, "output": "42 passed"}],
                     }
                 )
-            elif event.type == "error":
-                raise AssertionError(event.model_dump())
-            elif event.type in TERMINAL:
-                final = event.response
+            elif (final := ended(event)) is not None:
                 break
     assert final is not None and final.status == "completed"
     assert pauses == 1 and ids == {final.id}
