@@ -13,13 +13,12 @@ with `event.model_dump()`.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from _sdk import main, tool_output
 from openai import OpenAI
 
 import rollout
-from rollout import ServerThread
 
 TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
 TERMINAL = ("response.completed", "response.incomplete", "response.failed")
@@ -58,12 +57,7 @@ def run(base_url: str) -> None:
                 outputs = []
                 for pending in pause["pending_calls"]:  # {"call_id", "name", "item_id"}
                     call_id = pending["call_id"]
-                    name, args = arguments[call_id]
-                    print(f"  tool: {name}({args})")
-                    output = rollout.run_exec(name, args)
-                    outputs.append(
-                        {"type": "function_call_output", "call_id": call_id, "output": output}
-                    )
+                    outputs.append(tool_output(call_id, *arguments[call_id]))
                 rid = pause["response_id"]
                 conn.send({"type": "response.append", "response_id": rid, "input": outputs})
             elif event.type == "error":  # a refused frame; the rollout stays usable
@@ -77,11 +71,4 @@ def run(base_url: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="The append shape through the official SDK.")
-    parser.add_argument("--base-url", help="a running server, e.g. http://127.0.0.1:8000/v1")
-    args = parser.parse_args()
-    if args.base_url:
-        run(args.base_url)
-    else:
-        with ServerThread() as server:  # the default tool-using model, as `rollout serve` runs
-            run(server.http_base_url)
+    main(run, "The append shape through the official SDK.")

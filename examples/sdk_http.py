@@ -12,12 +12,10 @@ arguments valid for their schemas), then answers with filler text.
 
 from __future__ import annotations
 
-import argparse
-
+from _sdk import main, tool_output
 from openai import OpenAI
 
 import rollout
-from rollout import ServerThread
 
 MODEL = "sim-1"  # any name: the simulated model answers to every model name
 TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
@@ -44,13 +42,7 @@ def run(base_url: str) -> None:
     response = client.responses.create(model=MODEL, input="Fix the failing test.", tools=TOOLS)
     turns = 1
     while calls := [item for item in response.output if item.type == "function_call"]:
-        outputs = []
-        for call in calls:
-            print(f"tool:   {call.name}({call.arguments})")
-            output = rollout.run_exec(call.name, call.arguments)
-            outputs.append(
-                {"type": "function_call_output", "call_id": call.call_id, "output": output}
-            )
+        outputs = [tool_output(c.call_id, c.name, c.arguments, "tool:   ") for c in calls]
         response = client.responses.create(
             model=MODEL, previous_response_id=response.id, input=outputs, tools=TOOLS
         )
@@ -59,11 +51,4 @@ def run(base_url: str) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="The official SDK over HTTP.")
-    parser.add_argument("--base-url", help="a running server, e.g. http://127.0.0.1:8000/v1")
-    args = parser.parse_args()
-    if args.base_url:
-        run(args.base_url)
-    else:
-        with ServerThread() as server:  # the default tool-using model, as `rollout serve` runs
-            run(server.http_base_url)
+    main(run, "The official SDK over HTTP.")

@@ -11,13 +11,12 @@ Events arrive as the SDK's typed event objects, the same as over SSE.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from _sdk import main, tool_output
 from openai import OpenAI
 
 import rollout
-from rollout import ServerThread
 
 MODEL = "sim-1"
 TOOLS = [rollout.EXEC_TOOL]  # a shell tool; rollout.run_exec stands in for running it
@@ -49,23 +48,10 @@ def run(base_url: str) -> None:
             print(f"turn {turn}: {final.id}: {len(calls)} tool call(s)")
             if not calls:
                 break
-            outputs = []
-            for call in calls:
-                print(f"  tool: {call.name}({call.arguments})")
-                output = rollout.run_exec(call.name, call.arguments)
-                outputs.append(
-                    {"type": "function_call_output", "call_id": call.call_id, "output": output}
-                )
+            outputs = [tool_output(c.call_id, c.name, c.arguments) for c in calls]
             request = {"input": outputs, "previous_response_id": final.id}
     print(f"answer after {turn} turns on one connection: {text}")
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="The official SDK over WebSocket.")
-    parser.add_argument("--base-url", help="a running server, e.g. http://127.0.0.1:8000/v1")
-    args = parser.parse_args()
-    if args.base_url:
-        run(args.base_url)
-    else:
-        with ServerThread() as server:  # the default tool-using model, as `rollout serve` runs
-            run(server.http_base_url)
+    main(run, "The official SDK over WebSocket.")

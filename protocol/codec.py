@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from protocol.convert import Path, _error, _kind, converter, format_path
+from protocol.convert import converter
 from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
@@ -16,6 +16,7 @@ from protocol.events import (
     ResponseEvent,
     TextDeltaEvent,
 )
+from protocol.invalid import Path, format_path, kind_of, to_error
 from protocol.request import AppendRequest, CreateRequest
 from protocol.response import Response
 
@@ -43,7 +44,7 @@ def structure(value: Any, cls: type[T], root: Path = ()) -> T:
     except ProtocolError:
         raise
     except Exception as exc:
-        raise _error(exc, root) from None
+        raise to_error(exc, root) from None
 
 
 MAX_DEPTH = 64  # nesting of objects and arrays a request may have
@@ -71,7 +72,7 @@ def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
     value = loads(data) if isinstance(data, bytes | str) else data
     if not isinstance(value, dict):
         raise ProtocolError(
-            message=f"The request body must be a JSON object, but got {_kind(value)}.",
+            message=f"The request body must be a JSON object, but got {kind_of(value)}.",
             code="invalid_type",
         )
     check_depth(value)

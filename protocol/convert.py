@@ -1,22 +1,21 @@
 # The one cattrs converter of the wire (orjson preconf), built once at import: strict JSON typing
 # (no "1" for 1, no "false" for True), `type`-discriminated unions, and the hooks that keep
-# optional keys off the wire where the real API omits them. Decode failures are located by their
-# JSON path (`input[3].call_id`) and become one ProtocolError (`error`). protocol.codec is the
-# public face of it.
+# optional keys off the wire where the real API omits them. Its hooks raise protocol.invalid's
+# Invalid, located by JSON path; protocol.codec is the public face of it.
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
-from cattrs.errors import AttributeValidationNote, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.orjson import make_converter
 
-from protocol.errors import ProtocolError, clip
+from protocol.errors import clip
 from protocol.events import (
     ErrorEvent,
     FailedSteer,
 )
+from protocol.invalid import Invalid, at_path, locate, missing, wrong_type
 from protocol.items import (
     Compaction,
     FunctionCall,
@@ -31,85 +30,6 @@ from protocol.items import (
 )
 
 T = TypeVar("T")
-Path = tuple[str | int, ...]
-
-
-class _Invalid(Exception):
-    """A decode failure at `path` (relative to where it was raised); `template` takes {param}."""
-
-    def __init__(self, path: Path, template: str, code: str) -> None:
-        super().__init__(template)
-        self.path = path
-        self.template = template
-        self.code = code
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
-
-
-def _wrong_type(expected: str, value: object) -> _Invalid:
-    return _Invalid(
-        (),
-        f"Invalid type for '{{param}}': expected {expected}, but got {_kind(value)} instead.",
-        "invalid_type",
-    )
-
-
-def _at(path: Path, inv: _Invalid) -> _Invalid:
-    return _Invalid(path + inv.path, inv.template, inv.code)
-
-
-def _missing() -> _Invalid:
-    return _Invalid((), "Missing required parameter: '{param}'.", "missing_required_parameter")
-
-
-def _locate(exc: BaseException) -> tuple[Path, str, str]:
-    """Walk a cattrs exception tree down to its first leaf, collecting the JSON path."""
-    if isinstance(exc, _Invalid):
-        return exc.path, exc.template, exc.code
-    if isinstance(exc, BaseExceptionGroup):
-        sub = exc.exceptions[0]
-        step: Path = ()
-        for note in getattr(sub, "__notes__", ()):
-            if isinstance(note, AttributeValidationNote):
-                step = (note.name.rstrip("_") if note.name == "async_" else note.name,)
-            elif isinstance(note, IterableValidationNote):
-                step = (note.index,)
-        path, template, code = _locate(sub)
-        return step + path, template, code
-    if isinstance(exc, KeyError):
-        return (), "Missing required parameter: '{param}'.", "missing_required_parameter"
-    return (), f"Invalid value for '{{param}}': {clip(str(exc), 200)}", "invalid_value"
-
-
-def format_path(path: Path) -> str:
-    out = ""
-    for step in path:
-        name = clip(str(step))  # a key of a client's object can be any length
-        out += f"[{step}]" if isinstance(step, int) else (f".{name}" if out else name)
-    return out
-
-
-def _error(exc: BaseException, root: Path) -> ProtocolError:
-    path, template, code = _locate(exc)
-    param = format_path(root + path) or None
-    message = template.replace("{param}", param or "body")
-    return ProtocolError(message=message, code=code, param=param)
 
 
 # -- the converter ------------------------------------------------------------------------------
@@ -120,7 +40,7 @@ converter = make_converter(detailed_validation=True, prefer_attrib_converters=Fa
 def _strict(expected: str, check: Callable[[object], bool]) -> Callable[[object, object], Any]:
     def hook(value: object, _: object) -> Any:
         if not check(value):
-            raise _wrong_type(expected, value)
+            raise wrong_type(expected, value)
         return value
 
     return hook
@@ -136,7 +56,7 @@ converter.register_structure_hook(
     lambda v, _: (
         float(v)
         if isinstance(v, int | float) and not isinstance(v, bool)
-        else _raise(_wrong_type("a number", v))
+        else _raise(wrong_type("a number", v))
     ),
 )
 
@@ -157,7 +77,7 @@ def _literal_hook(t: Any) -> Callable[[object, object], Any]:
 
     def hook(value: object, _: object) -> Any:
         if not any(value == a and type(value) is type(a) for a in allowed):
-            raise _Invalid(
+            raise Invalid(
                 (),
                 f"Invalid value: {clip(repr(value))}. Supported values are: {supported}.",
                 "invalid_value",
@@ -181,14 +101,14 @@ def _sequence_hook(t: Any) -> Callable[[object, object], Any]:
 
     def hook(value: object, _: object) -> Any:
         if not isinstance(value, list):
-            raise _wrong_type("an array", value)
+            raise wrong_type("an array", value)
         out = []
         for i, v in enumerate(value):
             try:
                 out.append(inner(v, element))
             except Exception as exc:
-                path, template, code = _locate(exc)
-                raise _Invalid((i, *path), template, code) from None
+                path, template, code = locate(exc)
+                raise Invalid((i, *path), template, code) from None
         return make(out)
 
     return hook
@@ -204,11 +124,11 @@ def _dict_hook(t: Any) -> Callable[[object, object], Any]:
 
     def hook(value: object, _: object) -> Any:
         if not isinstance(value, dict):
-            raise _wrong_type("an object", value)
+            raise wrong_type("an object", value)
         if string_values:
             for k, v in value.items():
                 if not isinstance(v, str):
-                    raise _at((k,), _wrong_type("a string", v))
+                    raise at_path((k,), wrong_type("a string", v))
         return value
 
     return hook
@@ -272,13 +192,13 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
             tag = "message"
         if tag is None:
             if fallback is None:
-                raise _at(("type",), _missing())
+                raise at_path(("type",), missing())
             tag = ""
         if not isinstance(tag, str):
-            raise _at(("type",), _wrong_type("a string", tag))
+            raise at_path(("type",), wrong_type("a string", tag))
         cls = by_type.get(tag, fallback)
         if cls is None:
-            raise _Invalid(
+            raise Invalid(
                 ("type",),
                 f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
                 "invalid_value",
@@ -305,7 +225,7 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
                     return value
             if float in scalars and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
-        raise _wrong_type(expected, value)
+        raise wrong_type(expected, value)
 
     return hook
 
@@ -315,7 +235,7 @@ def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
 
     def hook(value: object, _: object) -> Any:
         if not isinstance(value, Mapping):
-            raise _wrong_type("an object", value)
+            raise wrong_type("an object", value)
         return inner(value, cls)
 
     return hook
@@ -323,12 +243,12 @@ def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
 
 def _other_tool(value: object, _: object) -> OtherTool:
     if not isinstance(value, dict):
-        raise _wrong_type("an object", value)
+        raise wrong_type("an object", value)
     tag = value.get("type")
     if tag is None:
-        raise _at(("type",), _missing())
+        raise at_path(("type",), missing())
     if not isinstance(tag, str):
-        raise _at(("type",), _wrong_type("a string", tag))
+        raise at_path(("type",), wrong_type("a string", tag))
     return OtherTool(type=tag, raw=value)
 
 
@@ -385,7 +305,7 @@ def _async_hooks(cls: type) -> None:
 
     def structure_hook(value: object, _: object) -> Any:
         if not isinstance(value, Mapping):
-            raise _wrong_type("an object", value)
+            raise wrong_type("an object", value)
         return inner(value, cls)
 
     converter.register_structure_hook(cls, structure_hook)

@@ -59,11 +59,8 @@ def previous_response_not_found(response_id: str) -> ProtocolError:
 
 
 def response_not_found(response_id: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"Response with id '{clip(response_id)}' not found.",
-        code="response_not_found",
-        status=404,
-    )
+    message = f"Response with id '{clip(response_id)}' not found."
+    return ProtocolError(message=message, code="response_not_found", status=404)
 
 
 def not_found_path(method: str, path: str) -> ProtocolError:
@@ -73,19 +70,13 @@ def not_found_path(method: str, path: str) -> ProtocolError:
 
 
 def method_not_allowed(method: str, path: str) -> ProtocolError:
-    return ProtocolError(
-        message=f"Method {clip(method)} is not allowed for {clip(path, 256)}.",
-        code="method_not_allowed",
-        status=405,
-    )
+    message = f"Method {clip(method)} is not allowed for {clip(path, 256)}."
+    return ProtocolError(message=message, code="method_not_allowed", status=405)
 
 
 def body_too_large(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"Request body is larger than the limit of {limit} bytes.",
-        code="request_too_large",
-        status=413,
-    )
+    message = f"Request body is larger than the limit of {limit} bytes."
+    return ProtocolError(message=message, code="request_too_large", status=413)
 
 
 def context_length_exceeded(tokens: int, window: int) -> ProtocolError:
@@ -101,3 +92,9 @@ def server_error(
     message: str = "The server had an error while processing your request.",
 ) -> ProtocolError:
     return ProtocolError(message=message, type="server_error", code="server_error", status=500)
+
+
+def overloaded(message: str, code: str) -> ProtocolError:
+    """A 503 `server_error` that a client retries shortly: the server is at one of its limits
+    (or a store it needs is down); transports add `Retry-After`."""
+    return ProtocolError(message=message, type="server_error", code=code, status=503)

@@ -21,6 +21,9 @@ TERMINAL_TYPES = frozenset({"response.completed", "response.failed", "response.i
 
 @attrs.frozen(kw_only=True)
 class ResponseEvent:
+    """A lifecycle event (`response.created` ... `response.incomplete`): the whole Response as
+    it stands at that point."""
+
     type: LifecycleType
     sequence_number: int
     response: Response

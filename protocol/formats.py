@@ -35,6 +35,16 @@ def wrong_type(param: str, expected: str) -> ProtocolError:
     return invalid(f"Invalid type for '{param}': expected {expected}.", param, "invalid_type")
 
 
+def required_string(obj: Mapping[str, Any], key: str, param: str) -> str:
+    """`obj[key]`, which must be there and be a string (`param` names it in the error)."""
+    value = obj.get(key)
+    if value is None:
+        raise missing(param)
+    if not isinstance(value, str):
+        raise wrong_type(param, "a string")
+    return value
+
+
 def check_text(text: Mapping[str, Any] | None) -> None:
     """`text.format` (type, name pattern, schema present; strict schema rules) and verbosity."""
     if text is None:
@@ -51,11 +61,7 @@ def check_text(text: Mapping[str, Any] | None) -> None:
     one_of(kind, ("text", "json_object", "json_schema"), "text.format.type")
     if kind != "json_schema":
         return
-    name = fmt.get("name")
-    if name is None:
-        raise missing("text.format.name")
-    if not isinstance(name, str):
-        raise wrong_type("text.format.name", "a string")
+    name = required_string(fmt, "name", "text.format.name")
     if len(name) > 64:
         raise invalid(
             "Invalid 'text.format.name': string too long. Expected a string with maximum length "

@@ -183,6 +183,24 @@ def response_text(text: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+#: The request's settings a Response echoes as they were sent (new_response fills in the rest:
+#: the defaults of what was left out, and the fields named differently).
+ECHOED = (
+    "instructions",
+    "max_output_tokens",
+    "max_tool_calls",
+    "model",
+    "previous_response_id",
+    "store",
+    "tool_choice",
+    "tools",
+    "user",
+    "prompt_cache_key",
+    "prompt_cache_retention",
+    "safety_identifier",
+)
+
+
 def new_response(
     req: CreateRequest,
     response_id: str,
@@ -197,29 +215,18 @@ def new_response(
     return Response(
         id=response_id,
         created_at=created_at,
-        instructions=req.instructions,
-        max_output_tokens=req.max_output_tokens,
-        max_tool_calls=req.max_tool_calls,
-        model=req.model,
+        **{name: getattr(req, name) for name in ECHOED},
         parallel_tool_calls=req.parallel,
-        previous_response_id=req.previous_response_id,
         reasoning=effective,
         service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
-        store=req.store,
         temperature=1.0 if req.temperature is None else req.temperature,
         presence_penalty=req.presence_penalty or 0.0,
         frequency_penalty=req.frequency_penalty or 0.0,
         text=response_text(req.text),
-        tool_choice=req.tool_choice,
-        tools=req.tools,
         top_logprobs=req.top_logprobs or 0,
         top_p=1.0 if req.top_p is None else req.top_p,
         truncation=req.truncation or "disabled",
-        user=req.user,
         metadata=req.metadata or {},
-        prompt_cache_key=req.prompt_cache_key,
-        prompt_cache_retention=req.prompt_cache_retention,
-        safety_identifier=req.safety_identifier,
     )
 
 

@@ -18,8 +18,8 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence, Set
-from typing import Any
+from collections.abc import Mapping, Sequence, Set
+from typing import Any, TypeVar
 
 import attrs
 
@@ -76,6 +76,18 @@ class IllegalTransition(RuntimeError):
     """An event the table does not allow in the current state (a server bug, not bad input)."""
 
 
+_S = TypeVar("_S", bound=enum.Enum)
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _next(table: Mapping[_S, Mapping[_E, _S]], now: _S, event: _E, what: str) -> _S:
+    """Where `event` leads from `now` in `table` (`what` a row is called, for the error)."""
+    try:
+        return table[now][event]
+    except KeyError:
+        raise IllegalTransition(f"{event.value} in {what} {now.value}") from None
+
+
 def response_not_suspended(response_id: str, state: State) -> ProtocolError:
     return ProtocolError(
         message=f"Response '{clip(response_id)}' is {state.value}, not waiting for tool outputs.",
@@ -99,10 +111,7 @@ class Lifetime:
 
     def handle(self, event: Event) -> State:
         """Apply `event`; returns the new state or raises IllegalTransition."""
-        try:
-            self.state = TRANSITIONS[self.state][event]
-        except KeyError:
-            raise IllegalTransition(f"{event.value} in state {self.state.value}") from None
+        self.state = _next(TRANSITIONS, self.state, event, "state")
         return self.state
 
     def pause(self, calls: dict[str, str]) -> None:
@@ -218,12 +227,7 @@ A, W, C, E = Phase.ACTIVE, Phase.AWAITING_INPUT, Phase.COMPLETED, Phase.ENDED
 
 #: phase -> step -> next phase. A pair that is not here is illegal.
 STEER_TRANSITIONS: dict[Phase, dict[SteerStep, Phase]] = {
-    A: {
-        SteerStep.STEER: A,
-        SteerStep.COMPLETE: C,
-        SteerStep.WAIT_FOR_INPUT: W,
-        SteerStep.END: E,
-    },
+    A: {SteerStep.STEER: A, SteerStep.COMPLETE: C, SteerStep.WAIT_FOR_INPUT: W, SteerStep.END: E},
     W: {SteerStep.STEER: W, SteerStep.COMMIT: C},
     C: {SteerStep.COMMIT: C},
     E: {SteerStep.COMMIT: E},
@@ -263,10 +267,7 @@ class Steering:
     queue: list[Submission] = attrs.field(factory=list)
 
     def handle(self, step: SteerStep) -> Phase:
-        try:
-            self.phase = STEER_TRANSITIONS[self.phase][step]
-        except KeyError:
-            raise IllegalTransition(f"{step.value} in phase {self.phase.value}") from None
+        self.phase = _next(STEER_TRANSITIONS, self.phase, step, "phase")
         return self.phase
 
     def submit(self, submission: Submission) -> None:

@@ -3,7 +3,7 @@
 # refusal, summary part and argument string comes back as one delta.
 import attrs
 
-from protocol.events import Event, OutputItemEvent
+from protocol.events import Event
 from protocol.items import (
     FunctionCall,
     Message,
@@ -61,22 +61,8 @@ def replay(final: Response) -> list[Event]:
             events += s.end_web_search(index, item.action)
         else:
             s.response.output.append(item)
-            events.append(
-                OutputItemEvent(
-                    type="response.output_item.added",
-                    sequence_number=s._n(),
-                    output_index=index,
-                    item=item,
-                )
-            )
-            events.append(
-                OutputItemEvent(
-                    type="response.output_item.done",
-                    sequence_number=s._n(),
-                    output_index=index,
-                    item=item,
-                )
-            )
+            for kind in ("response.output_item.added", "response.output_item.done"):
+                events.append(s._item_event(kind, index, item))
     usage = final.usage or Usage()
     if final.status == "completed":
         events += s.complete(usage, final.completed_at or final.created_at)

@@ -6,6 +6,7 @@
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 
@@ -187,10 +188,7 @@ class ResponseStream(ControlEvents):
         t = self._require_text()
         t.annotations.append(annotation)
         return AnnotationAddedEvent(
-            sequence_number=self._n(),
-            item_id=t.item_id,
-            output_index=t.output_index,
-            content_index=0,
+            **self._in_part(t),
             annotation_index=len(t.annotations) - 1,
             annotation=annotation,
         )
@@ -204,36 +202,23 @@ class ResponseStream(ControlEvents):
         done: TextDoneEvent | RefusalDoneEvent
         if t.refusal:
             part = Refusal(refusal=text)
-            done = RefusalDoneEvent(
-                sequence_number=self._n(),
-                item_id=t.item_id,
-                output_index=t.output_index,
-                content_index=0,
-                refusal=text,
-            )
+            done = RefusalDoneEvent(**self._in_part(t), refusal=text)
         else:
             part = OutputText(text=text, annotations=tuple(t.annotations))
-            done = TextDoneEvent(
-                sequence_number=self._n(),
-                item_id=t.item_id,
-                output_index=t.output_index,
-                content_index=0,
-                text=text,
-            )
+            done = TextDoneEvent(**self._in_part(t), text=text)
         item = Message(id=t.item_id, role="assistant", content=(part,), status=status)
         self.response.output[t.output_index] = item
         return [
             done,
-            ContentPartEvent(
-                type="response.content_part.done",
-                sequence_number=self._n(),
-                item_id=t.item_id,
-                output_index=t.output_index,
-                content_index=0,
-                part=part,
-            ),
+            ContentPartEvent(type="response.content_part.done", **self._in_part(t), part=part),
             self._item_event("response.output_item.done", t.output_index, item),
         ]
+
+    def _in_part(self, t: _OpenText) -> dict[str, Any]:
+        """The next event's sequence number and where it stands: the open message's one
+        content part."""
+        at = {"item_id": t.item_id, "output_index": t.output_index, "content_index": 0}
+        return {"sequence_number": self._n(), **at}
 
     def _require_text(self) -> _OpenText:
         if self._text is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from protocol.choices import WEB_SEARCH_CHOICES
 from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
-from protocol.formats import check_reasoning, check_text, missing, one_of, wrong_type
+from protocol.formats import check_reasoning, check_text, missing, one_of, required_string
 from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
@@ -43,6 +43,12 @@ def _range(value: float | None, low: float, high: float, param: str) -> None:
             param=param,
             code="invalid_value",
         )
+
+
+def _at_least(value: int | None, low: int, param: str) -> None:
+    if value is not None and value < low:
+        rule = "must not be negative" if low == 0 else f"must be at least {low}"
+        raise invalid(f"'{param}' {rule}.", param=param, code="invalid_value")
 
 
 def check_stream_id(stream_id: str | None) -> None:
@@ -96,16 +102,8 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
     _range(req.frequency_penalty, -2.0, 2.0, "frequency_penalty")
     _range(req.top_p, 0.0, 1.0, "top_p")
     _range(req.top_logprobs, 0, 20, "top_logprobs")
-    if req.max_output_tokens is not None and req.max_output_tokens < 1:
-        raise invalid(
-            "'max_output_tokens' must be at least 1.",
-            param="max_output_tokens",
-            code="invalid_value",
-        )
-    if req.max_tool_calls is not None and req.max_tool_calls < 0:
-        raise invalid(
-            "'max_tool_calls' must not be negative.", param="max_tool_calls", code="invalid_value"
-        )
+    _at_least(req.max_output_tokens, 1, "max_output_tokens")
+    _at_least(req.max_tool_calls, 0, "max_tool_calls")
     if req.metadata is not None:
         if len(req.metadata) > 16:
             raise invalid(
@@ -183,11 +181,7 @@ def _check_tool_choice(req: CreateRequest) -> None:
                 param="tool_choice",
             )
         return
-    kind = choice.get("type")
-    if kind is None:
-        raise missing("tool_choice.type")
-    if not isinstance(kind, str):
-        raise wrong_type("tool_choice.type", "a string")
+    kind = required_string(choice, "type", "tool_choice.type")
     if kind == "allowed_tools":
         one_of(choice.get("mode"), ("auto", "required"), "tool_choice.mode")
         if choice.get("mode") is None:
@@ -211,11 +205,7 @@ def _check_chosen(req: CreateRequest, choice: Mapping[str, Any], param: str) -> 
     """One chosen tool (`tool_choice`, or an `allowed_tools` entry) is among `tools`."""
     kind = choice["type"]
     if kind in ("function", "custom"):
-        name = choice.get("name")
-        if name is None:
-            raise missing(f"{param}.name")
-        if not isinstance(name, str):
-            raise wrong_type(f"{param}.name", "a string")
+        name = required_string(choice, "name", f"{param}.name")
         if kind == "function":
             found = any(isinstance(t, FunctionTool) and t.name == name for t in req.tools)
         else:
@@ -273,12 +263,7 @@ def _check_multi_agent(req: CreateRequest) -> None:
             param="shape",
             code="unsupported_value",
         )
-    if config.max_concurrent_subagents is not None and config.max_concurrent_subagents < 1:
-        raise invalid(
-            "'multi_agent.max_concurrent_subagents' must be at least 1.",
-            param="multi_agent.max_concurrent_subagents",
-            code="invalid_value",
-        )
+    _at_least(config.max_concurrent_subagents, 1, "multi_agent.max_concurrent_subagents")
 
 
 MULTI_AGENT_BETA = "responses_multi_agent=v1"

@@ -12,6 +12,12 @@ from rollout.service.config import ServerConfig
 from rollout.upstream.config import APIS
 
 
+def config_flag(s: argparse.ArgumentParser, flag: str, field: str, metavar: str, help: str) -> None:
+    """A flag that sets a ServerConfig field: its default and its type are the field's."""
+    default = getattr(ServerConfig(), field)
+    s.add_argument(flag, type=type(default), default=default, metavar=metavar, help=help)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rollout",
@@ -132,26 +138,26 @@ def parser() -> argparse.ArgumentParser:
         help="on SIGINT/SIGTERM, how long running responses may take to finish (a second "
         "signal stops at once, exit status 128 + the signal's number)",
     )
-    s.add_argument(
+    config_flag(
+        s,
         "--max-open-connections",
-        type=int,
-        default=ServerConfig().max_open_connections,
-        metavar="N",
-        help="TCP connections at once (HTTP and WebSocket); more are refused with 503",
+        "max_open_connections",
+        "N",
+        "TCP connections at once (HTTP and WebSocket); more are refused with 503",
     )
-    s.add_argument(
+    config_flag(
+        s,
         "--max-body-bytes-in-flight",
-        type=int,
-        default=ServerConfig().max_body_bytes_in_flight,
-        metavar="BYTES",
-        help="bytes of request bodies held at once, server-wide; a request past it gets 503",
+        "max_body_bytes_in_flight",
+        "BYTES",
+        "bytes of request bodies held at once, server-wide; a request past it gets 503",
     )
-    s.add_argument(
+    config_flag(
+        s,
         "--ws-idle-timeout",
-        type=float,
-        default=ServerConfig().ws_idle_timeout_s,
-        metavar="SECONDS",
-        help="close a WebSocket that sent no frame for this long while nothing ran on it",
+        "ws_idle_timeout_s",
+        "SECONDS",
+        "close a WebSocket that sent no frame for this long while nothing ran on it",
     )
     s.add_argument(
         "--workers",

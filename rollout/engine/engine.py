@@ -9,17 +9,13 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Sequence
-from typing import Any
 
 import attrs
 import trio
 
 from protocol import errors
 from protocol.choices import resolve_format, resolve_tool_choice
-from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
-from protocol.events import Event
 from protocol.input import (
     check_input,
     instructions_text,
@@ -29,21 +25,15 @@ from protocol.input import (
     restore_reasoning,
 )
 from protocol.items import (
-    Compaction,
-    FunctionCall,
-    FunctionCallOutput,
     Item,
-    Message,
-    Reasoning,
-    text_of,
 )
-from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.engine.context import Context, Route, fit
 from rollout.engine.executors import Deferred, WebSearch
-from rollout.engine.faults import MESSAGES, NO_FAULTS, Faults, Plan
+from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, Faults, Plan
 from rollout.engine.ids import new_id
+from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
     DEFAULT_SECRET,
     Cancel,
@@ -53,26 +43,17 @@ from rollout.engine.loop import (
     Executor,
     LoopEnv,
     Model,
-    Outcome,
     Rollout,
     Sink,
     as_sink,
-    run_loop,
 )
+from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
+from rollout.engine.step import Outcome
 from rollout.engine.work import Stats, Work
-from rollout.model import reasoning
+from rollout.model import profiles, reasoning
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.model.profiles import (
-    COST_PROFILES,
-    INFERENCE_PROFILES,
-    MODEL_PROFILES,
-    CostProfile,
-    InferenceProfile,
-    ModelProfile,
-    model_profile,
-)
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 
 log = logging.getLogger("rollout")
@@ -92,15 +73,17 @@ class Prepared:
 @attrs.define(eq=False)
 class Engine:
     policy: Policy = attrs.field(factory=DefaultPolicy)
-    inference: InferenceProfile = INFERENCE_PROFILES["instant"]
-    costs: CostProfile = COST_PROFILES["cpu-only"]
+    inference: profiles.InferenceProfile = profiles.INFERENCE_PROFILES["instant"]
+    costs: profiles.CostProfile = profiles.COST_PROFILES["cpu-only"]
     store: Store = attrs.field(factory=MemoryStore)
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
     changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
-    models: dict[str, ModelProfile] = attrs.field(factory=lambda: dict(MODEL_PROFILES))
+    models: dict[str, profiles.ModelProfile] = attrs.field(
+        factory=lambda: dict(profiles.MODEL_PROFILES)
+    )
     secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
     thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
     # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
@@ -159,24 +142,9 @@ class Engine:
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
         ctx = Context()
-        ctx.hidden.update(self._hidden(items))
+        ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts))
         await extend(ctx, items, work)
         return ctx
-
-    def _hidden(
-        self, items: Sequence[Item], hidden: dict[str, str] | None = None
-    ) -> dict[str, str]:
-        """The hidden reasoning of reasoning items: from their blobs, else as remembered."""
-        out = dict(hidden or {})
-        for item in items:
-            if not isinstance(item, Reasoning | Compaction) or item.id is None or item.id in out:
-                continue
-            if item.encrypted_content is not None:
-                with contextlib.suppress(ProtocolError):
-                    out[item.id] = unseal(item.encrypted_content, self.secret, item.id).text
-            elif item.id in self.thoughts:
-                out[item.id] = self.thoughts[item.id]
-        return out
 
     async def prepare(
         self,
@@ -197,7 +165,7 @@ class Engine:
                 base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
-        profile = model_profile(req.model, self.models)
+        profile = profiles.model_profile(req.model, self.models)
         raw = normalize_input(req.input, new_id)
         check_input(raw, base.open_calls, base.by_id, base.async_calls)
         hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
@@ -205,7 +173,7 @@ class Engine:
         ctx = base
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
-        ctx.hidden.update(self._hidden(items, hidden))
+        ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts, hidden))
         await extend(ctx, items, work)
         await self.scan_latency(ctx.scan.tokens_scanned - before, work)
         truncation = req.truncation or "disabled"
@@ -379,60 +347,6 @@ class Engine:
             self.stats.billed += 1
             if self.costs.billing_s > 0:
                 await trio.sleep(self.costs.billing_s)
-
-
-#: Input whose text is at least this many characters is scanned and tokenized in a worker thread,
-#: so one huge request never stalls the event loop for every other client.
-OFF_LOOP_CHARS = 256 * 1024
-
-
-def _chars(item: Item) -> int:
-    if isinstance(item, Message):
-        return len(text_of(item.content)) + 16
-    if isinstance(item, FunctionCallOutput):
-        return len(text_of(item.output)) + 16
-    if isinstance(item, FunctionCall):
-        return len(item.arguments) + len(item.name) + 16
-    return 64
-
-
-async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
-    """`ctx.extend(items)`, off the event loop when the input is large (the context is not
-    shared while a request prepares it)."""
-    if sum(_chars(i) for i in items) < OFF_LOOP_CHARS:
-        ctx.extend(items, work)
-    else:
-        await trio.to_thread.run_sync(ctx.extend, items, work)
-
-
-@attrs.define(eq=False)
-class DisconnectingSink:
-    """An injected fault: the connection drops once `after` events of the response were sent."""
-
-    inner: Sink
-    after: int
-    sent: int = 0
-
-    async def emit(self, event: Event) -> None:
-        if self.sent >= self.after:
-            await self.inner.close()
-            raise Disconnected()
-        await self.inner.emit(event)
-        self.sent += 1
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        head, tail = run.split(max(0, self.after - self.sent))
-        if head.deltas:
-            await self.inner.emit_run(head)
-            self.sent += len(head)
-        if tail.deltas:
-            await self.emit(tail.events()[0])  # drops the connection
-
-    async def flush(self) -> None:
-        await self.inner.flush()
-
-    async def close(self) -> None:
-        await self.inner.close()
 
 
 __all__ = ["Engine", "Prepared"]

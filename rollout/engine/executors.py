@@ -14,7 +14,7 @@ import attrs
 import trio
 
 from protocol.items import Item, SearchAction, UrlSource, WebSearchCall
-from rollout.engine.loop import Rollout, ToolCall
+from rollout.engine.loop import Call, Rollout
 from rollout.model.policy import WebSearchSpec
 from rollout.model.profiles import CostProfile
 
@@ -24,7 +24,7 @@ class EndResponse:
 
     scans = True
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item] | None:
         del r, calls
         return None
 
@@ -35,7 +35,7 @@ class Deferred:
 
     scans = True
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         del r, calls
         return ()
 
@@ -48,7 +48,7 @@ class WebSearch:
     results: int = 3
     scans = False  # its results are the server's own items, not client input
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         done: list[Item] = []
         for c in calls:
             assert isinstance(c.spec, WebSearchSpec)

@@ -1,17 +1,21 @@
 # Fault injection for experiments and test rigs: an error rate per error code, a disconnect after
-# N events of a response, and added latency before sampling; each response's faults are drawn
-# from a seeded generator in the order responses start, so a run is reproducible. Errors fail the
-# way the real API fails: rate limits, quota, server errors and overload are refusals before any
-# byte of a stream (HTTP 429/500/503 with Retry-After, or a WebSocket `error` event with that
-# status), so clients' retry logic runs; `model_error` fails inside the stream
-# (`response.failed`), as a model failure does.
+# N events of a response (DisconnectingSink), and added latency before sampling; each response's
+# faults are drawn from a seeded generator in the order responses start, so a run is
+# reproducible. Errors fail the way the real API fails: rate limits, quota, server errors and
+# overload are refusals before any byte of a stream (HTTP 429/500/503 with Retry-After, or a
+# WebSocket `error` event with that status), so clients' retry logic runs; `model_error` fails
+# inside the stream (`response.failed`), as a model failure does.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import attrs
 
+from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
+from protocol.events import Event
+from rollout.engine.loop import Disconnected, PassOn
 
 #: Codes a fault can inject, with the message a real server would give.
 MESSAGES = {
@@ -123,3 +127,26 @@ def parse_errors(specs: list[str]) -> dict[str, float]:
         if not sep:
             raise ValueError(f"fault {spec!r}: expected CODE=RATE, e.g. server_error=0.05")
     return out
+
+
+@attrs.define(eq=False)
+class DisconnectingSink(PassOn):
+    """An injected fault: the connection drops once `after` events of the response were sent."""
+
+    after: int
+    sent: int = 0
+
+    async def emit(self, event: Event) -> None:
+        if self.sent >= self.after:
+            await self.inner.close()
+            raise Disconnected()
+        await self.inner.emit(event)
+        self.sent += 1
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        head, tail = run.split(max(0, self.after - self.sent))
+        if head.deltas:
+            await self.inner.emit_run(head)
+            self.sent += len(head)
+        if tail.deltas:
+            await self.emit(tail.events()[0])  # drops the connection

@@ -1,14 +1,8 @@
-# The one sampling loop. Each step, the rollout's model streams pieces (rollout.model.pieces:
-# reasoning, message text, function calls and their argument deltas, hosted searches, usage, how
-# the step ended) and the loop turns them into the response's events and context; the simulated
-# model (a policy paced by a profile: rollout.engine.simulated) and a real engine behind the
-# upstream (rollout.upstream) are two models of the one loop. Text ends the response; tool calls
-# go to their executors, every one behind the same interface (`await executor.call(r, calls)`
-# returns the output items that join the context, or None to end the response there); repeat.
-# Shapes differ only in the client-tool executor, transports only in the Sink events go to; what
-# reaches a running loop from outside (async outputs, acknowledgements, a steer) waits in its
-# Mailbox for the next safe boundary. Pre- and post-inference work (ingest, billing) is the
-# caller's (rollout.engine.engine).
+# What the one sampling loop (rollout.engine.sampling) runs on and talks to: the Rollout (the
+# state of one response: context, stream, usage, sink, mailbox) and its LoopEnv, and the
+# interfaces behind which everything else stands: the Model a step's pieces come from, the
+# Executors its calls go to (a Call is what an executor reads of one), the Sink its events go to.
+# No loop here, and no import of the step (rollout.engine.step), which builds on these.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
@@ -19,17 +13,16 @@ import trio
 
 from protocol.deltas import DeltaRun
 from protocol.events import Event
-from protocol.items import FunctionCall, Item
+from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.engine.context import Context, Route, fit
+from rollout.engine.context import Context, Route
 from rollout.engine.mailbox import Mailbox
-from rollout.engine.step import Outcome, Step, ToolCall
 from rollout.engine.work import Work
 from rollout.model import pieces as p
 from rollout.model.inference import CacheOptions
-from rollout.model.policy import WebSearchSpec
+from rollout.model.policy import FunctionCallSpec, WebSearchSpec
 from rollout.model.reasoning import ReasoningPlan
 
 DEFAULT_SECRET = b"rollout: reasoning items"  # seals encrypted_content; Engine.secret overrides
@@ -87,8 +80,64 @@ async def emit_each(sink: Sink, run: DeltaRun[Any]) -> None:
         await sink.emit(event)
 
 
+@attrs.define(eq=False)
+class PassOn:
+    """A sink in front of another (a tap, a fault): what a subclass does not override goes on
+    to `inner` as it is (a subclass that looks at each event sends a run with `emit_each`)."""
+
+    inner: Sink
+
+    async def emit(self, event: Event) -> None:
+        await self.inner.emit(event)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await self.inner.emit_run(run)
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class NullSink:
+    """A sink whose events nobody is sent (a non-streaming HTTP request: its final response is
+    the reply; an HTTP cancel answers with the final response)."""
+
+    async def emit(self, event: Event) -> None:
+        del event
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        del run
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 def as_sink(target: Sink | Emit) -> Sink:
     return CallbackSink(target) if callable(target) else target
+
+
+class Call(Protocol):
+    """One call of a sampling step, as an executor reads it (rollout.engine.step.ToolCall)."""
+
+    @property
+    def output_index(self) -> int:
+        """Where the call's item sits in the response's output."""
+        ...
+
+    @property
+    def item(self) -> Item:
+        """A FunctionCall, or a WebSearchCall in progress."""
+        ...
+
+    @property
+    def spec(self) -> FunctionCallSpec | WebSearchSpec:
+        """What the model asked for."""
+        ...
 
 
 class Executor(Protocol):
@@ -97,7 +146,7 @@ class Executor(Protocol):
 
     scans: bool
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item] | None:
         """The items that join the context (outputs, completed hosted calls), or None to end the
         response here with the calls open (the chain shape: the client continues it)."""
         ...
@@ -209,55 +258,3 @@ class Rollout:
         return Usage.of(
             self.input_tokens, self.cached_tokens, self.output_tokens, self.reasoning_tokens
         )
-
-
-async def _boundary(r: Rollout, env: LoopEnv) -> None:
-    """A step boundary: what arrived from outside joins the context, notes are sent."""
-    box = r.mailbox
-    if box.items:
-        items, box.items = box.items, []
-        before = r.ctx.scan.tokens_scanned
-        r.ctx.extend(items, r.work)
-        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
-    await r.send_notes()
-
-
-async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
-    while True:
-        await _boundary(r, env)
-        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
-        if r.mailbox.stop is not None and r.stream.response.output:
-            return Outcome("incomplete", reason=r.mailbox.stop)
-        stream, r.opened = r.opened or env.model.sample(r), None
-        ended = await Step(r, env).run(stream)
-        if isinstance(ended, Outcome):
-            return ended
-        hosted = [c for c in ended if isinstance(c.spec, WebSearchSpec)]
-        functions = [c for c in ended if not isinstance(c.spec, WebSearchSpec)]
-        if hosted:
-            await _execute(r, env, env.hosted, hosted)
-        if functions:
-            r.ctx.extend([c.item for c in functions], r.work, scan=False)
-            deferred = [c for c in functions if _is_async(c)]
-            waiting = [c for c in functions if not _is_async(c)]
-            if deferred:
-                await _execute(r, env, env.deferred, deferred)
-            if waiting and not await _execute(r, env, client, waiting):
-                return Outcome("completed")
-
-
-def _is_async(c: ToolCall) -> bool:
-    return isinstance(c.item, FunctionCall) and bool(c.item.async_)
-
-
-async def _execute(r: Rollout, env: LoopEnv, executor: Executor, calls: list[ToolCall]) -> bool:
-    """Run `calls` through `executor` and add what it returns to the context; False when the
-    executor ends the response instead."""
-    outputs = await executor.call(r, calls)
-    if outputs is None:
-        return False
-    before = r.ctx.scan.tokens_scanned
-    r.ctx.extend(outputs, r.work, scan=executor.scans)
-    if executor.scans:
-        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
-    return True

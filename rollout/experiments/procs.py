@@ -3,11 +3,12 @@
 # first stdout line, keeps its stderr in a file, and reads its CPU time (the kernel's process
 # CPU clock, nanosecond resolution, where it can be read) and memory. A child
 # imports the same `rollout` as its parent, never a `rollout/` folder in the working directory
-# (see `child_command`). Nothing here knows what the child serves.
+# (see `child_command`); `stop` ends a child gently. Nothing here knows what the child serves.
 from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import trio
 
@@ -54,6 +55,18 @@ def child_command(code: str, args: Sequence[str] = ()) -> tuple[list[str], dict[
     PYTHONPATH carries the parent's path, with the parent's package first."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(child_path())}
     return [sys.executable, "-P", "-c", code, *args], env
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """End a child process tree's parent gently (SIGTERM: it shuts down), killed when it takes
+    longer than 30 s, and reaped either way."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.wait()
 
 
 class ChildServer:

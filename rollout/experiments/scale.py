@@ -10,7 +10,6 @@ import http.client
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 import trio
 
 from rollout.experiments.load import LoadError, LoadResult, _percentile, run_load
+from rollout.experiments.procs import stop
 
 STARTUP_S = 60.0
 
@@ -63,16 +63,6 @@ def _wait_for_workers(port: int, n: int) -> None:
             conn.close()
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    proc.wait()
-
-
 @contextlib.contextmanager
 def redis_server(url: str | None) -> Iterator[str]:
     """`url`, or a `redis-server` of our own (no persistence) for the run's duration."""
@@ -101,7 +91,7 @@ def redis_server(url: str | None) -> Iterator[str]:
         _wait_for_port(port, proc, "redis-server")
         yield f"redis://127.0.0.1:{port}/0"
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 @contextlib.contextmanager
@@ -120,7 +110,7 @@ def workers(n: int, store: str, calls: int) -> Iterator[int]:
         _wait_for_workers(port, n)
         yield port
     finally:
-        _stop(proc)
+        stop(proc)
         log.close()
 
 

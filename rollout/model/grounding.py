@@ -69,6 +69,8 @@ _WRITE: Final = re.compile(
     r"\b(fix|write|edit|change|modify|create|add|implement|refactor|rename|delete|remove|update"
     r"|patch|apply)\b"
 )
+#: What a prompt can ask for that some kinds of tool need, by name (Grounding.asks).
+ASKS: Final = {"person": _PERSON, "plan": _PLAN, "image": _IMAGE, "write": _WRITE}
 _INTENTS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("test", re.compile(r"\b(tests?|pytest|failing|fails?|passes?|suite|ci)\b")),
     ("git", re.compile(r"\b(git|diff|commits?|branch|changes|changed|staged|status)\b")),
@@ -117,21 +119,10 @@ class Grounding:
     def coding(self) -> bool:
         return bool(_CODING.search(self.lower)) or bool(self.paths)
 
-    @property
-    def asks_person(self) -> bool:
-        return bool(_PERSON.search(self.lower))
-
-    @property
-    def asks_plan(self) -> bool:
-        return bool(_PLAN.search(self.lower))
-
-    @property
-    def asks_image(self) -> bool:
-        return bool(_IMAGE.search(self.lower))
-
-    @property
-    def asks_write(self) -> bool:
-        return bool(_WRITE.search(self.lower))
+    def asks(self, what: str) -> bool:
+        """Whether the prompt asks for `what` (one of ASKS: a person, a plan, an image, or
+        that files be written)."""
+        return bool(ASKS[what].search(self.lower))
 
     @property
     def intent(self) -> str:

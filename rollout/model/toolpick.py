@@ -69,17 +69,16 @@ def shell_tool(tool: FunctionTool) -> bool:
     return kind_of(tool) == "shell"
 
 
+#: Kinds of tool the model uses only when the prompt asks for something (Grounding.asks).
+_NEEDS = {"person": "person", "state": "plan", "image": "image"}
+
+
 def _allowed(kind: str, g: Grounding) -> bool:
     """Whether the prompt lets the model use a tool of this kind at all."""
-    if kind == "person":
-        return g.asks_person
-    if kind == "state":
-        return g.asks_plan
     if kind == "session":
         return False  # it continues a process a call started; the model has none running
-    if kind == "image":
-        return g.asks_image
-    return True
+    need = _NEEDS.get(kind)
+    return need is None or g.asks(need)
 
 
 @attrs.frozen
@@ -114,7 +113,7 @@ def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
         score = relevance(tool, g)
         if kind == "shell" and g.coding:
             score += 10.0
-        if kind == "write" and not g.asks_write:
+        if kind == "write" and not g.asks("write"):
             score -= 5.0
         ranked.append(Ranked(tool, score, kind))
     order = {id(r): i for i, r in enumerate(ranked)}

@@ -1,11 +1,11 @@
 # HTTP/1.1 on trio with h11: framing only. Keep-alive, body and header limits (and the
 # server-wide body budget), HEAD answered without a body, SSE bodies (rollout.server.sse), and
 # the standard error envelope; the REST surface itself (routes and handlers) is
-# rollout.server.resources. A WebSocket upgrade on /v1/responses is handed to the WebSocket
-# module with the bytes already read, so both transports share one port.
+# rollout.server.resources. A WebSocket upgrade on /v1/responses, once vetted
+# (rollout.server.admission, which checks API keys too), is handed to the WebSocket module with
+# the bytes already read, so both transports share one port.
 from __future__ import annotations
 
-import hmac
 import logging
 import time
 from typing import Any
@@ -17,20 +17,20 @@ import orjson
 import trio
 
 from protocol import errors
-from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
-from protocol.events import Event
 from protocol.validate import betas_of
 from rollout.engine.engine import Engine
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
 from rollout.server import logs
+from rollout.server.admission import authorize, check_connections, check_handshake, is_upgrade
 from rollout.server.closing import linger_close
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.resources import Request, digits, integer, route
 from rollout.server.sse import SseBroken, SseSink
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
+from rollout.service.record import HttpIn
 from rollout.service.service import Service
 from rollout.service.taps import Taps
 
@@ -45,22 +45,6 @@ class _Closed(Exception):
 
 class _BodyTooLarge(Exception):
     """The body being read declares more than the limit (a chunk's size says so)."""
-
-
-class NullSink:
-    """A non-streaming request: the events are not sent (the final response is the reply)."""
-
-    async def emit(self, event: Event) -> None:
-        del event
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        del run
-
-    async def flush(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
 
 
 @attrs.define(eq=False)
@@ -196,7 +180,7 @@ class HttpConnection:
                 self.request_id = new_id("req")
                 request = _request(event)
                 self._head_only = request.method == "HEAD"
-                if _is_upgrade(request):
+                if is_upgrade(request):
                     await self._upgrade(request)
                     return
                 self.engine.stats.http_in_flight += 1
@@ -234,41 +218,9 @@ class HttpConnection:
     async def _upgrade(self, request: Request) -> None:
         """Vet a WebSocket handshake here (plain HTTP refusals), then hand the connection over."""
         try:
-            if request.path.rstrip("/") != "/v1/responses":
-                raise errors.not_found_path(request.method, request.path)
-            connection = request.headers.get("connection", "").lower().split(",")
-            upgrade = request.headers.get("upgrade", "").strip().lower()
-            if "upgrade" not in (token.strip() for token in connection) or upgrade != "websocket":
-                raise ProtocolError(
-                    message="A WebSocket handshake needs 'Connection: Upgrade' and "
-                    "'Upgrade: websocket'.",
-                    code="bad_websocket_handshake",
-                )
-            version = request.headers.get("sec-websocket-version", "").strip()
-            if not version:
-                raise ProtocolError(
-                    message="The WebSocket handshake has no Sec-WebSocket-Version.",
-                    code="bad_websocket_handshake",
-                )
-            if version != "13":
-                raise ProtocolError(
-                    message="Unsupported WebSocket version; this server speaks version 13.",
-                    code="websocket_version_unsupported",
-                    status=426,
-                )
-            if not request.headers.get("sec-websocket-key", "").strip():
-                raise ProtocolError(
-                    message="The WebSocket handshake has no Sec-WebSocket-Key.",
-                    code="bad_websocket_handshake",
-                )
-            self._authorize(request)
-            if self.engine.stats.ws_connections >= self.config.max_connections:
-                raise ProtocolError(
-                    message="Too many WebSocket connections; retry shortly.",
-                    type="server_error",
-                    code="websocket_connection_limit",
-                    status=503,
-                )
+            check_handshake(request)
+            self.owner = authorize(request, self.config.api_keys)
+            check_connections(self.engine.stats.ws_connections, self.config.max_connections)
         except ProtocolError as exc:
             extra = {"connection": "close"}
             if exc.status == 503:
@@ -294,23 +246,6 @@ class HttpConnection:
             )
         finally:
             self.engine.stats.ws_connections -= 1
-
-    def _authorize(self, request: Request) -> None:
-        keys = self.config.api_keys
-        self.owner = None
-        if not keys:
-            return
-        auth = request.headers.get("authorization", "")
-        scheme, _, token = auth.partition(" ")
-        supplied = token.strip().encode()
-        ok = False
-        for key in keys:
-            ok |= hmac.compare_digest(supplied, key.encode())
-        if scheme.lower() != "bearer" or not ok:
-            raise ProtocolError(
-                message="Incorrect API key provided.", code="invalid_api_key", status=401
-            )
-        self.owner = supplied.decode()
 
     async def _protocol_error(self, exc: h11.RemoteProtocolError) -> None:
         if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -390,15 +325,12 @@ class HttpConnection:
             return False
         # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
         ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
-        await self.taps.request(
-            request.method,
-            request.path,
-            request.query,
-            request.body,
-            request.headers.get("content-type"),
-        )
+        content_type = request.headers.get("content-type")
+        seen = HttpIn(request.method, request.path, request.query, request.body, content_type)
+        await self.taps.request(seen)
         try:
-            self._authorize(request)
+            self.owner = None  # until the key is checked
+            self.owner = authorize(request, self.config.api_keys)
             await route(self, request)
         except Disconnected:  # the client left in the middle of a streamed reply
             raise _Closed() from None
@@ -443,9 +375,6 @@ class HttpConnection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise SseBroken() from None
 
-    def null_sink(self) -> NullSink:
-        return NullSink()
-
 
 def _request(event: h11.Request) -> Request:
     target = event.target.decode("latin-1")
@@ -466,7 +395,3 @@ def _chunk_left(conn: h11.Connection) -> int:
     h11 parses the size but does not expose it (ChunkedReader._bytes_in_chunk); 0 if unknown."""
     left = getattr(getattr(conn, "_reader", None), "_bytes_in_chunk", 0)
     return left if isinstance(left, int) else 0
-
-
-def _is_upgrade(request: Request) -> bool:
-    return request.method == "GET" and "websocket" in request.headers.get("upgrade", "").lower()

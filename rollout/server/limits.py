@@ -10,7 +10,7 @@ import attrs
 import orjson
 import trio
 
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, overloaded
 from rollout.engine.ids import new_id
 from rollout.engine.work import Stats
 from rollout.server.closing import linger_close
@@ -20,22 +20,13 @@ REFUSE_S = 1.0  # how long a refused connection may take to read the 503
 
 
 def too_many_connections(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"The server has {limit} connections open, its limit; retry shortly.",
-        type="server_error",
-        code="connection_limit",
-        status=503,
-    )
+    message = f"The server has {limit} connections open, its limit; retry shortly."
+    return overloaded(message, "connection_limit")
 
 
 def too_many_body_bytes(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"The server holds {limit} bytes of request bodies at once, its limit; retry "
-        "shortly.",
-        type="server_error",
-        code="request_bytes_limit",
-        status=503,
-    )
+    message = f"The server holds {limit} bytes of request bodies at once, its limit; retry shortly."
+    return overloaded(message, "request_bytes_limit")
 
 
 @attrs.define

@@ -20,36 +20,27 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
         for labels, value in samples:
             lines.append(f"{name}{labels} {value:g}")
 
-    metric(
-        "rollout_websocket_connections",
-        "gauge",
-        "Open WebSocket connections.",
-        [("", stats.ws_connections)],
-    )
-    metric(
-        "rollout_open_connections",
-        "gauge",
-        "Open TCP connections (HTTP and WebSocket).",
-        [("", stats.open_connections)],
-    )
-    metric(
-        "rollout_request_body_bytes",
-        "gauge",
-        "Bytes of request bodies held by the requests reading them.",
-        [("", stats.body_bytes_in_flight)],
-    )
-    metric(
-        "rollout_http_requests_in_flight",
-        "gauge",
-        "HTTP requests being answered.",
-        [("", stats.http_in_flight)],
-    )
-    metric(
-        "rollout_responses_in_flight",
-        "gauge",
-        "Responses whose sampling loop is running.",
-        [("", responses_in_flight)],
-    )
+    gauges: list[tuple[str, str, float]] = [
+        ("rollout_websocket_connections", "Open WebSocket connections.", stats.ws_connections),
+        (
+            "rollout_open_connections",
+            "Open TCP connections (HTTP and WebSocket).",
+            stats.open_connections,
+        ),
+        (
+            "rollout_request_body_bytes",
+            "Bytes of request bodies held by the requests reading them.",
+            stats.body_bytes_in_flight,
+        ),
+        ("rollout_http_requests_in_flight", "HTTP requests being answered.", stats.http_in_flight),
+        (
+            "rollout_responses_in_flight",
+            "Responses whose sampling loop is running.",
+            responses_in_flight,
+        ),
+    ]
+    for name, help_, value in gauges:
+        metric(name, "gauge", help_, [("", value)])
     metric(
         "rollout_append_rollouts",
         "gauge",

@@ -16,7 +16,7 @@ from protocol.replay import replay
 from protocol.request import CreateRequest
 from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
-from rollout.engine.loop import Sink
+from rollout.engine.loop import NullSink, Sink
 from rollout.engine.work import Work
 from rollout.model.profiles import served_models
 from rollout.server.metrics import render as render_metrics
@@ -53,7 +53,6 @@ class Exchange(Protocol):
     async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None: ...
     async def reply_bytes(self, status: int, content_type: str, data: bytes) -> None: ...
     def sse(self) -> Stream: ...
-    def null_sink(self) -> Sink: ...
 
 
 Handler = Callable[..., Awaitable[None]]
@@ -74,7 +73,7 @@ async def create(ex: Exchange, request: Request) -> None:
         )
     stream = ex.sse() if req.stream else None
     response = await ex.service.create(
-        req, work, stream or ex.null_sink(), owner=ex.owner, holder=stream
+        req, work, stream or NullSink(), owner=ex.owner, holder=stream
     )
     if stream is not None:
         await stream.end()

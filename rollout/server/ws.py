@@ -33,16 +33,7 @@ log = logging.getLogger("rollout.server.ws")
 
 
 def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:
-    event = ErrorEvent(
-        error=ErrorPayload(
-            type=exc.type,
-            code=exc.code,
-            message=exc.message,
-            param=exc.param,
-            headers=exc.headers,
-        ),
-        status=exc.status,
-    )
+    event = ErrorEvent(error=ErrorPayload(**exc.payload(), headers=exc.headers), status=exc.status)
     return codec.encode_event(event, stream_id)
 
 
@@ -113,6 +104,7 @@ async def serve_websocket(
             conn.refuse,
             conn.shutdown,
             hangup=conn.hangup,
+            outbox=conn.queued,
             betas=betas,
         )
         session.on_active = conn.active
@@ -180,6 +172,10 @@ class WsTransport:
     async def hangup(self) -> None:
         """Close after a malformed event that ends the connection (`response.inject`)."""
         await self.ws.aclose(1008, "invalid event")
+
+    def queued(self) -> int:
+        """Bytes in the connection's outbox."""
+        return self.ws.queued
 
     async def shutdown(self) -> None:
         """The server is stopping: close with 1001 (Going Away)."""

@@ -24,14 +24,14 @@ from protocol.lifetime import State, response_not_suspended
 from rollout.engine.engine import Prepared
 from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected, Sink
-from rollout.service.live import Live
+from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.writer import Writer
 from rollout.store.redis import RedisStore
 
 if TYPE_CHECKING:
-    from rollout.service.service import Hold, Service
+    from rollout.service.service import Service
 
 HEARTBEAT_S = 1.0  # a worker renews its lease this often
 ALIVE_MS = 5000  # and is dead when it has not for this long
@@ -154,8 +154,14 @@ class Cluster(Owning):
         }
         self.writer.send("hset", self.key("live", prepared.rollout.stream.response.id), fields)
 
+    def forget(self, response_id: str) -> None:
+        self.writer.send("delete", [self.key("live", response_id)])
+
     def finished(self, live: Live) -> None:
-        self.writer.send("delete", [self.key("live", live.id)])
+        self.forget(live.id)
+
+    async def barrier(self) -> None:
+        await self.writer.barrier()
 
     # -- the asking side ------------------------------------------------------------------------
 
@@ -176,8 +182,6 @@ class Cluster(Owning):
         go to `sink_for(lane)` (until the next pause, or from now on with UNTIL_END). Raises
         `local` (the local miss) when no worker owns such a rollout. A cancel returns the
         rollout's final response (wire JSON)."""
-        from rollout.service.service import Hold
-
         client = self.store.client
         record = await client.hgetall(self.key("live", response_id))
         if not record or not self.store.owned(record.get(b"owner"), owner):

@@ -17,7 +17,7 @@ from protocol import codec
 from protocol.deltas import DeltaRun
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import Disconnected, Sink, emit_each
+from rollout.engine.loop import Disconnected, PassOn, Sink, emit_each
 from rollout.service.writer import Writer
 from rollout.store.memory import StoredResponse
 from rollout.store.redis import RedisStore
@@ -31,12 +31,11 @@ EmitEncoded = Callable[[bytes, bytes], Awaitable[None]]  # (event type, wire JSO
 
 
 @attrs.define(eq=False)
-class LogSink:
+class LogSink(PassOn):
     """Logs each event, then passes it on; the terminal event waits for the log to hold all."""
 
     log: EventLog
     key: str
-    inner: Sink
     gone: bool = False  # the client left: the response runs on for the log (and a resume)
 
     async def emit(self, event: Event) -> None:
@@ -59,12 +58,6 @@ class LogSink:
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         await emit_each(self, run)
 
-    async def flush(self) -> None:
-        await self.inner.flush()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
 
 @attrs.define(eq=False)
 class EventLog:
@@ -79,7 +72,7 @@ class EventLog:
         meta = {"worker": self.worker_id.encode(), "owner": self.store.owner_field(prepared.owner)}
         self.writer.send("hset", self.store.key("evm", rid), meta)
         self.writer.send("pexpire", self.store.key("evm", rid), TTL_MS)
-        return LogSink(self, self.store.key("ev", rid), inner)
+        return LogSink(inner, self, self.store.key("ev", rid))
 
     async def visible(
         self, response_id: str, owner: str | None, record: StoredResponse | None

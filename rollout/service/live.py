@@ -8,8 +8,9 @@
 # whichever client holds it (a Relay).
 from __future__ import annotations
 
+import enum
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import attrs
@@ -26,12 +27,19 @@ from protocol.lifetime import Event as Step
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.faults import Plan
 from rollout.engine.ids import new_id
-from rollout.engine.loop import Cancel, Disconnected, EndRollout, Rollout, Sink, ToolCall
+from rollout.engine.loop import Call, Cancel, Disconnected, EndRollout, Rollout, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.config import ServerConfig
 
 log = logging.getLogger("rollout.service.live")
+
+
+class Hold(enum.Enum):
+    """How long a transport's request holds an append rollout's events."""
+
+    UNTIL_PAUSE = "until_pause"  # HTTP: one response body per stretch between pauses
+    UNTIL_END = "until_end"  # WebSocket: the lane is busy for the rollout's whole life
 
 
 def response_not_found(response_id: str) -> ProtocolError:
@@ -41,12 +49,8 @@ def response_not_found(response_id: str) -> ProtocolError:
 
 
 def too_many_suspended(limit: int) -> ProtocolError:
-    return ProtocolError(
-        message=f"The server holds its limit of {limit} live append rollouts; retry shortly.",
-        type="server_error",
-        code="too_many_live_rollouts",
-        status=503,
-    )
+    message = f"The server holds its limit of {limit} live append rollouts; retry shortly."
+    return errors.overloaded(message, "too_many_live_rollouts")
 
 
 @attrs.define(eq=False)
@@ -59,20 +63,18 @@ class Relay:
     holder: object | None = None  # who attached `target` (a connection or a request)
 
     async def emit(self, event: Event) -> None:
-        target = self.target
-        if target is None:
-            return
-        try:
-            await target.emit(event)
-        except Disconnected:
-            self.live.detach()
+        await self._forward(lambda target: target.emit(event))
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
+        await self._forward(lambda target: target.emit_run(run))
+
+    async def _forward(self, send: Callable[[Sink], Awaitable[None]]) -> None:
+        """`send` to the client holding the rollout, if any; a client gone detaches it."""
         target = self.target
         if target is None:
             return
         try:
-            await target.emit_run(run)
+            await send(target)
         except Disconnected:
             self.live.detach()
 
@@ -180,7 +182,7 @@ class AppendTools:
     live: Live
     scans = True
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item]:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         live = self.live
         items = [c.item for c in calls if isinstance(c.item, FunctionCall)]
         live.lifetime.pause({c.call_id: c.name for c in items})

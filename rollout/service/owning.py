@@ -19,7 +19,7 @@ from protocol.lifetime import State
 from rollout.engine.loop import Disconnected, emit_each
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
-from rollout.service.live import response_not_found
+from rollout.service.live import Hold, response_not_found
 from rollout.store.redis import items_of
 
 if TYPE_CHECKING:
@@ -95,8 +95,6 @@ class Owning:
         owner: str | None,
         holder: RemoteHolder,
     ) -> None:
-        from rollout.service.service import Hold
-
         assert self.service is not None
         sink = RemoteSink(self, worker, token)
         hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))

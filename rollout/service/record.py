@@ -36,6 +36,7 @@ from io import FileIO
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import trio
 
@@ -45,6 +46,17 @@ _ORDER = itertools.count()  # "n": orders lines across the connections (and file
 
 
 MAX_PENDING = 1024  # lines queued for the writer before recording waits (a slow disk pushes back)
+
+
+@attrs.frozen
+class HttpIn:
+    """An HTTP request as the taps see it (and a recording holds it)."""
+
+    method: str
+    path: str
+    query: Mapping[str, list[str]]
+    body: bytes
+    content_type: str | None
 
 
 class Recorder:
@@ -105,20 +117,13 @@ class Recorder:
 
     # -- what is recorded -----------------------------------------------------------------------
 
-    async def http_request(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, list[str]],
-        body: bytes,
-        content_type: str | None,
-    ) -> None:
-        fields: dict[str, Any] = {"method": method, "path": path}
-        if query:
-            fields["query"] = dict(query)
-        fields.update(_json_or_text("body", body))
-        if content_type is not None:
-            fields["content_type"] = content_type
+    async def http_request(self, request: HttpIn) -> None:
+        fields: dict[str, Any] = {"method": request.method, "path": request.path}
+        if request.query:
+            fields["query"] = dict(request.query)
+        fields.update(_json_or_text("body", request.body))
+        if request.content_type is not None:
+            fields["content_type"] = request.content_type
         await self._add(b"in", orjson.dumps(fields)[1:-1])
 
     async def ws_frame(self, message: str | bytes) -> None:
@@ -160,13 +165,11 @@ class Recorder:
         self._notify()
         mine = self.lines
         while True:
-            if self._writer:  # it takes the line; wait only while too many are queued
-                if len(self._pending) <= self.max_pending:
-                    return
-                await self._changed.wait()
-            elif self.written >= mine:
+            # The writer takes the line: wait only while too many are queued.
+            done = len(self._pending) <= self.max_pending if self._writer else self.written >= mine
+            if done:
                 return
-            elif self._writing:
+            if self._writer or self._writing:
                 await self._changed.wait()
             else:
                 await self._write_pending()

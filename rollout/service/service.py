@@ -9,16 +9,14 @@
 # framing only.
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 import trio
 
 from protocol import codec
-from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item
@@ -29,15 +27,14 @@ from protocol.validate import check_betas, validate_create
 from rollout.engine.context import Context, Route
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.engine.loop import Sink
+from rollout.engine.loop import NullSink, PassOn, Sink
 from rollout.engine.work import Work
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
-from rollout.service.live import Live, LiveRollouts, response_not_found
+from rollout.service.live import Hold, Live, LiveRollouts, response_not_found
 from rollout.service.taps import TapConfig
 
 if TYPE_CHECKING:
-    from rollout.service.cluster import Cluster
     from rollout.service.eventlog import EventLog
 
 T = TypeVar("T")
@@ -46,11 +43,39 @@ T = TypeVar("T")
 OFF_LOOP_BYTES = 256 * 1024
 
 
-class Hold(enum.Enum):
-    """How long a transport's request holds an append rollout's events."""
+class Peers(Protocol):
+    """The other workers, as the service and its sessions consult them: the cluster layer
+    (rollout.service.cluster.Cluster), which runs what reaches it through this Service."""
 
-    UNTIL_PAUSE = "until_pause"  # HTTP: one response body per stretch between pauses
-    UNTIL_END = "until_end"  # WebSocket: the lane is busy for the rollout's whole life
+    async def run(self, task_status: trio.TaskStatus[None] = ...) -> None: ...
+
+    async def barrier(self) -> None:
+        """Wait until what is queued for the store has been written."""
+        ...
+
+    async def claim(self, prepared: Prepared, lane: str | None) -> None: ...
+
+    def forget(self, response_id: str) -> None:
+        """Drop the record of a live rollout that never started."""
+        ...
+
+    def paused(self, prepared: Prepared) -> None: ...
+
+    def detach(self, holder: object) -> None: ...
+
+    async def deliver(
+        self,
+        kind: str,
+        response_id: str,
+        items: Sequence[Item],
+        sink_for: Callable[[str | None], Sink],
+        *,
+        owner: str | None,
+        holder: object,
+        hold: Hold,
+        local: ProtocolError,
+        raw: Sequence[Any] = (),
+    ) -> dict[str, Any] | None: ...
 
 
 async def off_loop(fn: Callable[[Any], T], data: Any, size: int) -> T:
@@ -70,7 +95,7 @@ class Service:
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
     # Many workers (a Redis store; see rollout.service.cluster.clustered): live rollouts of
     # other workers, and per-response event logs
-    cluster: Cluster | None = attrs.field(default=None, init=False)
+    cluster: Peers | None = attrs.field(default=None, init=False)
     events: EventLog | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -105,7 +130,7 @@ class Service:
         so that no other worker takes them for lost."""
         if self.cluster is not None:
             with trio.move_on_after(timeout):
-                await self.cluster.writer.barrier()
+                await self.cluster.barrier()
 
     # -- create ---------------------------------------------------------------------------------
 
@@ -164,8 +189,7 @@ class Service:
             )
         except BaseException:
             if self.cluster is not None:  # it never started: no record of it
-                rid = prepared.rollout.stream.response.id
-                self.cluster.writer.send("delete", [self.cluster.key("live", rid)])
+                self.cluster.forget(prepared.rollout.stream.response.id)
             await self.engine.discard(prepared)
             raise
         self._log(prepared)
@@ -178,7 +202,7 @@ class Service:
         """With many workers, a stored response's events go to its event log as they pass (and
         a live rollout's state to its record at each pause)."""
         if self.cluster is not None and prepared.request.shape == "append":
-            prepared.rollout.sink = PauseTap(self.cluster, prepared, prepared.rollout.sink)
+            prepared.rollout.sink = PauseTap(prepared.rollout.sink, self.cluster, prepared)
         if self.events is not None and prepared.request.store:
             prepared.rollout.sink = self.events.sink(prepared, prepared.rollout.sink)
 
@@ -324,43 +348,17 @@ async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
         nursery.cancel_scope.cancel()
 
 
-class NullSink:
-    """Events nobody is sent (an HTTP cancel answers with the final response)."""
-
-    async def emit(self, event: Event) -> None:
-        del event
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        del run
-
-    async def flush(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
-
-
 @attrs.define(eq=False)
-class PauseTap:
+class PauseTap(PassOn):
     """Passes a live rollout's events on; at each pause, its state goes to its cluster record."""
 
-    cluster: Cluster
+    cluster: Peers
     prepared: Prepared
-    inner: Sink
 
     async def emit(self, event: Event) -> None:
         if event.type == "response.done":
             self.cluster.paused(self.prepared)
         await self.inner.emit(event)
 
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        await self.inner.emit_run(run)
 
-    async def flush(self) -> None:
-        await self.inner.flush()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-__all__ = ["OFF_LOOP_BYTES", "Hold", "Service", "off_loop"]
+__all__ = ["OFF_LOOP_BYTES", "Hold", "Peers", "Service", "off_loop"]

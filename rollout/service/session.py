@@ -14,16 +14,17 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.errors import ProtocolError, clip
+from protocol.errors import ProtocolError
 from protocol.events import Event, InjectError, InjectFailedEvent
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.lifetime import State
 from protocol.request import AppendRequest, CancelRequest, CreateRequest, InjectRequest
-from protocol.validate import INVALID_STREAM_ID, STREAM_ID, check_betas, validate_create
+from protocol.validate import check_betas
 from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
+from rollout.service import frames
 from rollout.service.live import response_not_found
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
@@ -39,17 +40,6 @@ class Job:
     size: int  # bytes of its frame (counted against the connection's queue limit)
 
 
-def _event_type(value: dict[str, Any]) -> str:
-    kind = value.get("type")
-    if kind not in EVENTS:
-        raise ProtocolError(
-            message=f"Unknown event type {clip(repr(kind))}; expected {_EXPECTED}.",
-            code="unknown_event_type",
-            param="type",
-        )
-    return str(kind)
-
-
 @attrs.define(eq=False)
 class Session:
     service: Service
@@ -59,6 +49,7 @@ class Session:
     refuse: Refuse  # the transport's error event, on a lane
     shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
     hangup: Callable[[], Awaitable[None]] | None = None  # close after a malformed inject
+    outbox: Callable[[], int] = lambda: 0  # the transport's bytes queued for the client
     betas: frozenset[str] = frozenset()  # the handshake's OpenAI-Beta features
     book: LaneBook[Context] = attrs.field(init=False)
     steer: Steerer = attrs.field(init=False)
@@ -92,6 +83,11 @@ class Session:
     @property
     def closed(self) -> bool:
         return self.closing.is_set()
+
+    @property
+    def queued(self) -> int:
+        """Bytes the transport holds for the client, not yet written (its outbox)."""
+        return self.outbox()
 
     async def serve(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
         """Handle the client's frames until `receive` returns None (the connection closes)."""
@@ -127,14 +123,7 @@ class Session:
     async def receive(self, message: str | bytes) -> None:
         await self.taps.frame(message)
         if isinstance(message, bytes):
-            await self.refuse(
-                ProtocolError(
-                    message="Binary frames are not supported; send each event as a JSON text "
-                    "frame.",
-                    code="invalid_frame",
-                ),
-                None,
-            )
+            await self.refuse(frames.binary_frame(), None)
             return
         work = Work()
         lane: Lane = None
@@ -143,14 +132,10 @@ class Session:
             with work.stage("decode", items=1) as c:
                 c.tokens = len(message)
                 value = await off_loop(codec.loads, message, len(message))
-                if not isinstance(value, dict):
-                    raise ProtocolError(
-                        message="Each frame must be a JSON object with a 'type'.",
-                        code="invalid_type",
-                    )
-                lane = _lane_of(value)
-                kind = _event_type(value)
-                request = await off_loop(EVENTS[kind][0], value, len(message))
+                frame = frames.frame_object(value)
+                lane = frames.lane_of(frame)
+                kind = frames.event_type(frame, EVENTS)
+                request = await off_loop(EVENTS[kind][0], frame, len(message))
             await EVENTS[kind][1](self, request, work, len(message))
         except ProtocolError as exc:
             sent = value.get("type") if isinstance(value, dict) else None
@@ -390,36 +375,14 @@ class Session:
             return taken.value.fork()
 
 
-def _lane_of(value: dict[str, Any]) -> Lane:
-    """The frame's lane, if it names a valid one (errors about the frame are sent there)."""
-    stream_id = value.get("stream_id")
-    if stream_id is None:
-        return None
-    if not isinstance(stream_id, str) or not STREAM_ID.fullmatch(stream_id):
-        raise ProtocolError(message=INVALID_STREAM_ID, code="invalid_stream_id", param="stream_id")
-    return stream_id
-
-
-def _decode_create(value: dict[str, Any]) -> CreateRequest:
-    req = codec.decode_create(value)
-    validate_create(req, websocket=True)
-    return req
-
-
-def _decode_inject(value: dict[str, Any]) -> tuple[InjectRequest, Any]:
-    """The inject and its input as sent (a failure returns it unchanged)."""
-    return codec.decode_object(value, InjectRequest), value["input"]
-
-
 #: The client events of WebSocket mode: type -> (decode, handle).
 EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
-    "response.create": (_decode_create, Session._create),
+    "response.create": (frames.decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
-    "response.inject": (_decode_inject, Session._inject),
+    "response.inject": (frames.decode_inject, Session._inject),
     "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
     "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
 }
-_EXPECTED = ", ".join(repr(k) for k in list(EVENTS)[:-1]) + f" or {list(EVENTS)[-1]!r}"
 
 
 async def _acquire(semaphore: trio.Semaphore) -> None:

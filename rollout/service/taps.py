@@ -4,7 +4,7 @@
 # WebSocket cannot drift apart. A Taps does no framing: transports hand it what they send.
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 import attrs
@@ -13,7 +13,7 @@ import trio
 from protocol.errors import ProtocolError
 from rollout.engine.work import Stats
 from rollout.service.capture import Captured, parse
-from rollout.service.record import Recorder
+from rollout.service.record import HttpIn, Recorder
 
 
 @attrs.define(eq=False)
@@ -26,18 +26,12 @@ class Taps:
 
     # -- in -------------------------------------------------------------------------------------
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        query: Mapping[str, list[str]],
-        body: bytes,
-        content_type: str | None,
-    ) -> None:
+    async def request(self, request: HttpIn) -> None:
         if self.captured is not None:
-            self.captured.append(Captured("http", f"{method} {path}", parse(body), self.number))
+            what = f"{request.method} {request.path}"
+            self.captured.append(Captured("http", what, parse(request.body), self.number))
         if self.recorder is not None:
-            await self.recorder.http_request(method, path, query, body, content_type)
+            await self.recorder.http_request(request)
 
     async def frame(self, message: str | bytes) -> None:
         if self.captured is not None:

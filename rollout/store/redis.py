@@ -19,7 +19,7 @@ import coredis
 import orjson
 
 from protocol import codec
-from protocol.errors import ProtocolError
+from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.memory import ChainBroken, StoredResponse
@@ -70,12 +70,8 @@ class RedisUrl:
 
 
 def unavailable(exc: BaseException) -> ProtocolError:
-    return ProtocolError(
-        message=f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly.",
-        type="server_error",
-        code="store_unavailable",
-        status=503,
-    )
+    message = f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly."
+    return overloaded(message, "store_unavailable")
 
 
 @contextlib.contextmanager

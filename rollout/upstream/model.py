@@ -77,44 +77,39 @@ class UpstreamModel:
     async def open(self, r: Rollout) -> Pieces | None:
         """The first step: sent now, before any event; an error status raises (Refused's
         ProtocolError) and becomes the request's refusal."""
-        stage = r.work.stage("inference")
-        stage.__enter__()
-        started = time.perf_counter()
-        try:
-            response = await self._send(r)
-        except Refused as refused:
-            stage.__exit__(None, None, None)
-            raise refused.error from None
-        except Broken as broken:
-            return self._failed(r, stage, started, str(broken))
-        except BaseException:
-            stage.__exit__(None, None, None)
-            raise
-        return self._read(r, response, stage, started)
+        return await self._step(r, refuse=True)
 
     async def sample(self, r: Rollout) -> Pieces:
         left = r.budget_left
         if left is not None and left <= 0:  # the budget is spent: nothing to ask the engine
             yield p.Finish("length")
             return
+        stream = await self._step(r, refuse=False)
+        async with contextlib.aclosing(stream):
+            async for piece in stream:
+                yield piece
+
+    async def _step(self, r: Rollout, *, refuse: bool) -> Pieces:
+        """Send one step's request; its pieces, read as they arrive. An error status raises
+        Refused's ProtocolError when `refuse` (before the response started), else it is the
+        step's failure, like an engine that never answered."""
         stage = r.work.stage("inference")
         stage.__enter__()
         started = time.perf_counter()
         try:
             response = await self._send(r)
         except Refused as refused:
+            if refuse:
+                stage.__exit__(None, None, None)
+                raise refused.error from None
             error = refused.error
-            stream = self._failed(r, stage, started, error.message, error.code)
+            return self._failed(r, stage, started, error.message, error.code)
         except Broken as broken:
-            stream = self._failed(r, stage, started, str(broken))
+            return self._failed(r, stage, started, str(broken))
         except BaseException:
             stage.__exit__(None, None, None)
             raise
-        else:
-            stream = self._read(r, response, stage, started)
-        async with contextlib.aclosing(stream):
-            async for piece in stream:
-                yield piece
+        return self._read(r, response, stage, started)
 
     async def _send(self, r: Rollout) -> httpx.Response:
         body = self._body(r)

@@ -10,6 +10,7 @@ from typing import Any
 from rollout.model.policy import ScriptedPolicy, text
 from support.events import TERMINAL
 from support.frames import append_frame, create_frame
+from support.sdk import ended
 from support.servers import Serve
 from support.tools import FINAL, cmd, output, parallel, run_exec, tool_steps
 
@@ -53,10 +54,7 @@ def test_sdk_drives_an_append_rollout_to_completion(serve: Serve) -> None:
                     ran.append(arguments)
                     outputs.append(output(pending["call_id"], run_tool(name, arguments)))
                 conn.send(append_frame(pause["response_id"], outputs))
-            elif event.type == "error":
-                raise AssertionError(event.model_dump())
-            elif event.type in TERMINAL:
-                final = event.response
+            elif (final := ended(event)) is not None:
                 break
     assert final is not None and final.status == "completed"
     assert len(ids) == 1 and final.id in ids

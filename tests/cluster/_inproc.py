@@ -20,17 +20,6 @@ from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.store.redis import RedisStore
 
-EXEC_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "exec",
-    "description": "Run a shell command.",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}},
-        "required": ["cmd"],
-        "additionalProperties": False,
-    },
-}
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 
 

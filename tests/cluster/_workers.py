@@ -5,34 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import httpx2 as httpx
 import pytest
 from openai import OpenAI
 
+from rollout.experiments.procs import stop
+
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_S = 60.0
 T = TypeVar("T")
-
-EXEC_TOOL: dict[str, Any] = {
-    "type": "function",
-    "name": "exec",
-    "description": "Run a shell command.",
-    "parameters": {
-        "type": "object",
-        "properties": {"cmd": {"type": "string"}},
-        "required": ["cmd"],
-        "additionalProperties": False,
-    },
-}
 
 
 def free_port() -> int:
@@ -147,10 +136,4 @@ def workers(redis_url: str, tmp_path: Path, *extra: str, n: int = 2) -> Iterator
                     time.sleep(0.05)
         yield Workers(proc, port, log)
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        proc.wait(timeout=10)
+        stop(proc)

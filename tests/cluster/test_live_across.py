@@ -8,26 +8,15 @@ from typing import Any
 
 import orjson
 import trio
-from _inproc import EXEC_TOOL, TERMINAL, append_body, sse, two_workers
+from _inproc import TERMINAL, append_body, sse, two_workers
 
 from rollout.service.config import ServerConfig
-
-
-def create_body(**extra: Any) -> dict[str, Any]:
-    return {
-        "model": "m",
-        "input": "run the steps",
-        "tools": [EXEC_TOOL],
-        "shape": "append",
-        "stream": True,
-        "store": True,
-        **extra,
-    }
+from support.frames import streamed_append_body
 
 
 async def test_append_rollout_resumed_over_http_on_the_other_worker(redis_url: str) -> None:
     async with two_workers(redis_url) as (a, b):
-        status, worker, frames = await sse(a.url, "POST", "/responses", create_body())
+        status, worker, frames = await sse(a.url, "POST", "/responses", streamed_append_body())
         assert status == 200 and worker == "wA"
         assert frames[-1]["type"] == "response.done"
         rid = frames[-1]["response_id"]
@@ -62,7 +51,7 @@ async def test_append_rollout_resumed_over_http_on_the_other_worker(redis_url: s
 
 async def test_errors_and_cancel_come_back_from_the_owner(redis_url: str) -> None:
     async with two_workers(redis_url) as (a, b):
-        _, _, frames = await sse(a.url, "POST", "/responses", create_body())
+        _, _, frames = await sse(a.url, "POST", "/responses", streamed_append_body())
         rid = frames[-1]["response_id"]
         # A bad call_id: the owner's 400, through the other worker.
         bad = {"input": [{"type": "function_call_output", "call_id": "call_x", "output": "?"}]}
@@ -82,7 +71,7 @@ async def test_errors_and_cancel_come_back_from_the_owner(redis_url: str) -> Non
 
 async def test_stream_resumes_from_the_other_worker(redis_url: str) -> None:
     async with two_workers(redis_url) as (a, b):
-        _, _, frames = await sse(a.url, "POST", "/responses", create_body())
+        _, _, frames = await sse(a.url, "POST", "/responses", streamed_append_body())
         rid = frames[-1]["response_id"]
         # While suspended (not stored yet): the log so far, from the other worker, waits for
         # more; finish the rollout from A meanwhile and the replay reaches the terminal event.
@@ -115,7 +104,7 @@ async def test_api_keys_isolate_rollouts_and_logs_across_workers(redis_url: str)
     async with two_workers(redis_url, config=config) as (a, b):
         as_a = {"authorization": "Bearer key-a"}
         as_b = {"authorization": "Bearer key-b"}
-        _, _, frames = await sse(a.url, "POST", "/responses", create_body(), as_a)
+        _, _, frames = await sse(a.url, "POST", "/responses", streamed_append_body(), as_a)
         rid = frames[-1]["response_id"]
         for path in (f"/responses/{rid}/append", f"/responses/{rid}/cancel"):
             body = append_body(rid, frames) if path.endswith("append") else None
@@ -137,7 +126,7 @@ async def test_websocket_cancel_on_the_other_worker_gets_the_terminal_event(
     async with two_workers(redis_url) as (a, b):
         ws_a = a.url.replace("http", "ws") + "/responses"
         ws_b = b.url.replace("http", "ws") + "/responses"
-        frame = {"type": "response.create", **create_body()}
+        frame = {"type": "response.create", **streamed_append_body()}
         del frame["stream"]
         async with open_websocket_url(ws_a) as ws:
             await ws.send_message(orjson.dumps(frame).decode())
@@ -176,7 +165,9 @@ async def test_a_worker_that_shuts_down_leaves_no_live_record(redis_url: str) ->
                 port=0, service=service, stop=stop, task_status=task_status
             )
         )
-        _, _, frames = await sse(f"http://127.0.0.1:{port}/v1", "POST", "/responses", create_body())
+        _, _, frames = await sse(
+            f"http://127.0.0.1:{port}/v1", "POST", "/responses", streamed_append_body()
+        )
         rid = frames[-1]["response_id"]
         async with store.connect():
             assert await store.client.exists([store.key("live", rid)]) == 1
@@ -194,7 +185,7 @@ async def test_websocket_inject_on_the_other_worker(redis_url: str) -> None:
     from trio_websocket import open_websocket_url
 
     async with two_workers(redis_url) as (a, b):
-        frame = {"type": "response.create", **create_body()}
+        frame = {"type": "response.create", **streamed_append_body()}
         del frame["stream"]
         async with open_websocket_url(a.url.replace("http", "ws") + "/responses") as ws:
             await ws.send_message(orjson.dumps(frame).decode())

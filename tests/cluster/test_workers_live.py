@@ -13,22 +13,12 @@ from typing import Any
 
 import orjson
 import pytest
-from _workers import EXEC_TOOL, STARTUP_S, Workers, worker_pid, workers
+from _workers import STARTUP_S, Workers, worker_pid, workers
 from websockets.sync.client import connect
 
+from support.frames import streamed_append_body
+
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
-
-
-def create_body(**extra: Any) -> dict[str, Any]:
-    return {
-        "model": "m",
-        "input": "run the steps",
-        "tools": [EXEC_TOOL],
-        "shape": "append",
-        "stream": True,
-        "store": True,
-        **extra,
-    }
 
 
 def outputs(pause: dict[str, Any]) -> dict[str, Any]:
@@ -60,7 +50,7 @@ def test_suspended_rollout_resumed_over_http_from_the_other_worker(
     redis_url: str, tmp_path: Path
 ) -> None:
     with workers(redis_url, tmp_path) as w:
-        status, owner, seen = post(w, "/responses", create_body())
+        status, owner, seen = post(w, "/responses", streamed_append_body())
         assert status == 200 and seen[-1]["type"] == "response.done"
         rid = seen[-1]["response_id"]
         landed: set[str] = set()
@@ -86,7 +76,7 @@ def test_websocket_reconnect_lands_on_the_other_worker(redis_url: str, tmp_path:
         with connect(url) as ws:
             assert ws.response is not None
             owner = ws.response.headers["x-rollout-worker"]
-            ws.send(orjson.dumps({"type": "response.create", **create_body()}).decode())
+            ws.send(orjson.dumps({"type": "response.create", **streamed_append_body()}).decode())
             first = [orjson.loads(ws.recv(timeout=30))]
             while first[-1]["type"] != "response.done":
                 first.append(orjson.loads(ws.recv(timeout=30)))
@@ -119,7 +109,7 @@ def test_kill_9_of_an_owner_ends_its_rollouts_with_a_clear_error(
     with workers(redis_url, tmp_path) as w:
         by_worker: dict[str, list[dict[str, Any]]] = {}
         for _ in range(200):  # suspended rollouts on both workers, a few each
-            status, worker, seen = post(w, "/responses", create_body())
+            status, worker, seen = post(w, "/responses", streamed_append_body())
             assert status == 200
             by_worker.setdefault(worker, []).append(seen[-1])
             if len(by_worker) == 2 and min(len(v) for v in by_worker.values()) >= 3:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.errors import ProtocolError
-from protocol.items import FunctionCallOutput, InputText, Message
+from protocol.items import InputText, Message
 from protocol.lifetime import (
     REFUSALS,
     STEER_TRANSITIONS,
@@ -24,10 +24,7 @@ from protocol.lifetime import (
     Submission,
     steer_items,
 )
-
-
-def out(call_id: str) -> FunctionCallOutput:
-    return FunctionCallOutput(call_id=call_id, output="ok")
+from support.tools import out
 
 
 @pytest.mark.parametrize("state", list(State))

@@ -1,6 +1,7 @@
-# The rules as tables, tested without a server: the live rollout's lifetime (every transition of
-# the table, the atomic accept of tool outputs) and a WebSocket connection's lane book
-# (admission limits, pins, in-place takes, forks, eviction), with hypothesis driving sequences.
+# The rules as tables, tested without a server: the live rollout's lifetime (the finished state,
+# the atomic accept of tool outputs; every pair of its table is in test_lifetime.py) and a
+# WebSocket connection's lane book (admission limits, pins, in-place takes, forks, eviction),
+# with hypothesis driving sequences.
 from __future__ import annotations
 
 import pytest
@@ -8,29 +9,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol.errors import ProtocolError
-from protocol.items import FunctionCallOutput, InputText, Message
+from protocol.items import InputText, Message
 from protocol.lanes import LaneBook, LaneLimits
 from protocol.lifetime import TRANSITIONS, Event, IllegalTransition, Lifetime, State
-
-
-def out(call_id: str) -> FunctionCallOutput:
-    return FunctionCallOutput(call_id=call_id, output="ok")
-
+from support.tools import out
 
 # -- lifetime -----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("state", list(State))
-@pytest.mark.parametrize("event", list(Event))
-def test_every_pair_follows_the_table(state: State, event: Event) -> None:
-    life = Lifetime("resp_1", state=state)
-    allowed = TRANSITIONS[state]
-    if event in allowed:
-        assert life.handle(event) is allowed[event]
-    else:
-        with pytest.raises(IllegalTransition):
-            life.handle(event)
-        assert life.state is state
 
 
 def test_finished_is_final_and_reachable_from_every_other_state() -> None:

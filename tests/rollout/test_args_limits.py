@@ -12,7 +12,7 @@ from typing import Any
 import jsonschema
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rollout.model.args import (
@@ -388,6 +388,7 @@ class CallCounter:
 
 
 @given(schema=SCHEMA, seed=st.integers(0, 2**32))
+@example(schema={**prop({"enum": [2**64]}), "$defs": {"d": {}}}, seed=0)  # orjson refused it
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 def test_adversarial_schemas_fail_or_validate_within_the_budget(schema: Any, seed: int) -> None:
     budget = Budget(ADVERSARIAL_LIMITS.max_steps)
@@ -406,3 +407,29 @@ def test_adversarial_schemas_fail_or_validate_within_the_budget(schema: Any, see
     if not isinstance(value, UnsupportedSchema):
         assert own_validator_accepts(schema, value), value
         orjson.dumps(value)
+
+
+# -- enum and const values beyond 64 bits ---------------------------------------------------------
+
+
+def test_the_hypothesis_example_with_an_enum_integer_beyond_64_bits() -> None:
+    # Found by test_adversarial_schemas_fail_or_validate_within_the_budget: orjson (what the
+    # server sends arguments with) refused the chosen enum value.
+    schema = {**prop({"enum": [18446744073709551616]}), "$defs": {"d": {}}}
+    value, _ = generated(schema)
+    assert value == {"x": 2**64} and isinstance(value["x"], float)
+    assert own_validator_accepts(schema, value)
+    assert_valid(schema, value)
+
+
+def test_enum_and_const_integers_beyond_64_bits_go_out_as_equal_floats_or_not_at_all() -> None:
+    value, _ = generated(prop({"type": "integer", "const": -(2**70)}))
+    assert value == {"x": -(2**70)}
+    for seed in range(10):  # 2**64 + 1 has no equal float: never chosen
+        value, _ = generated(prop({"enum": [2**64 + 1, [2**65], "a"]}), seed=seed)
+        assert value["x"] in ([2**65], "a")
+    assert generated(prop({"enum": [2**64 - 1]}))[0] == {"x": 2**64 - 1}  # orjson writes it
+    error, _ = refused(prop({"const": {"n": [2**64 + 1]}}))
+    assert error.path == "$.x" and "beyond 64 bits" in str(error)
+    error, _ = refused(prop({"enum": [2**64 + 1, 10**400]}))
+    assert error.path == "$.x" and "beyond 64 bits" in str(error)

@@ -14,7 +14,7 @@ from rollout import CallStep, ErrorStep, ScriptedPolicy, call, search, text
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.executors import WebSearch
-from rollout.engine.loop import Executor, Rollout, ToolCall
+from rollout.engine.loop import Call, Executor, Rollout
 from rollout.model import tokens as tok
 from rollout.model.policy import FunctionCallSpec, Step, cited_answer
 from rollout.model.profiles import CostProfile
@@ -321,7 +321,7 @@ class AnswerCalls:
 
     scans = True
 
-    async def call(self, r: Rollout, calls: Sequence[ToolCall]) -> Sequence[Item] | None:
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item] | None:
         del r
         out: list[Item] = []
         for c in calls:

@@ -21,6 +21,19 @@ def append_body(**extra: Any) -> dict[str, Any]:
     return out
 
 
+def streamed_append_body(**extra: Any) -> dict[str, Any]:
+    """A streamed, stored append-shape create: the scripted steps of the cluster tests."""
+    return {
+        "model": "m",
+        "input": "run the steps",
+        "tools": [EXEC_TOOL],
+        "shape": "append",
+        "stream": True,
+        "store": True,
+        **extra,
+    }
+
+
 def create_frame(**extra: Any) -> dict[str, Any]:
     """The append-shape create as a WebSocket `response.create` frame."""
     return {"type": "response.create", **append_body(**extra)}

@@ -14,6 +14,7 @@ from openai import DefaultHttpxClient, OpenAI
 from openai.types.responses import ResponseStreamEvent
 from openai.types.responses.responses_server_event import ResponsesServerEvent
 
+from protocol.events import TERMINAL_TYPES
 from support.errors import assert_envelope
 from support.tools import MODEL
 
@@ -100,3 +101,11 @@ def assert_api_error(
     assert exc.code == code
     assert exc.param == param
     return assert_envelope(exc.response.json(), code=code, param=param)
+
+
+def ended(event: Any) -> Any | None:
+    """The final response when `event` is a terminal event (None for any other); an `error`
+    event fails the test. For loops over a WebSocket connection's events."""
+    if event.type == "error":
+        raise AssertionError(event.model_dump())
+    return event.response if event.type in TERMINAL_TYPES else None

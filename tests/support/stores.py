@@ -1,12 +1,14 @@
 # Stored responses for the store tests: a three-response chain (q1/a1 ... q3/a3) whose messages
-# carry their text as the whole content, and that text read back.
+# carry their text as the whole content, that text read back, and what deleting from it does.
 from __future__ import annotations
 
 from typing import TypeVar
 
+import pytest
+
 from protocol.items import Item, Message
 from protocol.response import Response
-from rollout.store.memory import Store, StoredResponse
+from rollout.store.memory import ChainBroken, Store, StoredResponse
 
 S = TypeVar("S", bound=Store)
 
@@ -21,6 +23,17 @@ def record(rid: str, previous: str | None, question: str, answer: str) -> Stored
     return StoredResponse(
         response=response, input_items=[msg("user", question)], previous_response_id=previous
     )
+
+
+async def delete_the_middle(store: Store) -> None:
+    """Every store alike, on `fill`'s chain: resp_2 is deleted once (a second delete finds
+    nothing), is gone, and the chain through it breaks there."""
+    assert await store.delete("resp_2") is True
+    assert await store.delete("resp_2") is False
+    assert await store.get("resp_2") is None
+    with pytest.raises(ChainBroken) as info:
+        await store.conversation("resp_3")
+    assert info.value.args == ("resp_2",)
 
 
 async def fill(store: S) -> S:

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from protocol.items import FunctionCallOutput
 from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, Step, call, text
 
 MODEL = "gpt-test"
@@ -32,6 +33,11 @@ EXEC_TOOL = function_tool(
 )
 #: The smallest function tool: any object as arguments.
 BARE_EXEC_TOOL = function_tool("exec", {"type": "object"})
+
+
+def out(call_id: str, output: str = "ok") -> FunctionCallOutput:
+    """A tool output item for `call_id`, as the protocol types hold it."""
+    return FunctionCallOutput(call_id=call_id, output=output)
 
 
 def cmd(i: int) -> str:

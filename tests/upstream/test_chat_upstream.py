@@ -15,6 +15,7 @@ from _aimock import Aimock, Relay
 from openai import OpenAI
 
 from rollout.testing.thread import ServerThread
+from support.sdk import ended
 
 TOOLS: list[Any] = [
     {
@@ -117,10 +118,7 @@ def test_websocket_chaining(upstream: Any, aimock: Aimock) -> None:
         for _ in range(2):
             conn.response.create(model="m", tools=TOOLS, store=False, **request)
             for event in conn:
-                if event.type == "error":
-                    raise AssertionError(event.model_dump())
-                if event.type in TERMINAL:
-                    response = event.response
+                if (response := ended(event)) is not None:
                     break
             assert response.status == "completed"
             texts.append(response.output_text)
@@ -130,21 +128,18 @@ def test_websocket_chaining(upstream: Any, aimock: Aimock) -> None:
     assert server.engine.stats.totals.counts["routing"].calls == 1  # one route per connection
 
 
+def append_create(text: str) -> dict[str, Any]:
+    """A `response.create` frame of the append shape with the exec tool, for the input `text`."""
+    frame = {"type": "response.create", "model": "m", "input": text, "tools": EXEC}
+    return {**frame, "shape": "append", "store": False}
+
+
 def test_append_shape_over_a_websocket(upstream: Any, aimock: Aimock) -> None:
     client = sdk(upstream())
     pauses, ids = 0, set()
     final = None
     with client.responses.connect() as conn:
-        conn.send(
-            {
-                "type": "response.create",
-                "model": "m",
-                "input": "run the tests, append shape",
-                "tools": EXEC,
-                "shape": "append",
-                "store": False,
-            }
-        )
+        conn.send(append_create("run the tests, append shape"))
         calls: dict[str, Any] = {}
         for event in conn:
             if event.type == "response.output_item.done" and event.item.type == "function_call":
@@ -163,10 +158,7 @@ def test_append_shape_over_a_websocket(upstream: Any, aimock: Aimock) -> None:
                         "input": [{**output, "output": "42 passed"}],
                     }
                 )
-            elif event.type == "error":
-                raise AssertionError(event.model_dump())
-            elif event.type in TERMINAL:
-                final = event.response
+            elif (final := ended(event)) is not None:
                 break
     assert final is not None and final.status == "completed"
     assert pauses == 1 and ids == {final.id}
@@ -279,16 +271,7 @@ def test_a_cancel_aborts_the_upstream_request(upstream: Any, relay: Relay) -> No
     client = sdk(server)
     final = None
     with client.responses.connect() as conn:
-        conn.send(
-            {
-                "type": "response.create",
-                "model": "m",
-                "input": "tell a long story, then stop",
-                "tools": EXEC,
-                "shape": "append",
-                "store": False,
-            }
-        )
+        conn.send(append_create("tell a long story, then stop"))
         rid = ""
         for event in conn:
             if event.type == "response.created":

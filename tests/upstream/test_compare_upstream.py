@@ -3,26 +3,16 @@
 # the engine for exactly the step's tokens, and the inference time is the engine's, measured.
 from __future__ import annotations
 
-import attrs
 import trio
 from _aimock import Aimock
 
-from rollout.experiments.compare import Experiment, summarize
-from rollout.experiments.workloads import workload
-from rollout.model.profiles import COST_PROFILES, InferenceProfile
-from rollout.upstream.config import UpstreamConfig
+from rollout.experiments.compare import summarize
+from support.compare import upstream_experiment
 
 
 def test_compare_over_an_upstream(aimock: Aimock) -> None:
-    scenario = attrs.evolve(workload("coding-agent"), tool_calls=(2, 2)).build(0)
-    experiment = Experiment(
-        scenario=scenario,
-        profiles=[InferenceProfile(name="upstream")],
-        costs=COST_PROFILES["cpu-only"],
-        modes=["http-chain", "ws-chain", "ws-append"],
-        repeats=1,
-        upstream=UpstreamConfig(url=f"{aimock.url}/v1"),
-    )
+    modes = ["http-chain", "ws-chain", "ws-append"]
+    scenario, experiment = upstream_experiment("coding-agent", 2, modes, f"{aimock.url}/v1")
     results = trio.run(experiment.run)
     summaries = summarize(results)
     assert all(s.same_output for s in summaries)

@@ -13,17 +13,15 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import attrs
 import pytest
 import trio
 from openai import OpenAI
 
 from rollout.engine.engine import Engine
-from rollout.experiments.compare import Experiment, summarize
-from rollout.experiments.workloads import workload
-from rollout.model.profiles import COST_PROFILES, InferenceProfile
+from rollout.experiments.compare import summarize
 from rollout.testing.thread import ServerThread
 from rollout.upstream import UpstreamConfig, UpstreamModel
+from support.compare import upstream_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = os.environ.get("ROLLOUT_LLAMA_PYTHON", "")
@@ -86,15 +84,7 @@ def test_a_conversation_over_llama_cpp(llama: str) -> None:
 
 
 def test_compare_over_llama_cpp(llama: str) -> None:
-    scenario = attrs.evolve(workload("chat"), tool_calls=(1, 1)).build(0)
-    experiment = Experiment(
-        scenario=scenario,
-        profiles=[InferenceProfile(name="upstream")],
-        costs=COST_PROFILES["cpu-only"],
-        modes=["http-chain", "ws-append"],
-        repeats=1,
-        upstream=UpstreamConfig(url=llama),
-    )
+    _, experiment = upstream_experiment("chat", 1, ["http-chain", "ws-append"], llama)
     results = trio.run(experiment.run)
     assert all(s.same_output for s in summarize(results))
     assert all(r.turns == 2 and r.inference_s > 0 for r in results)

@@ -155,6 +155,48 @@ def json_size(value: Any, cap: int, max_depth: int) -> int | None:
     return size
 
 
+# orjson, the server's JSON encoder, writes integers in this range only; beyond it a value goes
+# out as the float equal to it, where there is one.
+_WIRE_INTS = range(-(2**63), 2**64)
+
+
+def _exact_float(n: int) -> float | None:
+    try:
+        f = float(n)
+    except OverflowError:
+        return None
+    return f if f == n else None
+
+
+def sendable(value: Any) -> bool:
+    """Whether a schema-given JSON value can go out exactly: every integer beyond 64 bits in it
+    equals a float. Visits each node once, without recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, int) and node not in _WIRE_INTS and _exact_float(node) is None:
+            return False
+        if isinstance(node, Mapping):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return True
+
+
+def wire_copy(value: Any) -> Any:
+    """A copy of a sendable JSON value (nested no deeper than the limits allow) with its integers
+    beyond 64 bits as the floats equal to them (JSON Schema holds them equal)."""
+    if isinstance(value, Mapping):
+        return {k: wire_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [wire_copy(v) for v in value]
+    if isinstance(value, int) and value not in _WIRE_INTS:
+        f = _exact_float(value)
+        assert f is not None, "wire_copy of a value that is not sendable"
+        return f
+    return value
+
+
 def count(m: Mapping[str, Any], key: str, path: str, default: int | None = 0) -> Any:
     """A non-negative integer keyword (minLength, maxItems, ...), or `default` when absent."""
     if key not in m:

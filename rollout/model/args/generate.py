@@ -5,7 +5,6 @@
 # caller's `random.Random`, and all work is held to `Limits` (limits.py).
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from random import Random
 from typing import Any, Final
@@ -19,6 +18,8 @@ from rollout.model.args.common import (
     mentions_ref,
     resolve_pointer,
     schema_list,
+    sendable,
+    wire_copy,
 )
 from rollout.model.args.containers import array_value, object_value
 from rollout.model.args.limits import (
@@ -296,8 +297,14 @@ class _Generator:
                 f"the {what} value is over Limits.max_output_chars ({limits.max_output_chars}) "
                 f"or nests deeper than Limits.max_depth ({limits.max_depth})",
             )
+        if not sendable(value):
+            raise UnsupportedSchema(
+                ctx.path,
+                f"the {what} value {brief(value)} holds an integer beyond 64 bits that no JSON "
+                "number the server writes equals",
+            )
         self.budget.chars(size, ctx.path)
-        return copy.deepcopy(value)
+        return wire_copy(value)
 
     def _from_merged(self, m: dict[str, Any], ctx: Ctx) -> Any:
         if "const" in m:
@@ -311,10 +318,12 @@ class _Generator:
         if "enum" in m:
             rest = {k: v for k, v in m.items() if k != "enum"}
             first = m["enum"][: self.limits.max_enum]  # clamped: later values are not chosen
-            options = [e for e in first if self.valid(e, rest)]
+            options = [e for e in first if self.valid(e, rest) and sendable(e)]
             if not options:
                 raise UnsupportedSchema(
-                    ctx.path, f"no enum value {brief(m['enum'])} satisfies the other keywords"
+                    ctx.path,
+                    f"no enum value {brief(m['enum'])} satisfies the other keywords "
+                    "(and can be sent exactly: integers beyond 64 bits only as equal floats)",
                 )
             return self._copy(self.rng.choice(options), "enum", ctx)
         types: list[str] = m.get("type") or [infer_type(m, ctx.path)]

@@ -167,6 +167,20 @@ def _words(rng: Random, low: int, high: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(low, high)))
 
 
+#: The kinds of string whose value is one of a few realistic samples, by kind.
+_SAMPLES: Final[dict[str | None, tuple[str, ...]]] = {
+    "command": COMMANDS,
+    "dir": _DIRS,
+    "path": _PATHS,
+    "code": _SNIPPETS,
+    "glob": _GLOBS,
+    "regex": _REGEXES,
+    "language": _LANGUAGES,
+    "branch": _BRANCHES,
+    "place": _PLACES,
+}
+
+
 def realistic(kind: str | None, rng: Random) -> str:
     """A string that looks like what an agent would pass for a property of this kind."""
     if kind == "url":
@@ -179,34 +193,18 @@ def realistic(kind: str | None, rng: Random) -> str:
         minus = "\n".join("-" + line for line in old.split("\n"))
         plus = "\n".join("+" + line for line in new.split("\n"))
         return f"*** Begin Patch\n*** Update File: {path}\n@@\n{minus}\n{plus}\n*** End Patch"
-    if kind == "command":
-        return rng.choice(COMMANDS)
-    if kind == "dir":
-        return rng.choice(_DIRS)
-    if kind == "path":
-        return rng.choice(_PATHS)
+    if kind in _SAMPLES:
+        return rng.choice(_SAMPLES[kind])
     if kind == "query":
         return rng.choice(_QUERIES) if rng.random() < 0.6 else _words(rng, 2, 4)
-    if kind == "code":
-        return rng.choice(_SNIPPETS)
     if kind == "text":
         return _words(rng, 4, 8).capitalize() + "."
-    if kind == "glob":
-        return rng.choice(_GLOBS)
-    if kind == "regex":
-        return rng.choice(_REGEXES)
-    if kind == "language":
-        return rng.choice(_LANGUAGES)
-    if kind == "branch":
-        return rng.choice(_BRANCHES)
     if kind == "date":
         return format_sample("date", rng)
     if kind == "datetime":
         return format_sample("date-time", rng)
     if kind == "id":
         return f"{rng.choice(WORDS)}_{rng.getrandbits(24):06x}"
-    if kind == "place":
-        return rng.choice(_PLACES)
     if kind == "name":
         return "_".join(rng.choice(WORDS) for _ in range(rng.randint(1, 2)))
     return _words(rng, 1, 3)

@@ -184,13 +184,19 @@ def _merge_object(
             pattern_props[pattern] = sub if old is None else {"allOf": [old, sub]}
     if pattern_props:
         out["patternProperties"] = pattern_props
-    extras = [p["additionalProperties"] for p in parts if "additionalProperties" in p]
-    if any(e is False for e in extras):
-        out["additionalProperties"] = False
-    else:
-        schemas = [e for e in extras if e is not True]
-        if schemas:
-            out["additionalProperties"] = schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+    _merge_keyword(parts, "additionalProperties", out)
+
+
+def _merge_keyword(parts: list[dict[str, Any]], key: str, out: dict[str, Any]) -> None:
+    """`key` (a schema for the other properties or items) of every part that has it, as one:
+    False if any forbids them, else the one schema or their allOf; left out if none limits."""
+    values = [p[key] for p in parts if key in p]
+    if any(v is False for v in values):
+        out[key] = False
+        return
+    schemas = [v for v in values if v is not True]
+    if schemas:
+        out[key] = schemas[0] if len(schemas) == 1 else {"allOf": schemas}
 
 
 def _merge_array(
@@ -213,13 +219,7 @@ def _merge_array(
         prefix.append(True if not subs else subs[0] if len(subs) == 1 else {"allOf": subs})
     if prefix:
         out["prefixItems"] = prefix
-    items = [p["items"] for p in parts if "items" in p]
-    if any(i is False for i in items):
-        out["items"] = False
-    else:
-        schemas = [i for i in items if i is not True]
-        if schemas:
-            out["items"] = schemas[0] if len(schemas) == 1 else {"allOf": schemas}
+    _merge_keyword(parts, "items", out)
     if cap is not None:
         out["maxItems"] = min(out.get("maxItems", cap), cap)
 

@@ -1,0 +1,67 @@
+# Pre-inference pieces that need no engine state (rollout.engine.engine does the rest of the
+# work): a request's items joined to its context, off the event loop when the input is large, and
+# the hidden reasoning of reasoning and compaction items, recovered from their sealed blobs or
+# from what the engine remembers.
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import trio
+
+from protocol.errors import ProtocolError
+from protocol.items import (
+    Compaction,
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    Reasoning,
+    text_of,
+)
+from protocol.reasoning import unseal
+from rollout.engine.context import Context
+from rollout.engine.work import Work
+
+#: Input whose text is at least this many characters is scanned and tokenized in a worker thread,
+#: so one huge request never stalls the event loop for every other client.
+OFF_LOOP_CHARS = 256 * 1024
+
+
+def _chars(item: Item) -> int:
+    if isinstance(item, Message):
+        return len(text_of(item.content)) + 16
+    if isinstance(item, FunctionCallOutput):
+        return len(text_of(item.output)) + 16
+    if isinstance(item, FunctionCall):
+        return len(item.arguments) + len(item.name) + 16
+    return 64
+
+
+async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
+    """`ctx.extend(items)`, off the event loop when the input is large (the context is not
+    shared while a request prepares it)."""
+    if sum(_chars(i) for i in items) < OFF_LOOP_CHARS:
+        ctx.extend(items, work)
+    else:
+        await trio.to_thread.run_sync(ctx.extend, items, work)
+
+
+def hidden_reasoning(
+    items: Sequence[Item],
+    secret: bytes,
+    thoughts: dict[str, str],
+    hidden: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """The hidden reasoning of reasoning items (added to `hidden`): from their blobs, sealed
+    with `secret`, else as remembered in `thoughts`."""
+    out = dict(hidden or {})
+    for item in items:
+        if not isinstance(item, Reasoning | Compaction) or item.id is None or item.id in out:
+            continue
+        if item.encrypted_content is not None:
+            with contextlib.suppress(ProtocolError):
+                out[item.id] = unseal(item.encrypted_content, secret, item.id).text
+        elif item.id in thoughts:
+            out[item.id] = thoughts[item.id]
+    return out

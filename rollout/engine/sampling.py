@@ -1,0 +1,70 @@
+# The one sampling loop. Each step, the rollout's model streams pieces (rollout.model.pieces:
+# reasoning, message text, function calls and their argument deltas, hosted searches, usage, how
+# the step ended) and the loop turns them into the response's events and context; the simulated
+# model (a policy paced by a profile: rollout.engine.simulated) and a real engine behind the
+# upstream (rollout.upstream) are two models of the one loop. Text ends the response; tool calls
+# go to their executors, every one behind the same interface (`await executor.call(r, calls)`
+# returns the output items that join the context, or None to end the response there); repeat.
+# Shapes differ only in the client-tool executor, transports only in the Sink events go to; what
+# reaches a running loop from outside (async outputs, acknowledgements, a steer) waits in its
+# Mailbox for the next safe boundary. Pre- and post-inference work (ingest, billing) is the
+# caller's (rollout.engine.engine); the loop's state and interfaces are rollout.engine.loop.
+from __future__ import annotations
+
+from protocol.items import FunctionCall
+from rollout.engine.context import fit
+from rollout.engine.loop import Executor, LoopEnv, Rollout
+from rollout.engine.step import Outcome, Step, ToolCall
+from rollout.model.policy import WebSearchSpec
+
+
+async def _boundary(r: Rollout, env: LoopEnv) -> None:
+    """A step boundary: what arrived from outside joins the context, notes are sent."""
+    box = r.mailbox
+    if box.items:
+        items, box.items = box.items, []
+        before = r.ctx.scan.tokens_scanned
+        r.ctx.extend(items, r.work)
+        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
+    await r.send_notes()
+
+
+async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
+    while True:
+        await _boundary(r, env)
+        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
+        if r.mailbox.stop is not None and r.stream.response.output:
+            return Outcome("incomplete", reason=r.mailbox.stop)
+        stream, r.opened = r.opened or env.model.sample(r), None
+        ended = await Step(r, env).run(stream)
+        if isinstance(ended, Outcome):
+            return ended
+        hosted = [c for c in ended if isinstance(c.spec, WebSearchSpec)]
+        functions = [c for c in ended if not isinstance(c.spec, WebSearchSpec)]
+        if hosted:
+            await _execute(r, env, env.hosted, hosted)
+        if functions:
+            r.ctx.extend([c.item for c in functions], r.work, scan=False)
+            deferred = [c for c in functions if _is_async(c)]
+            waiting = [c for c in functions if not _is_async(c)]
+            if deferred:
+                await _execute(r, env, env.deferred, deferred)
+            if waiting and not await _execute(r, env, client, waiting):
+                return Outcome("completed")
+
+
+def _is_async(c: ToolCall) -> bool:
+    return isinstance(c.item, FunctionCall) and bool(c.item.async_)
+
+
+async def _execute(r: Rollout, env: LoopEnv, executor: Executor, calls: list[ToolCall]) -> bool:
+    """Run `calls` through `executor` and add what it returns to the context; False when the
+    executor ends the response instead."""
+    outputs = await executor.call(r, calls)
+    if outputs is None:
+        return False
+    before = r.ctx.scan.tokens_scanned
+    r.ctx.extend(outputs, r.work, scan=executor.scans)
+    if executor.scans:
+        await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
+    return True
