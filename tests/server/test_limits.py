@@ -68,11 +68,13 @@ async def test_queued_creates_over_the_limit_get_an_error_event() -> None:
 async def test_queued_bytes_over_the_limit_get_an_error_event() -> None:
     config = rollout.ServerConfig(max_queued_bytes=2000)
     async with server(config) as (_service, url), open_websocket_url(url) as ws:
-        await ws.send_message(create(input="x" * 1500))
-        await ws.send_message(create(input="y" * 1500))
+        # The first runs (its 0.2 s to a first token); the second waits in the lane, holding
+        # 1,500 of the 2,000 bytes; the third would make 3,000.
+        for letter in "xyz":
+            await ws.send_message(create(input=letter * 1500))
         codes = []
         with trio.fail_after(3 * TIMEOUT):
-            while len(codes) < 2:
+            while len(codes) < 3:
                 event = orjson.loads(await ws.get_message())
                 if event["type"] in ("error", "response.completed"):
                     codes.append(event.get("error", {}).get("code", event["type"]))
