@@ -13,6 +13,7 @@ import attrs
 import orjson
 
 from rollout.experiments.compare import RunResult, run_one
+from rollout.experiments.results import Point
 from rollout.experiments.workloads import WORKLOADS, Scenario, Workload
 from rollout.model.profiles import CostProfile, InferenceProfile
 
@@ -48,31 +49,6 @@ PUBLISHED = {
         "the overhead became the bottleneck (about 1,000 tokens/s, bursts to 4,000)",
     ),
 }
-
-
-@attrs.frozen
-class Point:
-    """One (profile, chain length, mode): per repeat, the median TTFT over the rollout's turns,
-    the end-to-end time per turn and the API work's share of end-to-end."""
-
-    profile: str
-    turns: int
-    mode: str
-    ttft_s: list[float]
-    per_turn_s: list[float]
-    api_share: list[float]
-
-    @property
-    def ttft(self) -> float:
-        return statistics.median(self.ttft_s)
-
-    @property
-    def per_turn(self) -> float:
-        return statistics.median(self.per_turn_s)
-
-    @property
-    def share(self) -> float:
-        return statistics.median(self.api_share)
 
 
 def parse_lengths(text: str) -> list[int]:

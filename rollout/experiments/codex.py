@@ -22,6 +22,7 @@ import trio
 from rollout.engine.engine import Engine
 from rollout.engine.work import Stats, Work
 from rollout.experiments.figures import Figure
+from rollout.experiments.results import CodexRun
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
@@ -83,38 +84,6 @@ def workspace(root: Path) -> Path:
     (work / "pyproject.toml").write_text('[project]\nname = "demo"\n')
     (work / "src" / "main.py").write_text("print('hello')\n")
     return work
-
-
-@attrs.define
-class CodexRun:
-    transport: str
-    repeat: int
-    seconds: float  # the `codex exec` process, start to exit
-    turns: int  # model responses that sampled (a prewarm does not)
-    inference_s: float  # the profile's ideal inference for those turns
-    server_s: float  # the server's time in them: request received to terminal event
-    loop_s: float  # the agent loop: first request received to the last terminal event
-    commands: int  # commands Codex ran (its command_execution items)
-    failed_commands: int
-    final: str  # Codex's last agent message
-
-    @property
-    def api_s(self) -> float:
-        return max(0.0, self.server_s - self.inference_s)
-
-    @property
-    def client_s(self) -> float:
-        """The client's side of the loop: Codex between responses and its tools."""
-        return max(0.0, self.loop_s - self.server_s)
-
-    @property
-    def startup_s(self) -> float:
-        """Codex before its first request and after the last response (start, exit)."""
-        return max(0.0, self.seconds - self.loop_s)
-
-    @property
-    def per_turn_s(self) -> float:
-        return self.seconds / max(1, self.turns)
 
 
 def server_time(marks: Sequence[tuple[str, float]]) -> tuple[int, float, float]:

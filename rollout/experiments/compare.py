@@ -18,6 +18,7 @@ import trio
 from rollout.client import MODES, ONE_RESPONSE, SCENARIOS, run_agent
 from rollout.engine.engine import Engine
 from rollout.engine.work import CPU, DECLARED, Stats, Work
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
@@ -25,50 +26,6 @@ from rollout.upstream.config import UpstreamConfig
 from rollout.upstream.paced import EnginePaced
 
 COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
-
-
-@attrs.define
-class RunResult:
-    """One rollout in one mode: client-side timings and the server's work."""
-
-    mode: str
-    profile: str
-    repeat: int
-    seconds: float
-    client_s: float
-    inference_s: float  # ideal inference time the profile dictates for this rollout
-    cpu_s: float  # server CPU stages
-    declared_s: float  # declared service latencies (some overlapped, e.g. background billing)
-    turns: int
-    ttft_s: list[float]  # per turn: request sent to first token (text or call) received
-    turn_s: list[float]  # per turn: request sent to pause or terminal event
-    step_prompt: list[int]  # per sampling step: prompt tokens (history length)
-    step_ideal_s: list[float]  # per sampling step: ideal inference seconds
-    counts: dict[str, dict[str, float]]
-    billed: int
-    bytes_sent: int
-    bytes_received: int
-    text: str
-    calls: list[tuple[str, str]]
-    steer_s: float | None = None  # ws-steer: steer sent -> first token of the response taking it
-    trace: list[dict[str, Any]] = attrs.field(factory=list, repr=False)
-    marks: list[tuple[str, float]] = attrs.field(factory=list, repr=False)
-
-    @property
-    def ideal_s(self) -> float:
-        return self.inference_s + self.client_s
-
-    @property
-    def overhead_s(self) -> float:
-        return self.seconds - self.ideal_s
-
-    def to_json(self) -> dict[str, Any]:
-        data = attrs.asdict(self)
-        data.pop("trace")
-        data.pop("marks")
-        data["overhead_s"] = self.overhead_s
-        data["ideal_s"] = self.ideal_s
-        return data
 
 
 async def run_one(

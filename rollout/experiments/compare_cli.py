@@ -17,7 +17,10 @@ import trio
 from rich.console import Console
 
 from rollout.client import MODES, SCENARIOS
+from rollout.experiments import chains, codex, perturn
+from rollout.experiments.plots import compare_plots
 from rollout.experiments.procs import ChildError
+from rollout.experiments.results import RunResult
 from rollout.model.profiles import (
     CostProfile,
     InferenceProfile,
@@ -94,7 +97,6 @@ def command(args: argparse.Namespace) -> int:
 
 
 def _replot(directory: Path) -> int:
-    from rollout.experiments.plots import replot
 
     try:
         written = replot(directory)
@@ -105,7 +107,6 @@ def _replot(directory: Path) -> int:
 
 
 def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments import perturn
     from rollout.experiments.report import print_profiles, print_rows, progress_bar
 
     profile = _one_profile(args.profiles, "instant", "--per-turn")
@@ -143,8 +144,6 @@ def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
 
 
 def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments import chains
-    from rollout.experiments.compare import RunResult
     from rollout.experiments.report import print_profiles, print_rows, progress_bar
     from rollout.experiments.workloads import workload
 
@@ -191,7 +190,6 @@ def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
 
 
 def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments import codex
     from rollout.experiments.report import print_profiles
 
     profile = _one_profile(args.profiles, "1000tps", "--agent")
@@ -246,3 +244,44 @@ def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
     }
     _wrote(console, codex.write(Path(args.out), runs, meta))
     return 0
+
+
+def load_runs(directory: Path) -> tuple[dict[str, Any], list[RunResult]]:
+    """A results.json's data and its runs as RunResults (fields it lacks take their defaults)."""
+    data = orjson.loads((directory / "results.json").read_bytes())
+    names = {f.name for f in attrs.fields(RunResult)} - {"trace", "marks"}
+    runs = []
+    for run in data["runs"]:
+        fields = {k: v for k, v in run.items() if k in names}
+        fields["calls"] = [tuple(c) for c in fields.get("calls", [])]
+        runs.append(RunResult(**fields))
+    return data, runs
+
+
+def replot(directory: Path) -> list[Path]:
+    """Draw a run's figures again from what it wrote in `directory`: a compare run's
+    results.json, a --per-turn run's per-turn.json, a --chain-lengths run's chains.json, a
+    --agent run's codex.json (each that is there). ValueError if none is."""
+    written: list[Path] = []
+    found = False
+    if (directory / "results.json").is_file():
+        found = True
+        data, runs = load_runs(directory)
+        seen = list(dict.fromkeys(r.mode for r in runs))
+        order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
+        modes = sorted(seen, key=lambda m: order.get(m, 99))
+        written += compare_plots(directory, runs, modes, data["workload"]["name"])
+    if (directory / "per-turn.json").is_file():
+        found = True
+        written += perturn.replot(directory)
+    if (directory / "chains.json").is_file():
+        found = True
+        written += chains.replot(directory)
+    if (directory / "codex.json").is_file():
+        found = True
+        written += codex.replot(directory)
+    if not found:
+        raise ValueError(
+            f"no results.json, per-turn.json, chains.json or codex.json in {directory}"
+        )
+    return written

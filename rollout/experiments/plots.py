@@ -1,22 +1,15 @@
 # The figures of `rollout compare` (matplotlib, the optional `plot` extra), each showing the spread
 # of the interleaved repeats: end-to-end time split into API work, inference and client tools
 # relative to the ideal rollout, per-turn overhead against history length, and the figures of the
-# per-turn and chain-length sweeps. `replot` draws them again from a results.json.
+# per-turn and chain-length sweeps. They read the sweeps' data (rollout.experiments.results).
 from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import attrs
-import orjson
-
-from rollout.experiments.compare import RunResult
-
-if TYPE_CHECKING:
-    from rollout.experiments.chains import Point
-    from rollout.experiments.codex import CodexRun
+from rollout.experiments.results import CodexRun, Point, RunResult
 
 PHASES = (("inference", "#4c72b0"), ("client tools", "#55a868"), ("API work", "#c44e52"))
 
@@ -137,55 +130,6 @@ def compare_plots(
         overhead_per_turn(out / "overhead-per-turn.png", results, modes, profiles[-1]),
     ]
     return [p for p in written if p is not None]
-
-
-def load_runs(directory: Path) -> tuple[dict[str, Any], list[RunResult]]:
-    """A results.json's data and its runs as RunResults (fields it lacks take their defaults)."""
-    data = orjson.loads((directory / "results.json").read_bytes())
-    names = {f.name for f in attrs.fields(RunResult)} - {"trace", "marks"}
-    runs = []
-    for run in data["runs"]:
-        fields = {k: v for k, v in run.items() if k in names}
-        fields["calls"] = [tuple(c) for c in fields.get("calls", [])]
-        runs.append(RunResult(**fields))
-    return data, runs
-
-
-def replot(directory: Path) -> list[Path]:
-    """Draw a run's figures again from what it wrote in `directory`: a compare run's
-    results.json, a --per-turn run's per-turn.json, a --chain-lengths run's chains.json, a
-    --agent run's codex.json (each that is there). ValueError if none is."""
-    from rollout.client import MODES, SCENARIOS
-
-    written: list[Path] = []
-    found = False
-    if (directory / "results.json").is_file():
-        found = True
-        data, runs = load_runs(directory)
-        seen = list(dict.fromkeys(r.mode for r in runs))
-        order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
-        modes = sorted(seen, key=lambda m: order.get(m, 99))
-        written += compare_plots(directory, runs, modes, data["workload"]["name"])
-    if (directory / "per-turn.json").is_file():
-        from rollout.experiments import perturn
-
-        found = True
-        written += perturn.replot(directory)
-    if (directory / "chains.json").is_file():
-        from rollout.experiments import chains
-
-        found = True
-        written += chains.replot(directory)
-    if (directory / "codex.json").is_file():
-        from rollout.experiments import codex
-
-        found = True
-        written += codex.replot(directory)
-    if not found:
-        raise ValueError(
-            f"no results.json, per-turn.json, chains.json or codex.json in {directory}"
-        )
-    return written
 
 
 Series = dict[str, list[tuple[int, list[float], list[float]]]]

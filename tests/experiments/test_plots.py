@@ -10,18 +10,16 @@ import orjson
 import pytest
 
 from rollout.cli import main
-from rollout.experiments.chains import Point
-from rollout.experiments.codex import CodexRun
-from rollout.experiments.compare import RunResult
+from rollout.experiments.compare_cli import load_runs
 from rollout.experiments.plots import (
     agent_plot,
     chain_plot,
     end_to_end,
-    load_runs,
     overhead_per_turn,
     per_turn,
     phases,
 )
+from rollout.experiments.results import CodexRun, Point, RunResult
 
 
 def result(mode: str, seconds: float, profile: str = "p", repeat: int = 0) -> RunResult:
