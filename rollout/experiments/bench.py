@@ -31,16 +31,12 @@ from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 # -- 3. memory of suspended append rollouts ------------------------------------------------------
 
 _MEMORY_SERVER = """
-import sys, trio, rollout
+import sys, rollout
+from rollout.experiments.procs import serve_engine
 from rollout.service.config import ServerConfig
 # The model always calls the tool: every rollout stays suspended after its first step.
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.call("exec", {})))
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, config=ServerConfig(append_timeout_s=3600), task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine, ServerConfig(append_timeout_s=3600))
 """
 
 

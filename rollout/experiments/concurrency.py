@@ -15,15 +15,11 @@ from rollout.experiments.procs import running
 from rollout.experiments.streams import CREATE, WS_KEY, _ws_frame
 
 SERVER = """
-import trio, rollout
+import rollout
+from rollout.experiments.procs import serve_engine
 from rollout.service.config import ServerConfig
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.text("ok")))
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine)
 """
 
 DELTA = b'"response.output_text.delta"'

@@ -15,14 +15,10 @@ from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
 
 TEXT_SERVER = """
-import trio, rollout
+import rollout
+from rollout.experiments.procs import serve_engine
 engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine)
 """
 
 ECHO_SERVER = """

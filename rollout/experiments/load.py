@@ -20,7 +20,7 @@ import trio
 
 from rollout.experiments.bench import Figure
 from rollout.experiments.load_client import Conn, Phase, run_connection
-from rollout.experiments.procs import ChildError, ChildServer
+from rollout.experiments.procs import ChildError, ChildServer, serve_engine
 
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
 FD_MARGIN = 64  # descriptors beyond one per connection (listener, pipes, logs, imports)
@@ -75,17 +75,7 @@ def serve_main(argv: Sequence[str]) -> None:
         max_connections=max_connections,
         max_open_connections=max(max_connections + FD_MARGIN, ServerConfig().max_open_connections),
     )
-
-    async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            port = await nursery.start(
-                lambda task_status: rollout.serve(
-                    engine, port=0, config=config, task_status=task_status
-                )
-            )
-            print(port, flush=True)
-
-    trio.run(main)
+    serve_engine(engine, config)
 
 
 _SERVER = "import sys; from rollout.experiments.load import serve_main; serve_main(sys.argv[1:])"

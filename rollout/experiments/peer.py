@@ -44,18 +44,14 @@ LONG, SHORT = str(CREATE["input"]), "short answer"
 
 # rollout: the long answer (argv[1] tokens, one delta each) for argv[2], "ok" for anything else.
 ROLLOUT_SERVER = """
-import sys, trio, rollout
+import sys, rollout
+from rollout.experiments.procs import serve_engine
 from rollout.model.policy import TextStep
 long = TextStep(text=" ".join(["word"] * int(sys.argv[1])))
 short = TextStep(text="ok")
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(
     lambda ctx: long if ctx.last_user_text == sys.argv[2] else short))
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine)
 """
 
 

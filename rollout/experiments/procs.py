@@ -3,7 +3,8 @@
 # first stdout line, keeps its stderr in a file, and reads its CPU time (the kernel's process
 # CPU clock, nanosecond resolution, where it can be read) and memory. A child
 # imports the same `rollout` as its parent, never a `rollout/` folder in the working directory
-# (see `child_command`); `stop` ends a child gently. Nothing here knows what the child serves.
+# (see `child_command`); `stop` ends a child gently; `serve_engine` is a child server's main.
+# Nothing here knows what the child serves.
 from __future__ import annotations
 
 import ctypes
@@ -21,6 +22,23 @@ from typing import IO, Any
 import trio
 
 import rollout
+from rollout.service.config import ServerConfig
+
+
+def serve_engine(engine: rollout.Engine, config: ServerConfig | None = None) -> None:
+    """A child server's main: serve `engine` on a free port and print the port (the first line
+    of stdout, which ChildServer reads)."""
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: rollout.serve(
+                    engine, port=0, config=config, task_status=task_status
+                )
+            )
+            print(port, flush=True)
+
+    trio.run(main)
 
 
 def cpu_clock(pid: int) -> int | None:

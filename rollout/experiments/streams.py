@@ -19,16 +19,12 @@ from rollout.experiments.procs import running
 
 # A rollout server streaming one long answer (argv[1] tokens), unpaced.
 ROLLOUT_SERVER = """
-import sys, trio, rollout
+import sys, rollout
+from rollout.experiments.procs import serve_engine
 from rollout.model.policy import TextStep
 text = " ".join(["word"] * int(sys.argv[1]))
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: TextStep(text=text)))
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine)
 """
 
 # The minimal coalescing h11 SSE sender: each event (already encoded, from the file argv[1]) is

@@ -47,15 +47,11 @@ def scenario(history_tokens: int, calls: int = CALLS) -> Scenario:
 # The server of one history size (argv[1] tokens, argv[2] calls): the scenario's script, no
 # inference time, CPU-only costs.
 SERVER = """
-import sys, trio, rollout
+import sys, rollout
+from rollout.experiments.procs import serve_engine
 from rollout.experiments.turncost import scenario
 engine = rollout.Engine(policy=scenario(int(sys.argv[1]), int(sys.argv[2])).policy())
-async def main():
-    async with trio.open_nursery() as n:
-        port = await n.start(lambda task_status: rollout.serve(
-            engine, port=0, task_status=task_status))
-        print(port, flush=True)
-trio.run(main)
+serve_engine(engine)
 """
 
 
