@@ -5,6 +5,7 @@
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+import attrs
 import orjson
 
 from protocol.convert import converter
@@ -146,6 +147,10 @@ def encode(obj: Any) -> bytes:
     return orjson.dumps(converter.unstructure(obj))
 
 
+#: Events whose fields are all plain JSON values, by class: their fields in wire order.
+_PLAIN: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in attrs.fields(cls)) for cls in (TextDeltaEvent, ArgumentsDeltaEvent)
+}
 _last: list[Any] = [None, None]  # the snapshot encoded last, and its JSON form
 
 
@@ -162,24 +167,9 @@ def _snapshot(response: Response) -> Any:
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
     """One event as JSON bytes, with `stream_id` added when the create named a lane."""
     data: dict[str, Any]
-    if type(event) is TextDeltaEvent:  # most of a stream: skip the converter
-        data = {
-            "type": event.type,
-            "sequence_number": event.sequence_number,
-            "item_id": event.item_id,
-            "output_index": event.output_index,
-            "content_index": event.content_index,
-            "delta": event.delta,
-            "logprobs": event.logprobs,
-        }
-    elif type(event) is ArgumentsDeltaEvent:
-        data = {
-            "type": event.type,
-            "sequence_number": event.sequence_number,
-            "item_id": event.item_id,
-            "output_index": event.output_index,
-            "delta": event.delta,
-        }
+    fields = _PLAIN.get(type(event))
+    if fields is not None:  # a delta: skip the converter
+        data = {name: getattr(event, name) for name in fields}
     elif type(event) is ResponseEvent:
         data = {
             "type": event.type,

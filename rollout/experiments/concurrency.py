@@ -12,7 +12,7 @@ import trio
 
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
-from rollout.experiments.streams import CREATE, WS_KEY, _ws_frame
+from rollout.experiments.streams import CREATE, WS_KEY, _ws_frame, next_frame
 
 SERVER = """
 import rollout
@@ -51,17 +51,9 @@ class _Client:
     async def frame(self) -> bytes:
         """The start of the next frame's payload (its first 64 bytes)."""
         while True:
-            buf = self.buf
-            if len(buf) >= 2:
-                n, at = buf[1] & 0x7F, 2
-                if n == 126:
-                    n, at = (int.from_bytes(buf[2:4], "big"), 4) if len(buf) >= 4 else (-1, 0)
-                elif n == 127:
-                    n, at = (int.from_bytes(buf[2:10], "big"), 10) if len(buf) >= 10 else (-1, 0)
-                if n >= 0 and len(buf) >= at + n:
-                    head = bytes(buf[at : at + min(n, 64)])
-                    del buf[: at + n]
-                    return head
+            head = next_frame(self.buf)
+            if head is not None:
+                return head
             data = await self.stream.receive_some(65536)
             if not data:
                 raise ConnectionError("the server closed the connection")

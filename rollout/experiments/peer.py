@@ -30,6 +30,7 @@ from rollout.experiments.streams import (
     CREATE,
     _ws_frame,
     _ws_open,
+    next_frame,
     sse_seconds,
     ws_counter,
     ws_frames,
@@ -164,22 +165,14 @@ class RawWs:
 
     def frame(self) -> bytes:
         """The first 64 bytes of the next frame's payload."""
-        buf = self.buf
         while True:
-            if len(buf) >= 2:
-                n, at = buf[1] & 0x7F, 2
-                if n == 126:
-                    n, at = (int.from_bytes(buf[2:4], "big"), 4) if len(buf) >= 4 else (-1, 0)
-                elif n == 127:
-                    n, at = (int.from_bytes(buf[2:10], "big"), 10) if len(buf) >= 10 else (-1, 0)
-                if n >= 0 and len(buf) >= at + n:
-                    head = bytes(buf[at : at + min(n, 64)])
-                    del buf[: at + n]
-                    return head
+            head = next_frame(self.buf)
+            if head is not None:
+                return head
             data = self.sock.recv(1 << 20)
             if not data:
                 raise ConnectionError("the WebSocket stream ended early")
-            buf += data
+            self.buf += data
 
     def turn(self, prompt: str) -> tuple[float, float, int]:
         """A response.create: seconds to the first delta, to response.completed, and frames."""

@@ -171,6 +171,23 @@ def _ws_open(port: int) -> tuple[socket.socket, bytearray]:
     return sock, buf[buf.index(b"\r\n\r\n") + 4 :]
 
 
+def next_frame(buf: bytearray, keep: int = 64) -> bytes | None:
+    """The first `keep` bytes of the payload of the first frame in `buf`, which is removed
+    from it; None while that frame is incomplete (read more)."""
+    if len(buf) < 2:
+        return None
+    n, at = buf[1] & 0x7F, 2
+    if n == 126:
+        n, at = (int.from_bytes(buf[2:4], "big"), 4) if len(buf) >= 4 else (-1, 0)
+    elif n == 127:
+        n, at = (int.from_bytes(buf[2:10], "big"), 10) if len(buf) >= 10 else (-1, 0)
+    if n < 0 or len(buf) < at + n:
+        return None
+    head = bytes(buf[at : at + min(n, keep)])
+    del buf[: at + n]
+    return head
+
+
 def ws_frames(port: int, on: Callable[[bytes], bool]) -> float:
     """Send a create, then read frames (headers parsed, payloads skipped unless `on` wants
     them: it gets each payload and says whether it was the last); the seconds it took."""

@@ -17,32 +17,13 @@ from typing import Any
 import pytest
 
 from rollout import DefaultPolicy, Engine, ServerConfig, ServerThread
+from rollout.experiments.codex import CODEX_VERSION, CONFIG, workspace
 from rollout.service.capture import Captured
 from rollout.service.service import Service
 
-CODEX_VERSION = "0.171.0"  # the version pinned in .ci/run and examples/coding_agent_cli.md
 CODEX = os.environ.get("ROLLOUT_CODEX") or shutil.which("codex")
 
 pytestmark = pytest.mark.skipif(CODEX is None, reason="the codex CLI is not installed")
-
-CONFIG = """\
-model = "sim-1"
-model_provider = "rollout"
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-
-[model_providers.rollout]
-name = "rollout (simulated model)"
-base_url = "{base_url}"
-env_key = "ROLLOUT_API_KEY"
-wire_api = "responses"
-supports_websockets = {websockets}
-"""
 
 
 def codex_config(base_url: str, websockets: bool) -> str:
@@ -53,12 +34,8 @@ def codex_config(base_url: str, websockets: bool) -> str:
 def run_codex(tmp: Path, base_url: str, websockets: bool, prompt: str) -> list[dict[str, Any]]:
     """`codex exec --json` in a fresh workspace; its JSONL events."""
     assert CODEX is not None
-    home, work = tmp / "codex-home", tmp / "work"
+    home, work = tmp / "codex-home", workspace(tmp)
     home.mkdir()
-    (work / "src").mkdir(parents=True)
-    (work / "README.md").write_text("# Demo project\nA small demo.\n")
-    (work / "pyproject.toml").write_text('[project]\nname = "demo"\n')
-    (work / "src" / "main.py").write_text("print('hello')\n")
     (home / "config.toml").write_text(codex_config(base_url, websockets))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

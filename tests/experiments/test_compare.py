@@ -12,42 +12,13 @@ from rollout.cli import main
 from rollout.client import MODES, ONE_RESPONSE
 from rollout.experiments.compare import (
     Experiment,
-    RunResult,
     summarize,
     turn_overheads,
     write_results,
 )
 from rollout.experiments.workloads import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
-
-
-def result(mode: str, seconds: float, profile: str = "p", **kw: object) -> RunResult:
-    base = dict(
-        mode=mode,
-        profile=profile,
-        repeat=0,
-        seconds=seconds,
-        client_s=0.1,
-        inference_s=0.4,
-        cpu_s=0.01,
-        declared_s=0.0,
-        turns=2,
-        ttft_s=[0.2, 0.3],
-        turn_s=[0.3, 0.3],
-        step_prompt=[100, 200],
-        step_ideal_s=[0.2, 0.2],
-        counts={
-            s: {"calls": 1, "items": 1, "tokens": 10, "seconds": 0.0}
-            for s in ("scan", "tokenize", "routing", "billing", "store")
-        },
-        billed=2,
-        bytes_sent=100,
-        bytes_received=300,
-        text="done",
-        calls=[("exec", "{}")],
-    )
-    base.update(kw)
-    return RunResult(**base)  # type: ignore[arg-type]
+from support.compare import run_result as result
 
 
 def test_summary_takes_medians_and_ratios() -> None:

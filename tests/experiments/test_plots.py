@@ -20,32 +20,7 @@ from rollout.experiments.plots import (
     phases,
 )
 from rollout.experiments.results import CodexRun, Point, RunResult
-
-
-def result(mode: str, seconds: float, profile: str = "p", repeat: int = 0) -> RunResult:
-    """A rollout of 2 turns: inference 0.4 s and client tools 0.1 s (ideal 0.5 s)."""
-    counts = {s: {"calls": 1, "items": 1, "tokens": 10, "seconds": 0.0} for s in ("scan",)}
-    return RunResult(
-        mode=mode,
-        profile=profile,
-        repeat=repeat,
-        seconds=seconds,
-        client_s=0.1,
-        inference_s=0.4,
-        cpu_s=0.01,
-        declared_s=0.0,
-        turns=2,
-        ttft_s=[0.2, 0.3],
-        turn_s=[0.3, 0.3],
-        step_prompt=[100, 200],
-        step_ideal_s=[0.2, 0.2],
-        counts=counts,
-        billed=2,
-        bytes_sent=100,
-        bytes_received=300,
-        text="done",
-        calls=[("exec", "{}")],
-    )
+from support.compare import run_result as result
 
 
 def runs() -> list[RunResult]:
