@@ -86,6 +86,26 @@ def workspace(root: Path) -> Path:
     return work
 
 
+def exec_command(
+    codex: str, root: Path, base_url: str, websockets: bool, prompt: str = PROMPT
+) -> tuple[list[str], dict[str, str]]:
+    """`codex exec --json` of `prompt` in a fresh workspace under `root`, its CODEX_HOME there
+    with a config.toml pointing at `base_url`: the command and its environment."""
+    work, home = workspace(root), root / "codex-home"
+    home.mkdir()
+    config = CONFIG.format(base_url=base_url, websockets=str(websockets).lower())
+    (home / "config.toml").write_text(config)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root),
+        "CODEX_HOME": str(home),
+        "ROLLOUT_API_KEY": "unused",
+    }
+    args = [codex, "exec", "--json", "--ephemeral", "--skip-git-repo-check"]
+    args += ["--sandbox", "read-only", "--cd", str(work), prompt]
+    return args, env
+
+
 def server_time(marks: Sequence[tuple[str, float]]) -> tuple[int, float, float]:
     """From the server's marks: (turns that sampled, their total time from received to
     terminal, the loop from the first received to the last terminal)."""
@@ -122,23 +142,10 @@ async def run_codex(
     policy = DefaultPolicy(tool_calls=calls, seed=seed)
     engine = Engine(policy=policy, inference=profile, costs=costs, stats=stats)
     with tempfile.TemporaryDirectory(prefix="rollout-codex-") as tmp:
-        root = Path(tmp)
-        work, home = workspace(root), root / "codex-home"
-        home.mkdir()
-        env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(root),
-            "CODEX_HOME": str(home),
-            "ROLLOUT_API_KEY": "unused",
-        }
-        args = [codex, "exec", "--json", "--ephemeral", "--skip-git-repo-check"]
-        args += ["--sandbox", "read-only", "--cd", str(work), PROMPT]
         async with trio.open_nursery() as nursery:
             port = await nursery.start(functools.partial(serve, engine, port=0))
-            config = CONFIG.format(
-                base_url=f"http://127.0.0.1:{port}/v1", websockets=str(transport == "ws").lower()
-            )
-            (home / "config.toml").write_text(config)
+            url = f"http://127.0.0.1:{port}/v1"
+            args, env = exec_command(codex, Path(tmp), url, transport == "ws")
             start = time.perf_counter()
             with trio.move_on_after(TIMEOUT_S):
                 done = await trio.run_process(

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rollout import DefaultPolicy, Engine, ServerConfig, ServerThread
-from rollout.experiments.codex import CODEX_VERSION, CONFIG, workspace
+from rollout.experiments.codex import CODEX_VERSION, exec_command
 from rollout.service.capture import Captured
 from rollout.service.service import Service
 
@@ -26,25 +26,10 @@ CODEX = os.environ.get("ROLLOUT_CODEX") or shutil.which("codex")
 pytestmark = pytest.mark.skipif(CODEX is None, reason="the codex CLI is not installed")
 
 
-def codex_config(base_url: str, websockets: bool) -> str:
-    """The config.toml that points Codex at a loopback server (examples/coding_agent_cli.md)."""
-    return CONFIG.format(base_url=base_url, websockets=str(websockets).lower())
-
-
 def run_codex(tmp: Path, base_url: str, websockets: bool, prompt: str) -> list[dict[str, Any]]:
     """`codex exec --json` in a fresh workspace; its JSONL events."""
     assert CODEX is not None
-    home, work = tmp / "codex-home", workspace(tmp)
-    home.mkdir()
-    (home / "config.toml").write_text(codex_config(base_url, websockets))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp),
-        "CODEX_HOME": str(home),
-        "ROLLOUT_API_KEY": "unused",
-    }
-    args = [CODEX, "exec", "--json", "--ephemeral", "--skip-git-repo-check"]
-    args += ["--sandbox", "read-only", "--cd", str(work), prompt]
+    args, env = exec_command(CODEX, tmp, base_url, websockets, prompt)
     done = subprocess.run(
         args, env=env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL
     )
