@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
@@ -94,8 +93,10 @@ def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
     return list(map(fmt.__mod__, zip(numbers, map(orjson.dumps, run.deltas), strict=True)))
 
 
-#: What JSON must escape in a string (orjson writes the rest as it is, in UTF-8).
-_ESCAPED = re.compile(r'[\x00-\x1f"\\]')
+def _plain(text: str) -> bool:
+    """JSON writes `text` as it is (no control character, quote or backslash to escape; a few
+    printable-but-not-`isprintable` characters take the general path too, which is exact)."""
+    return text.isprintable() and '"' not in text and "\\" not in text
 
 
 @functools.cache
@@ -109,7 +110,7 @@ def sse_run(run: DeltaRun[Any]) -> bytes:
     Deltas that JSON writes as they are (most text) are joined with the template in one pass;
     a run with a delta to escape is encoded event by event."""
     deltas, n = run.deltas, len(run.deltas)
-    if _ESCAPED.search("".join(deltas)):
+    if not _plain("".join(deltas)):
         return b"".join(
             b"event: %s\ndata: %s\n\n" % (run.type.encode(), e) for e in encode_run(run)
         )

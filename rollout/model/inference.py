@@ -186,7 +186,7 @@ def pieces(text: str) -> list[tuple[str, int]]:
     A delta holds one token, or several where one character's UTF-8 spans tokens.
     """
     enc = tok.encoding()
-    ids = tok.encode(text)
+    ids = tok.encoded(text)
     if text.isascii():  # every token is whole characters
         try:
             return list(map(_ASCII.__getitem__, ids))

@@ -8,6 +8,7 @@ import functools
 import gzip
 import hashlib
 import threading
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
@@ -83,6 +84,11 @@ _recent_lock = threading.Lock()
 
 def encode(text: str) -> list[int]:
     """Tokens of ordinary text (special-token strings are encoded as text, never as specials)."""
+    return list(encoded(text))
+
+
+def encoded(text: str) -> Sequence[int]:
+    """`encode(text)`, shared with the recent-texts memo where it is kept there: read only."""
     small, large = RECENT_CHARS
     if not small <= len(text) <= large:
         return encoding().encode_ordinary(text)
@@ -94,7 +100,7 @@ def encode(text: str) -> list[int]:
         _recent[text] = ids
         while len(_recent) > RECENT_ENTRIES:
             del _recent[next(iter(_recent))]
-    return list(ids)
+    return ids
 
 
 def count(text: str) -> int:
