@@ -43,10 +43,19 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str) -> None:
         except OSError:
             if time.monotonic() > deadline:
                 raise LoadError(f"{what} did not start in {STARTUP_S:g} s") from None
-            time.sleep(0.05)
+            _exited(proc, 0.05)
 
 
-def _wait_for_workers(port: int, n: int) -> None:
+def _exited(proc: subprocess.Popen[bytes], seconds: float) -> bool:
+    """Wait up to `seconds` for `proc` to exit (a poll interval that ends early if it does)."""
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def _wait_for_workers(port: int, n: int, proc: subprocess.Popen[bytes]) -> None:
     """Until `n` distinct workers have answered (new connection each time; bounded)."""
     seen: set[str] = set()
     deadline = time.monotonic() + STARTUP_S
@@ -58,7 +67,8 @@ def _wait_for_workers(port: int, n: int) -> None:
             conn.request("GET", "/v1/responses/resp_probe")
             seen.add(conn.getresponse().getheader("x-rollout-worker") or "")
         except OSError:
-            time.sleep(0.05)
+            if _exited(proc, 0.05):
+                raise LoadError(f"the server exited with code {proc.returncode}") from None
         finally:
             conn.close()
 
@@ -107,7 +117,7 @@ def workers(n: int, store: str, calls: int) -> Iterator[int]:
     proc = subprocess.Popen(command, stdout=log, stderr=log, env=env)
     try:
         _wait_for_port(port, proc, f"rollout serve --workers {n}")
-        _wait_for_workers(port, n)
+        _wait_for_workers(port, n, proc)
         yield port
     finally:
         stop(proc)
