@@ -1,7 +1,7 @@
-# The SSE body of one HTTP response (`text/event-stream`). Events are framed into an outbox and a
-# writer task sends what has gathered as one h11 chunk in one socket write: a burst of deltas
-# leaves together, while an idle stream's event leaves at once (the writer is waiting for it).
-# The outbox is bounded: a client that stops reading stalls its own producer at HIGH_WATER.
+# The SSE body of one HTTP response (`text/event-stream`). Events are framed into an outbox
+# (rollout.server.outbox) whose writer sends what has gathered as one h11 chunk in one socket
+# write: a burst of deltas leaves together, while an idle stream's event leaves at once. The
+# outbox is bounded: a client that stops reading stalls its own producer at HIGH_WATER.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -14,6 +14,7 @@ from protocol import codec
 from protocol.deltas import DeltaRun, encode_run, sse_run
 from protocol.events import Event
 from rollout.engine.loop import Disconnected
+from rollout.server.outbox import Outbox
 from rollout.service.taps import Taps
 
 HIGH_WATER = 256 * 1024  # queued body bytes before the producer waits for the writer
@@ -26,7 +27,7 @@ class SseBroken(Exception):
 class SseSink:
     """The events of one HTTP request as an SSE body. The response head goes out with the first
     event (or at the end), so a request refused before any event still gets a plain HTTP error
-    status. `frame` turns body bytes into wire bytes (h11's chunk framing); `send` writes them."""
+    status. Body bytes leave as h11 chunks through an Outbox; `send` writes them."""
 
     def __init__(
         self,
@@ -47,21 +48,16 @@ class SseSink:
         self._close = close
         self._body = body  # False for HEAD: the head a GET would get, no body
         self.started = False
-        self._pre = b""  # the response head, written before the first body bytes
-        self._out = bytearray()
-        self._writing = 0
-        self._sending = False  # a task (the writer, or a flush) is writing
-        self._wake = trio.Event()
-        self._drained = trio.Event()
-        self._drained.set()
-        self._ending = False
-        self._broken = False
-        self._done = trio.Event()
-        self.writes = 0  # socket writes made (events coalesce into fewer)
+        self._out = Outbox(send, HIGH_WATER, frame=self._chunk, broken=(SseBroken,))
 
     @property
     def queued(self) -> int:
-        return len(self._out) + self._writing
+        return self._out.queued
+
+    @property
+    def writes(self) -> int:
+        """Socket writes made (events coalesce into fewer)."""
+        return self._out.writes
 
     async def emit(self, event: Event) -> None:
         payload = codec.encode_event(event)
@@ -81,28 +77,19 @@ class SseSink:
         """Queue `n` events (`framed`: as body bytes; `encoded`: each one's JSON, for taps)."""
         if not self.started:
             await self._start()
-        if self._broken:
+        if self._out.broken:
             raise Disconnected()
         await self._taps.events(encoded)
         if self._body:
-            self._out += framed()
-            self._drained = trio.Event() if self._drained.is_set() else self._drained
-            self._wake.set()
+            self._out.put(framed())
         self._taps.sent(n)
-        if self.queued > HIGH_WATER:
-            await self._drained.wait()
-            if self._broken:
-                raise Disconnected()
+        await self._out.below_high_water()
+        if self._out.broken:
+            raise Disconnected()
 
     async def flush(self) -> None:
-        """Send what is queued now (e.g. a response's first token): from this task, when no
-        write is in progress, so it leaves before other tasks run; else when the write ends."""
-        if not (self._out or self._pre) or self._broken:
-            return
-        if self._sending:
-            await self._drained.wait()
-        else:
-            await self._send_queued()
+        """Send what is queued now (e.g. a response's first token)."""
+        await self._out.flush()
 
     async def close(self) -> None:
         """Drop the connection (as a crashed peer would), after what is queued has been sent."""
@@ -114,11 +101,10 @@ class SseSink:
         """Send what is queued and end the body; Disconnected if the peer went away."""
         if not self.started:
             await self._start()
-        self._ending = True
-        self._wake.set()
-        await self._done.wait()
+        self._out.end()
+        await self._out.done.wait()
         try:
-            if self._broken:
+            if self._out.broken:
                 raise SseBroken()
             await self._send(self._conn.send(h11.EndOfMessage()) or b"")
         except SseBroken:
@@ -127,45 +113,10 @@ class SseSink:
     async def _start(self) -> None:
         self.started = True
         response = await self._head()
-        self._pre = self._conn.send(response) or b""
-        self._drained = trio.Event()
-        self._wake.set()
-        self._nursery.start_soon(self._writer)
+        self._out.put(self._conn.send(response) or b"", head=True)
+        self._nursery.start_soon(self._out.run)
 
-    async def _send_queued(self) -> None:
-        """Write the head and the outbox until both are empty (one task at a time)."""
-        self._sending = True
-        try:
-            while self._pre or self._out:
-                parts: list[Any] = [self._pre] if self._pre else []
-                self._pre = b""
-                if self._out:
-                    body, self._out = self._out, bytearray()
-                    self._writing = len(body)
-                    # The chunk's framing around the outbox itself (h11 passes the data through
-                    # as is: any buffer will do), so the body is copied once, into the write.
-                    chunk = h11.Data(data=cast(bytes, body))
-                    parts += self._conn.send_with_data_passthrough(chunk) or ()
-                await self._send(b"".join(parts))
-                self.writes += 1
-                self._writing = 0
-        except SseBroken:
-            self._broken = True
-        finally:
-            self._sending = False
-            self._writing = 0
-            if self._ending or self._broken:
-                self._wake.set()  # the writer may be waiting for this write to end
-        self._drained.set()
-
-    async def _writer(self) -> None:
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                if not self._sending:  # else the task sending now takes what was queued
-                    await self._send_queued()
-                if self._broken or (self._ending and not self._out and not self._sending):
-                    return
-        finally:
-            self._done.set()
+    def _chunk(self, body: bytearray) -> list[Any]:
+        """The chunk's framing around the outbox's bytes themselves (h11 passes the data through
+        as is: any buffer will do), so the body is copied once, into the write."""
+        return self._conn.send_with_data_passthrough(h11.Data(data=cast(bytes, body))) or []

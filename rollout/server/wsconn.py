@@ -25,6 +25,7 @@ from wsproto.events import (
 from wsproto.utilities import RemoteProtocolError
 
 from rollout.server.closing import LINGER_S, discard_input, half_close
+from rollout.server.outbox import Outbox
 
 RECEIVE = 256 * 1024
 HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before senders wait
@@ -73,14 +74,13 @@ class WsConnection:
         self._ws = WSConnection(ConnectionType.SERVER)
         self._max = max_message_size
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
-        self._out = bytearray()
-        self._writing = 0  # bytes the writer took from the outbox and is sending
-        self._sending = False  # a task (the writer, or a flush) is writing the outbox
-        self._wake = trio.Event()
-        self._drained = trio.Event()
-        self._drained.set()
+        self._out = Outbox(
+            stream.send_all,
+            HIGH_WATER,
+            broken=(trio.BrokenResourceError, trio.ClosedResourceError),
+            on_broken=lambda: self._close_as(WsClosed(1006, "connection dropped")),
+        )
         self._closed: WsClosed | None = None
-        self._writer_done = trio.Event()
         self._reader_done = trio.Event()
         self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
         self.on_frame: Callable[[], None] | None = None  # called at each frame received
@@ -93,7 +93,7 @@ class WsConnection:
     def queued(self) -> int:
         """Bytes in the outbox: waiting, and being written (bounded by HIGH_WATER plus one
         message, or plus the pongs of one read)."""
-        return len(self._out) + self._writing
+        return self._out.queued
 
     async def accept(
         self,
@@ -125,7 +125,7 @@ class WsConnection:
         if trailing:
             self._ws.receive_data(trailing)
         nursery.start_soon(self._reader)
-        nursery.start_soon(self._writer)
+        nursery.start_soon(self._out.run)
 
     # -- receiving ------------------------------------------------------------------------------
 
@@ -173,27 +173,26 @@ class WsConnection:
                         self._on_close(event)
                         return
                 if self.queued > HIGH_WATER:
-                    await self._drained.wait()  # backpressure: read no more until it drains
+                    await self._out.drained.wait()  # backpressure: read no more until it drains
                 data = await self._stream.receive_some(RECEIVE)
                 if not data:
-                    self._closed = self._closed or WsClosed(1006, "connection dropped")
+                    self._close_as(WsClosed(1006, "connection dropped"))
                     return
                 self._ws.receive_data(bytes(data))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed = self._closed or WsClosed(1006, "connection dropped")
+            self._close_as(WsClosed(1006, "connection dropped"))
         except RemoteProtocolError as exc:
             self._fail(1002, str(exc))
         finally:
             self._send_inbox.close()
             self._reader_done.set()
-            self._wake.set()
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
         invalid UTF-8: 1007), which it reports as a close event while the state stays OPEN."""
         state = self._ws.state
         if state is ConnectionState.REMOTE_CLOSING:  # the peer closes: answer it
-            self._closed = self._closed or WsClosed(event.code, event.reason or "")
+            self._close_as(WsClosed(event.code, event.reason or ""))
             self._queue(self._ws.send(event.response()))
         elif state is not ConnectionState.CLOSED:  # not a close frame: the input is broken
             self._fail(event.code, event.reason or "protocol error")
@@ -203,16 +202,20 @@ class WsConnection:
         """Fail the connection: a close frame with `code` (unless one of ours left already);
         what the peer sends from now on cannot be parsed and is discarded while closing."""
         self._unparseable = True
-        self._closed = self._closed or WsClosed(code, reason)
+        self._close_as(WsClosed(code, reason))
         if self._ws.state is ConnectionState.OPEN:
             self._queue(self._ws.send(CloseConnection(code=code, reason=reason[:100] or None)))
 
     # -- sending --------------------------------------------------------------------------------
 
     def _queue(self, data: bytes) -> None:
-        self._out += data
-        self._drained = trio.Event() if self._drained.is_set() else self._drained
-        self._wake.set()
+        self._out.put(data)
+
+    def _close_as(self, closed: WsClosed) -> None:
+        """The connection is closing (the first reason stays); the writer ends once the outbox
+        is out."""
+        self._closed = self._closed or closed
+        self._out.end()
 
     async def send_message(self, message: str | bytes) -> None:
         """Queue one text frame (`bytes` must be UTF-8 text, e.g. JSON from orjson: it is framed
@@ -234,59 +237,21 @@ class WsConnection:
         await self._below_high_water()
 
     async def _below_high_water(self) -> None:
-        if self.queued > HIGH_WATER:
-            await self._drained.wait()
-            if self._closed is not None and self._closed.code == 1006:
-                raise self._closed
+        await self._out.below_high_water()
+        if self._closed is not None and self._closed.code == 1006:
+            raise self._closed
 
     async def flush(self) -> None:
-        """Send what is queued now (e.g. a response's first token): from this task, when no
-        write is in progress, so it leaves before other tasks run; else when the write ends."""
-        if not self._out or self._closed is not None:
-            return
-        if self._sending:
-            await self._drained.wait()
-        else:
-            await self._send_queued()
-
-    async def _send_queued(self) -> None:
-        """Write the outbox until it is empty (one task at a time: `_sending` says one is)."""
-        self._sending = True
-        try:
-            while self._out:
-                data, self._out = self._out, bytearray()
-                self._writing = len(data)
-                await self._stream.send_all(data)
-                self._writing = 0
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._closed = self._closed or WsClosed(1006, "connection dropped")
-            self._out = bytearray()  # nothing more can be sent
-            self._wake.set()  # the writer ends
-        finally:
-            self._sending = False
-            self._writing = 0
-            if self._closed is not None:
-                self._wake.set()  # a closing writer may be waiting for this write to end
-        self._drained.set()
-
-    async def _writer(self) -> None:
-        try:
-            while True:
-                await self._wake.wait()
-                self._wake = trio.Event()
-                if not self._sending:  # else the task sending now takes what was queued
-                    await self._send_queued()
-                if self._closed is not None and not self._out and not self._sending:
-                    return
-        finally:
-            self._writer_done.set()
+        """Send what is queued now (e.g. a response's first token)."""
+        if self._closed is None:
+            await self._out.flush()
 
     async def abort(self) -> None:
         """Drop the connection without a close frame (as a crashed peer would: 1006), after what
         is already queued has been sent."""
         with trio.move_on_after(1):
             await self.flush()
-        self._closed = self._closed or WsClosed(1006, "aborted")
+        self._close_as(WsClosed(1006, "aborted"))
         await self._stream.aclose()
 
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
@@ -294,13 +259,12 @@ class WsConnection:
         on until the peer's close frame or EOF (or LINGER_S), so the peer gets our close frame
         rather than a reset from closing a socket with unread input; then close the stream."""
         if self._closed is None:
-            self._closed = WsClosed(code, reason)
             if self._ws.state is ConnectionState.OPEN:
                 self._queue(self._ws.send(CloseConnection(code=code, reason=reason or None)))
-        self._wake.set()
+        self._close_as(WsClosed(code, reason))
         try:
             with trio.move_on_after(LINGER_S):
-                await self._writer_done.wait()
+                await self._out.done.wait()
                 await self._reader_done.wait()
                 if self._unparseable:  # its close frame cannot be found: wait for its EOF
                     await half_close(self._stream)

@@ -1,0 +1,118 @@
+# The outgoing bytes of one peer (an SSE body, a WebSocket connection): producers queue them and
+# one task at a time writes them. The writer task sends what has gathered in one write; a flush
+# sends from the producing task itself when no write is in progress (the bytes leave before it
+# yields, not after every other runnable task). Producers wait at the high-water mark, so a peer
+# that stops reading stalls only its own producers. The transport says how a batch is framed and
+# written, and which exceptions mean the peer is gone.
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+Write = Callable[[bytes], Awaitable[None]]
+
+
+class Outbox:
+    """`put` bytes, `flush` them now, `run` the writer, `end` it once the bytes are out."""
+
+    def __init__(
+        self,
+        write: Write,
+        high_water: int,
+        *,
+        frame: Callable[[bytearray], list[Any]] = lambda body: [body],
+        broken: tuple[type[BaseException], ...] = (),
+        on_broken: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._write = write
+        self._frame = frame  # a batch of queued bytes as the parts of one write
+        self._broken_by = broken
+        self._on_broken = on_broken
+        self.high_water = high_water
+        self.head = b""  # written as it is before the next batch
+        self.buffer = bytearray()
+        self.writing = 0  # bytes taken from the buffer and being written
+        self.sending = False  # a task (the writer, or a flush) is writing
+        self.broken = False  # a write failed: nothing more is sent
+        self.ending = False  # the writer returns once everything is out
+        self.writes = 0  # writes made (queued bytes coalesce into fewer)
+        self.wake = trio.Event()
+        self.drained = trio.Event()
+        self.drained.set()
+        self.done = trio.Event()  # the writer returned
+
+    @property
+    def queued(self) -> int:
+        return len(self.buffer) + self.writing
+
+    def put(self, data: bytes | bytearray, *, head: bool = False) -> None:
+        """Queue `data`: framed with the rest of the batch, or (`head`) written before it as it
+        is (an HTTP response head before the first chunk)."""
+        if head:
+            self.head += data
+        else:
+            self.buffer += data
+        self.drained = trio.Event() if self.drained.is_set() else self.drained
+        self.wake.set()
+
+    def end(self) -> None:
+        self.ending = True
+        self.wake.set()
+
+    async def below_high_water(self) -> None:
+        """Wait, when over the high-water mark, until the writer has sent what is queued."""
+        if self.queued > self.high_water:
+            await self.drained.wait()
+
+    async def flush(self) -> None:
+        """Send what is queued now: from this task when no write is in progress, else when the
+        write in progress ends."""
+        if not (self.head or self.buffer) or self.broken:
+            return
+        if self.sending:
+            await self.drained.wait()
+        else:
+            await self._send_queued()
+
+    async def run(self) -> None:
+        """The writer task: sends what gathers until `end` (or the peer is gone)."""
+        try:
+            while True:
+                await self.wake.wait()
+                self.wake = trio.Event()
+                if not self.sending:  # else the task sending now takes what was queued
+                    await self._send_queued()
+                if self.broken or (self.ending and not self.buffer and not self.sending):
+                    return
+        finally:
+            self.done.set()
+
+    async def _send_queued(self) -> None:
+        """Write the head and the buffer until both are empty (one task at a time)."""
+        self.sending = True
+        try:
+            while self.head or self.buffer:
+                parts: list[Any] = [self.head] if self.head else []
+                self.head = b""
+                if self.buffer:
+                    body, self.buffer = self.buffer, bytearray()
+                    self.writing = len(body)
+                    parts += self._frame(body)
+                await self._write(b"".join(parts))
+                self.writes += 1
+                self.writing = 0
+        except self._broken_by:
+            self.broken = True
+            self.buffer = bytearray()
+            self._on_broken()
+        finally:
+            self.sending = False
+            self.writing = 0
+            if self.ending or self.broken:
+                self.wake.set()  # the writer may be waiting for this write to end
+        self.drained.set()
+
+
+__all__ = ["Outbox"]
