@@ -97,20 +97,20 @@ async def test_concurrency_bench_reports_percentiles_for_each_count() -> None:
 
 def test_turn_cpu_figures_are_named_and_judged_from_their_values() -> None:
     """The per-turn CPU lines from given medians: a line per mode and size, the ratio gated for
-    the cached modes only, the http-full 100k figure against its 65 ms, the HTTP modes' cost per
+    the cached modes only, the http-full 100k figure against its 71 ms, the HTTP modes' cost per
     history token; each verdict follows from its value and target."""
     from rollout.experiments.turncost import MODES, figures
 
     sizes = (1_000, 10_000, 100_000)
     cpu = {(m, n): 0.002 for m in MODES for n in sizes}
     cpu[("ws-chain", 100_000)] = 0.003  # 1.5 x: fails <=1.2
-    cpu[("http-full", 100_000)] = 0.0502  # 50.2 ms: passes <=65
+    cpu[("http-full", 100_000)] = 0.0502  # 50.2 ms: passes <=71
     cpu[("http-chain", 100_000)] = 0.101
     lines = {f.name: f for f in figures(cpu, sizes, MODES)}
     assert [n for n in lines if n.startswith("turn_cpu.")] == [
         f"turn_cpu.{m}.{k}k" for k in (1, 10, 100) for m in MODES
     ]
-    assert lines["turn_cpu.http-full.100k"].line() == "turn_cpu.http-full.100k 50.2 ms <=65 pass"
+    assert lines["turn_cpu.http-full.100k"].line() == "turn_cpu.http-full.100k 50.2 ms <=71 pass"
     assert lines["turn_cpu_ratio.ws-chain.100k_vs_1k"].line().endswith("1.5 x <=1.2 fail")
     assert lines["turn_cpu_ratio.ws-append.100k_vs_1k"].line().endswith("1 x <=1.2 pass")
     assert lines["turn_cpu_ratio.http-full.100k_vs_1k"].passed is None
@@ -121,8 +121,8 @@ def test_turn_cpu_figures_are_named_and_judged_from_their_values() -> None:
         "turn_cpu_per_history_token.http-full",
         "turn_cpu_per_history_token.http-chain",
     ]
-    cpu[("http-full", 100_000)] = 0.0651
-    assert figures(cpu, sizes, MODES)[12].line() == "turn_cpu.http-full.100k 65.1 ms <=65 fail"
+    cpu[("http-full", 100_000)] = 0.0711
+    assert figures(cpu, sizes, MODES)[12].line() == "turn_cpu.http-full.100k 71.1 ms <=71 fail"
 
 
 async def test_the_overhead_bench_reads_the_server_processes_cpu() -> None:
