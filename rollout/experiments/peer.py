@@ -36,7 +36,17 @@ from rollout.experiments.streams import (
     ws_frames,
 )
 
-AIMOCK_DIR = Path(rollout.__file__).resolve().parent.parent / "tests" / "upstream"
+
+def _aimock_dir() -> Path:
+    """tests/upstream of the checkout (its package.json pins aimock): beside the package when it
+    runs from a checkout, else under the working directory (an installed package run from one)."""
+    for root in (Path(rollout.__file__).resolve().parent.parent, Path.cwd()):
+        if (root / "tests" / "upstream" / "package.json").exists():
+            return root / "tests" / "upstream"
+    return Path.cwd() / "tests" / "upstream"
+
+
+AIMOCK_DIR = _aimock_dir()
 AIMOCK_CLI = AIMOCK_DIR / "node_modules" / "@copilotkit" / "aimock" / "dist" / "cli.js"
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 # The two prompts, the same for both servers: the long one is the events bench's (streams.py),
