@@ -8,6 +8,7 @@ import functools
 import gzip
 import hashlib
 import threading
+from array import array
 from collections.abc import Sequence
 from importlib import resources
 from typing import Any
@@ -77,8 +78,8 @@ def encoding(name: str = ENCODING_NAME) -> tiktoken.Encoding:
 #: Long texts tokenized lately, kept for a second use (the model tokenizes the text it streams;
 #: the context, moments later, the message that holds it): a few entries, of bounded size.
 RECENT_ENTRIES = 8
-RECENT_CHARS = (1_000, 1_000_000)
-_recent: dict[str, list[int]] = {}
+RECENT_CHARS = (1_000, 400_000)  # at most 8 texts of 400k characters, ids at 4 bytes a token
+_recent: dict[str, array[int]] = {}
 _recent_lock = threading.Lock()
 
 
@@ -95,7 +96,7 @@ def encoded(text: str) -> Sequence[int]:
     with _recent_lock:
         ids = _recent.pop(text, None)
     if ids is None:
-        ids = encoding().encode_ordinary(text)
+        ids = array("I", encoding().encode_ordinary(text))
     with _recent_lock:
         _recent[text] = ids
         while len(_recent) > RECENT_ENTRIES:

@@ -153,3 +153,18 @@ def test_missing_rank_file_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path:
     fake_package(monkeypatch, tmp_path)  # an empty package: no data/ at all
     with pytest.raises(RankFileError, match="no rank file"):
         tok._constructor_args(NAME)
+
+
+def test_the_recent_texts_memo_gives_the_same_tokens_and_stays_bounded() -> None:
+    from rollout.model import tokens
+
+    texts = [
+        f"text {i}: " + "a long answer about files " * 60 for i in range(tokens.RECENT_ENTRIES + 3)
+    ]
+    for text in texts + texts[-2:]:  # the last two come again, from the memo
+        assert list(tokens.encoded(text)) == tokens.encoding().encode_ordinary(text)
+        assert tokens.encode(text) == tokens.encoding().encode_ordinary(text)
+    assert len(tokens._recent) <= tokens.RECENT_ENTRIES
+    huge = "x " * (tokens.RECENT_CHARS[1] // 2 + 1)  # over the size bound: not kept
+    tokens.encoded(huge)
+    assert huge not in tokens._recent

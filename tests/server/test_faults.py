@@ -134,6 +134,25 @@ async def test_disconnect_after_n_events_over_sse_and_websocket(
     assert closed == [1006]
 
 
+async def test_a_disconnect_inside_a_run_of_deltas_sends_exactly_n_events(
+    rollout_server: RolloutServer,
+) -> None:
+    """The deltas after the first token leave as one run; a disconnect due inside it cuts the
+    run there: created, in_progress, item and part added, then two deltas, and nothing more."""
+    rollout_server.script([{"text": "one two three four five six"}])
+    rollout_server.fault(disconnect_after=6, next_only=False)
+    frames: list[dict[str, object]] = []
+    async with open_websocket_url(rollout_server.ws_url) as ws:
+        create = {"type": "response.create", "model": "m", "input": "hi"}
+        await ws.send_message(orjson.dumps(create).decode())
+        with pytest.raises(ConnectionClosed):
+            while True:
+                frames.append(orjson.loads(await ws.get_message()))
+    assert [f["type"] for f in frames[4:]] == ["response.output_text.delta"] * 2
+    assert [f["delta"] for f in frames[4:]] == ["one", " two"]
+    assert [f["sequence_number"] for f in frames] == list(range(6))
+
+
 async def test_added_latency_is_counted(autojump_clock: trio.abc.Clock) -> None:
     e = scripted(*ANSWER)
     e.faults = Faults(latency_s=2.0)
