@@ -37,6 +37,7 @@ class DeltaRun(Generic[E]):
     sequence_number: int
     fields: Fields
     deltas: Sequence[str]
+    plain: bool = False  # known: JSON writes every delta as it is (else `sse_run` checks)
 
     def __len__(self) -> int:
         return len(self.deltas)
@@ -93,9 +94,15 @@ def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
     return list(map(fmt.__mod__, zip(numbers, map(orjson.dumps, run.deltas), strict=True)))
 
 
-def _plain(text: str) -> bool:
+#: The ASCII characters JSON writes as they are.
+_AS_IS = bytes(range(0x20, 0x80)).replace(b'"', b"").replace(b"\\", b"")
+
+
+def plain(text: str) -> bool:
     """JSON writes `text` as it is (no control character, quote or backslash to escape; a few
     printable-but-not-`isprintable` characters take the general path too, which is exact)."""
+    if text.isascii():  # a byte translation is five times faster than `isprintable`
+        return not text.encode("ascii").translate(None, _AS_IS)
     return text.isprintable() and '"' not in text and "\\" not in text
 
 
@@ -110,21 +117,24 @@ def sse_run(run: DeltaRun[Any]) -> bytes:
     Deltas that JSON writes as they are (most text) are joined with the template in one pass;
     a run with a delta to escape is encoded event by event."""
     deltas, n = run.deltas, len(run.deltas)
-    if not _plain("".join(deltas)):
+    if not n:
+        return b""
+    if not (run.plain or plain("".join(deltas))):
         return b"".join(
             b"event: %s\ndata: %s\n\n" % (run.type.encode(), e) for e in encode_run(run)
         )
     head, middle, tail = _sse_parts(*_fields(run))
-    parts = [head] * (5 * n)  # head, number, middle, delta, tail; for each event
+    # number, middle, delta, and between events the tail of one and the head of the next
+    parts = [tail + head] * (4 * n)
     first, numbers = run.sequence_number, _numbers()
     if first + n <= len(numbers):
-        parts[1::5] = numbers[first : first + n]
+        parts[0::4] = numbers[first : first + n]
     else:
-        parts[1::5] = map(str, range(first, first + n))
-    parts[2::5] = [middle] * n
-    parts[3::5] = deltas
-    parts[4::5] = [tail] * n
+        parts[0::4] = map(str, range(first, first + n))
+    parts[1::4] = [middle] * n
+    parts[2::4] = deltas
+    parts[0], parts[-1] = head + parts[0], tail
     return "".join(parts).encode()
 
 
-__all__ = ["DeltaRun", "Fields", "encode_run", "sse_run"]
+__all__ = ["DeltaRun", "Fields", "encode_run", "plain", "sse_run"]

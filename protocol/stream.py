@@ -166,23 +166,24 @@ class ResponseStream(ControlEvents):
         ]
 
     def text_run(
-        self, deltas: Sequence[str]
+        self, deltas: Sequence[str], plain: bool = False
     ) -> DeltaRun[TextDeltaEvent] | DeltaRun[RefusalDeltaEvent]:
-        """Deltas of the open message's text (or refusal), as one run of events."""
+        """Deltas of the open message's text (or refusal), as one run of events (`plain`: known
+        to need no escape in JSON)."""
         t = self._require_text()
         t.text.extend(deltas)
         fields = (("item_id", t.item_id), ("output_index", t.output_index), ("content_index", 0))
         if t.refusal:
-            return self._run(RefusalDeltaEvent, fields, deltas)
-        return self._run(TextDeltaEvent, fields, deltas)
+            return self._run(RefusalDeltaEvent, fields, deltas, plain)
+        return self._run(TextDeltaEvent, fields, deltas, plain)
 
     def text_delta(self, delta: str) -> TextDeltaEvent | RefusalDeltaEvent:
         return self.text_run((delta,)).events()[0]
 
-    def _run(self, cls: type[E], fields: Fields, deltas: Sequence[str]) -> DeltaRun[E]:
+    def _run(self, cls: type[E], fields: Fields, deltas: Sequence[str], plain: bool) -> DeltaRun[E]:
         n = self._seq
         self._seq += len(deltas)
-        return DeltaRun(cls, n, fields, deltas)
+        return DeltaRun(cls, n, fields, deltas, plain)
 
     def annotate(self, annotation: UrlCitation) -> AnnotationAddedEvent:
         t = self._require_text()
@@ -240,7 +241,9 @@ class ResponseStream(ControlEvents):
         r.part = []
         return [self._summary_part_event("response.reasoning_summary_part.added", r, "")]
 
-    def summary_run(self, deltas: Sequence[str]) -> DeltaRun[ReasoningSummaryDeltaEvent]:
+    def summary_run(
+        self, deltas: Sequence[str], plain: bool = False
+    ) -> DeltaRun[ReasoningSummaryDeltaEvent]:
         r = self._require_reasoning()
         assert r.part is not None, "no summary part is open"
         r.part.extend(deltas)
@@ -249,7 +252,7 @@ class ResponseStream(ControlEvents):
             ("output_index", r.output_index),
             ("summary_index", len(r.summary)),
         )
-        return self._run(ReasoningSummaryDeltaEvent, fields, deltas)
+        return self._run(ReasoningSummaryDeltaEvent, fields, deltas, plain)
 
     def summary_delta(self, delta: str) -> ReasoningSummaryDeltaEvent:
         return self.summary_run((delta,)).events()[0]
@@ -326,12 +329,12 @@ class ResponseStream(ControlEvents):
         return [self._item_event("response.output_item.added", index, item)]
 
     def arguments_run(
-        self, output_index: int, deltas: Sequence[str]
+        self, output_index: int, deltas: Sequence[str], plain: bool = False
     ) -> DeltaRun[ArgumentsDeltaEvent]:
         item = self.response.output[output_index]
         assert isinstance(item, FunctionCall)
         fields = (("item_id", item.id or ""), ("output_index", output_index))
-        return self._run(ArgumentsDeltaEvent, fields, deltas)
+        return self._run(ArgumentsDeltaEvent, fields, deltas, plain)
 
     def arguments_delta(self, output_index: int, delta: str) -> ArgumentsDeltaEvent:
         return self.arguments_run(output_index, (delta,)).events()[0]

@@ -161,7 +161,7 @@ class Context:
         self.web_search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
         text = render_header(instructions, tools)
         with work.stage("tokenize", items=1) as c:
-            header = array("I", tok.encode(text))
+            header = array("I", tok.encoded(text))
             c.tokens = len(header)
         if scan:
             self._scan(text, len(header), work, items=1)
@@ -187,12 +187,12 @@ class Context:
         with work.stage("tokenize", items=len(items)) as c:
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
-            new: list[int] = []
+            new = array("I")
             body = len(self.tokens) - self.header_len
             for item, text in zip(items, texts, strict=True):
-                encoded = tok.encode(text)
+                encoded = tok.encoded(text)
                 self.item_tokens.append(len(encoded))
-                new += encoded
+                new.extend(encoded)
                 mark = _breakpoint(item)
                 if mark is not None:
                     self.body_breakpoints.append((body + len(new), mark.get("ttl")))

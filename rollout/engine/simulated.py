@@ -132,27 +132,26 @@ async def _decode(
         if deltas:
             yield make(deltas)
         return
-    batch: list[tuple[str, int]] = []
+    start = 0  # the batch not yet released: deltas start to i
     now = trio.current_time()
-    for delta in deltas:
-        tokens = delta[1]
+    for i in range(len(deltas)):
+        tokens = deltas.count(i)
         if left is not None:
             if left < tokens:
-                if batch:
-                    yield make(batch)
+                if start < i:
+                    yield make(deltas.cut(start, i))
                 yield p.Finish("length")
                 return
             left -= tokens
         due = pacer.due(tokens, now)
         if due is not None:
-            if batch:
-                yield make(batch)
-                batch = []
+            if start < i:
+                yield make(deltas.cut(start, i))
+                start = i
             await trio.sleep_until(due)
             now = trio.current_time()
-        batch.append(delta)
-    if batch:
-        yield make(batch)
+    if start < len(deltas):
+        yield make(deltas.cut(start, len(deltas)))
 
 
 __all__ = ["REASONING_CHUNK", "SimulatedModel"]

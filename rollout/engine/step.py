@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Sequence
-from operator import itemgetter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -24,9 +23,9 @@ from rollout.model.policy import Citation, FunctionCallSpec, WebSearchSpec
 if TYPE_CHECKING:
     from rollout.engine.loop import LoopEnv, Pieces, Rollout
 
-RUN_MAX = (
-    256  # delta events queued at once (tens of KB: an outbox overshoots its high water by one run)
-)
+#: Delta events queued at once: about 200 KB of text deltas (an outbox overshoots its high water
+#: by one run); fewer, larger runs cost less per event.
+RUN_MAX = 1024
 THOUGHTS_KEPT = 100_000  # reasoning items whose hidden text the engine remembers (oldest go)
 
 
@@ -143,34 +142,32 @@ class Step:
         r.work.mark("first_token")
         await r.sink.flush()
 
-    async def _deltas(
-        self, deltas: p.Deltas, run: Callable[[Sequence[str]], DeltaRun[Any]]
-    ) -> None:
+    async def _deltas(self, deltas: p.Deltas, run: Callable[..., DeltaRun[Any]]) -> None:
         """Deltas sent as runs of events: the response's first token alone (it leaves at once),
         then at most RUN_MAX at a time (so a client's backpressure is felt between runs)."""
         r = self.r
-        texts = list(map(itemgetter(0), deltas))
-        r.output_tokens += sum(map(itemgetter(1), deltas))
+        texts, clean, start = deltas.texts, deltas.plain, 0
+        r.output_tokens += deltas.tokens
         if r.first_token_pending and texts:
-            await r.emit_run(run(texts[:1]))
+            await r.emit_run(run(texts[:1], plain=clean))
             await self._first_token()
-            texts = texts[1:]
-        for at in range(0, len(texts), RUN_MAX):
-            await r.emit_run(run(texts[at : at + RUN_MAX]))
+            start = 1
+        for at in range(start, len(texts), RUN_MAX):
+            await r.emit_run(run(texts[at : at + RUN_MAX], plain=clean))
 
     async def _text(self, deltas: p.Deltas) -> None:
         r = self.r
         citations = self.citations
         while citations and deltas:  # up to each citation's end, then the annotation
             chars, cut = self.chars, len(deltas)
-            for i, (delta, _) in enumerate(deltas):
+            for i, delta in enumerate(deltas.texts):
                 chars += len(delta)
                 if citations[0].end_index <= chars:
                     cut = i + 1
                     break
-            await self._deltas(deltas[:cut], r.stream.text_run)
-            self.chars += sum(len(d) for d, _ in deltas[:cut])
-            deltas = deltas[cut:]
+            await self._deltas(deltas.cut(0, cut), r.stream.text_run)
+            self.chars += sum(map(len, deltas.texts[:cut]))
+            deltas = deltas.cut(cut, len(deltas))
             while citations and citations[0].end_index <= self.chars:
                 c = citations.pop(0)
                 annotation = UrlCitation(
@@ -181,7 +178,7 @@ class Step:
             await self._deltas(deltas, r.stream.text_run)
 
     async def _args(self, deltas: p.Deltas) -> None:
-        self.buffer.extend(map(itemgetter(0), deltas))
+        self.buffer.extend(deltas.texts)
         await self._deltas(deltas, functools.partial(self.r.stream.arguments_run, self.index))
 
     async def _summary(self, deltas: p.Deltas) -> None:
@@ -189,7 +186,7 @@ class Step:
         if not self.summary:
             self.summary = True
             await r.send(r.stream.begin_summary_part())
-        await self._deltas([(d, 0) for d, _ in deltas], r.stream.summary_run)
+        await self._deltas(deltas.free(), r.stream.summary_run)
 
     async def _open(self, piece: p.Piece) -> None:
         """A piece that opens (or, for the reasoning item, ends) an output item."""

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 import trio
 
+from protocol.deltas import plain
 from rollout.engine.context import BLOCK, Context
+from rollout.model import pieces as p
 from rollout.model import tokens as tok
 from rollout.model.profiles import CACHE_TTL_S, DEFAULT_RETENTION, InferenceProfile
 
@@ -176,41 +178,54 @@ class Pacer:
         return due if due - now > 0.001 else None
 
 
-#: The delta of each ASCII token seen so far (at most the vocabulary: about 200k entries).
-_ASCII: dict[int, tuple[str, int]] = {}
+#: The text of each ASCII token seen so far, by id (a list, faster to index than a dict: at most
+#: the vocabulary, about 200k entries; None where no ASCII token was seen yet).
+_ASCII: list[str | None] = []
 
 
-def pieces(text: str) -> list[tuple[str, int]]:
-    """`text` split at token boundaries as a model streams it: (delta, tokens in it).
+def _ascii_texts(ids: Sequence[int]) -> list[str]:
+    """The texts of tokens that are all ASCII."""
+    try:
+        texts = list(map(_ASCII.__getitem__, ids))
+    except IndexError:
+        texts = [None]
+    if None in texts:  # a token not seen yet: learn it
+        enc = tok.encoding()
+        _ASCII.extend([None] * (max(ids) + 1 - len(_ASCII)))
+        for t in ids:
+            if _ASCII[t] is None:
+                _ASCII[t] = enc.decode_single_token_bytes(t).decode("ascii")
+        texts = list(map(_ASCII.__getitem__, ids))
+    return cast(list[str], texts)
 
-    A delta holds one token, or several where one character's UTF-8 spans tokens.
-    """
-    enc = tok.encoding()
+
+def pieces(text: str) -> p.Deltas:
+    """`text` split at token boundaries as a model streams it, a delta per token, or several
+    tokens where one character's UTF-8 spans them."""
     ids = tok.encoded(text)
+    clean = plain(text)  # the deltas split the text: they are plain if it is
     if text.isascii():  # every token is whole characters
-        try:
-            return list(map(_ASCII.__getitem__, ids))
-        except KeyError:
-            for t in ids:
-                if t not in _ASCII:
-                    _ASCII[t] = (enc.decode_single_token_bytes(t).decode("ascii"), 1)
-            return list(map(_ASCII.__getitem__, ids))
-    tokens = enc.decode_tokens_bytes(ids)
-    out: list[tuple[str, int]] = []
+        return p.Deltas(_ascii_texts(ids), plain=clean)
+    enc = tok.encoding()
+    texts: list[str] = []
+    counts: list[int] = []
     pending = b""
     n = 0
-    for piece in tokens:
+    for piece in enc.decode_tokens_bytes(ids):
         n += 1
         if pending or not piece.isascii():  # possibly part of a multi-byte character
             pending += piece
             try:
-                out.append((pending.decode("utf-8"), n))
+                texts.append(pending.decode("utf-8"))
             except UnicodeDecodeError:
                 continue
+            counts.append(n)
             pending = b""
         else:
-            out.append((piece.decode("ascii"), 1))
+            texts.append(piece.decode("ascii"))
+            counts.append(1)
         n = 0
     if pending:
-        out.append((pending.decode("utf-8", errors="replace"), n))
-    return out
+        texts.append(pending.decode("utf-8", errors="replace"))
+        counts.append(n)
+    return p.Deltas(texts, counts, clean)

@@ -11,11 +11,44 @@ import attrs
 
 from rollout.model.policy import Citation
 
-#: Deltas as a model releases them: (text, output tokens it costs). A piece carries every delta
-#: released at once (the simulated model: all those due before its next pause; a real engine:
-#: one streamed chunk), so the per-token path has no per-delta object. A token count of 0 means
-#: the engine bills the step in its Usage piece instead.
-Deltas = Sequence[tuple[str, int]]
+
+@attrs.frozen
+class Deltas:
+    """Deltas as a model releases them: a piece carries every delta released at once (the
+    simulated model: all those due before its next pause; a real engine: one streamed chunk), as
+    parallel values, so the per-token path has no per-delta object."""
+
+    texts: Sequence[str]
+    #: The output tokens in each delta; None: one each. Where a token count is 0, the engine
+    #: bills the step in its Usage piece instead.
+    counts: Sequence[int] | None = None
+    #: JSON writes every text as it is (nothing to escape), known once for the whole text.
+    plain: bool = False
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def tokens(self) -> int:
+        """The output tokens they cost."""
+        return len(self.texts) if self.counts is None else sum(self.counts)
+
+    def count(self, i: int) -> int:
+        return 1 if self.counts is None else self.counts[i]
+
+    def cut(self, start: int, stop: int) -> Deltas:
+        """Deltas `start` to `stop`."""
+        counts = None if self.counts is None else self.counts[start:stop]
+        return Deltas(self.texts[start:stop], counts, self.plain)
+
+    def free(self) -> Deltas:
+        """The same deltas, billed elsewhere (no tokens)."""
+        return Deltas(self.texts, [0] * len(self.texts), self.plain)
+
+    @classmethod
+    def unbilled(cls, text: str) -> Deltas:
+        """One delta whose tokens the engine bills in its Usage piece."""
+        return cls([text], [0])
 
 
 @attrs.frozen

@@ -76,10 +76,13 @@ def encoding(name: str = ENCODING_NAME) -> tiktoken.Encoding:
 
 
 #: Long texts tokenized lately, kept for a second use (the model tokenizes the text it streams;
-#: the context, moments later, the message that holds it): a few entries, of bounded size.
+#: the context, moments later, the message that holds it): a few entries, of bounded size, the
+#: ids at 4 bytes a token (the context copies them as they are).
 RECENT_ENTRIES = 8
-RECENT_CHARS = (1_000, 400_000)  # at most 8 texts of 400k characters, ids at 4 bytes a token
+RECENT_MIN_CHARS = 1_000
+RECENT_TOKENS = 524_288  # all entries together: 2 MB
 _recent: dict[str, array[int]] = {}
+_recent_tokens = 0
 _recent_lock = threading.Lock()
 
 
@@ -90,17 +93,23 @@ def encode(text: str) -> list[int]:
 
 def encoded(text: str) -> Sequence[int]:
     """`encode(text)`, shared with the recent-texts memo where it is kept there: read only."""
-    small, large = RECENT_CHARS
-    if not small <= len(text) <= large:
+    global _recent_tokens
+    if len(text) < RECENT_MIN_CHARS:
         return encoding().encode_ordinary(text)
     with _recent_lock:
         ids = _recent.pop(text, None)
-    if ids is None:
-        ids = array("I", encoding().encode_ordinary(text))
+        if ids is not None:
+            _recent[text] = ids  # now the newest
+            return ids
+    ids = array("I", encoding().encode_ordinary(text))
+    if len(ids) > RECENT_TOKENS:
+        return ids
     with _recent_lock:
-        _recent[text] = ids
-        while len(_recent) > RECENT_ENTRIES:
-            del _recent[next(iter(_recent))]
+        if text not in _recent:
+            _recent[text] = ids
+            _recent_tokens += len(ids)
+        while len(_recent) > RECENT_ENTRIES or _recent_tokens > RECENT_TOKENS:
+            _recent_tokens -= len(_recent.pop(next(iter(_recent))))
     return ids
 
 

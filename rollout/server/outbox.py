@@ -22,17 +22,18 @@ class Outbox:
         write: Write,
         high_water: int,
         *,
-        frame: Callable[[bytearray], list[Any]] = lambda body: [body],
+        frame: Callable[[list[bytes], int], list[Any]] = lambda parts, size: parts,
         broken: tuple[type[BaseException], ...] = (),
         on_broken: Callable[[], None] = lambda: None,
     ) -> None:
         self._write = write
-        self._frame = frame  # a batch of queued bytes as the parts of one write
+        self._frame = frame  # a batch (its parts and their size) as the parts of one write
         self._broken_by = broken
         self._on_broken = on_broken
         self.high_water = high_water
         self.head = b""  # written as it is before the next batch
-        self.buffer = bytearray()
+        self.parts: list[bytes] = []  # queued, in order (joined once, into the write)
+        self.size = 0  # bytes in `parts`
         self.writing = 0  # bytes taken from the buffer and being written
         self.sending = False  # a task (the writer, or a flush) is writing
         self.broken = False  # a write failed: nothing more is sent
@@ -45,15 +46,16 @@ class Outbox:
 
     @property
     def queued(self) -> int:
-        return len(self.buffer) + self.writing
+        return self.size + self.writing
 
-    def put(self, data: bytes | bytearray, *, head: bool = False) -> None:
+    def put(self, data: bytes, *, head: bool = False) -> None:
         """Queue `data`: framed with the rest of the batch, or (`head`) written before it as it
         is (an HTTP response head before the first chunk)."""
         if head:
             self.head += data
-        else:
-            self.buffer += data
+        elif data:
+            self.parts.append(data)
+            self.size += len(data)
         self.drained = trio.Event() if self.drained.is_set() else self.drained
         self.wake.set()
 
@@ -69,7 +71,7 @@ class Outbox:
     async def flush(self) -> None:
         """Send what is queued now: from this task when no write is in progress, else when the
         write in progress ends."""
-        if not (self.head or self.buffer) or self.broken:
+        if not (self.head or self.parts) or self.broken:
             return
         if self.sending:
             await self.drained.wait()
@@ -84,28 +86,28 @@ class Outbox:
                 self.wake = trio.Event()
                 if not self.sending:  # else the task sending now takes what was queued
                     await self._send_queued()
-                if self.broken or (self.ending and not self.buffer and not self.sending):
+                if self.broken or (self.ending and not self.parts and not self.sending):
                     return
         finally:
             self.done.set()
 
     async def _send_queued(self) -> None:
-        """Write the head and the buffer until both are empty (one task at a time)."""
+        """Write the head and the queued parts until none is left (one task at a time)."""
         self.sending = True
         try:
-            while self.head or self.buffer:
+            while self.head or self.parts:
                 parts: list[Any] = [self.head] if self.head else []
                 self.head = b""
-                if self.buffer:
-                    body, self.buffer = self.buffer, bytearray()
-                    self.writing = len(body)
-                    parts += self._frame(body)
-                await self._write(b"".join(parts))
+                if self.parts:
+                    batch, self.writing = self.parts, self.size
+                    self.parts, self.size = [], 0
+                    parts += self._frame(batch, self.writing)
+                await self._write(parts[0] if len(parts) == 1 else b"".join(parts))
                 self.writes += 1
                 self.writing = 0
         except self._broken_by:
             self.broken = True
-            self.buffer = bytearray()
+            self.parts, self.size = [], 0
             self._on_broken()
         finally:
             self.sending = False

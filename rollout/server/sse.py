@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
+import attrs
 import h11
 import trio
 
@@ -116,7 +117,27 @@ class SseSink:
         self._out.put(self._conn.send(response) or b"", head=True)
         self._nursery.start_soon(self._out.run)
 
-    def _chunk(self, body: bytearray) -> list[Any]:
-        """The chunk's framing around the outbox's bytes themselves (h11 passes the data through
-        as is: any buffer will do), so the body is copied once, into the write."""
-        return self._conn.send_with_data_passthrough(h11.Data(data=cast(bytes, body))) or []
+    def _chunk(self, parts: list[bytes], size: int) -> list[Any]:
+        """The chunk's framing around the batch's parts themselves (h11 passes a body through as
+        is, asking only its length: the placeholder of its sendfile support), so the body is
+        copied once, into the write."""
+        batch = _Batch(parts, size)
+        framed = self._conn.send_with_data_passthrough(h11.Data(data=cast(bytes, batch))) or []
+        out: list[Any] = []
+        for piece in framed:
+            if piece is batch:
+                out += parts
+            else:
+                out.append(piece)
+        return out
+
+
+@attrs.frozen
+class _Batch:
+    """Queued parts, as h11 sees a body: their length."""
+
+    parts: list[bytes]
+    size: int
+
+    def __len__(self) -> int:
+        return self.size

@@ -178,7 +178,7 @@ class ChatStream:
                 if isinstance(text, str) and text:
                     opener = p.MessageStart(refusal=kind == "refusal")
                     self._into("text" if kind == "content" else "refusal", out, opener)
-                    out.append(p.Text([(text, 0)]))
+                    out.append(p.Text(p.Deltas.unbilled(text)))
                     self.produced.append(text)
             for call in delta.get("tool_calls") or ():
                 failed = self._call(call, out)
@@ -210,7 +210,7 @@ class ChatStream:
             out.append(p.CallStart(str(function.get("name") or ""), call.get("id") or None))
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            out.append(p.Args([(arguments, 0)]))
+            out.append(p.Args(p.Deltas.unbilled(arguments)))
             self.produced.append(arguments)
         return None
 

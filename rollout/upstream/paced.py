@@ -117,16 +117,17 @@ class EnginePaced:
 
 def _tokens(piece: p.Piece) -> int:
     if isinstance(piece, p.Text | p.Args):
-        return sum(t for _, t in piece.deltas)
+        return piece.deltas.tokens
     return piece.tokens if isinstance(piece, p.Thought) else 0
 
 
 async def _paced(piece: p.Piece, engine: _Engine) -> Pieces:
     """`piece`, its tokens each released after one the engine decoded."""
     if isinstance(piece, p.Text | p.Args):
-        for delta in piece.deltas:
-            await engine.tokens(delta[1])
-            yield type(piece)([delta])
+        deltas = piece.deltas
+        for i in range(len(deltas)):
+            await engine.tokens(deltas.count(i))
+            yield type(piece)(deltas.cut(i, i + 1))
     elif isinstance(piece, p.Thought):
         await engine.tokens(piece.tokens)
         yield piece

@@ -75,11 +75,11 @@ class ResponsesStream:
     def event(self, data: dict[str, Any]) -> list[p.Piece]:
         kind = data.get("type")
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            return [p.Text([(str(data.get("delta", "")), 0)])]
+            return [p.Text(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.function_call_arguments.delta":
-            return [p.Args([(str(data.get("delta", "")), 0)])]
+            return [p.Args(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.reasoning_summary_text.delta":
-            return [p.Summary([(str(data.get("delta", "")), 0)])]
+            return [p.Summary(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.reasoning_text.delta":
             return [p.Thought(0, str(data.get("delta", "")))]
         if kind == "response.content_part.added":

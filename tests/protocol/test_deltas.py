@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+import orjson
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol import codec, sse
-from protocol.deltas import DeltaRun, encode_run, sse_run
+from protocol.deltas import DeltaRun, encode_run, plain, sse_run
 from protocol.events import (
     ArgumentsDeltaEvent,
     ReasoningSummaryDeltaEvent,
@@ -62,6 +64,20 @@ def test_a_run_encodes_as_the_codec_encodes_its_events(cls: type, data: st.DataO
     assert encode_run(run, stream_id) == [codec.encode_event(e, stream_id) for e in events]
     framed = b"".join(sse.encode_event(e.type, codec.encode_event(e)) for e in events)
     assert sse_run(run) == framed
+    if plain("".join(run.deltas)):  # a model's run known to be plain takes the joined path
+        assert sse_run(attrs.evolve(run, plain=True)) == framed
+
+
+ASCII = st.text(st.characters(max_codepoint=0x7F))
+
+
+@SETTINGS
+@given(text=TEXT | ASCII)
+def test_a_plain_text_is_what_json_writes_as_it_is(text: str) -> None:
+    as_is = orjson.dumps(text) == b'"' + text.encode() + b'"'
+    assert not plain(text) or as_is
+    if text.isascii():  # exact for ASCII: every character JSON writes as it is
+        assert plain(text) == as_is
 
 
 @SETTINGS

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 import trio
 
@@ -212,6 +213,10 @@ async def test_pacer_uses_trio_time(autojump_clock: trio.testing.MockClock) -> N
     assert trio.current_time() - start == pytest.approx(0.1, abs=1e-9)
 
 
-def test_pieces_rebuild_the_text() -> None:
-    for text in (ANSWER, "日本語 🦜 ok", ""):
-        assert "".join(p for p, _ in pieces(text)) == text
+def test_pieces_rebuild_the_text_and_count_its_tokens() -> None:
+    for text in (ANSWER, "日本語 🦜 ok", "", 'say "hi"\n'):
+        deltas = pieces(text)
+        assert "".join(deltas.texts) == text
+        assert deltas.tokens == len(tok.encode(text))
+        assert sum(deltas.count(i) for i in range(len(deltas))) == deltas.tokens
+        assert deltas.plain == (orjson.dumps(text) == b'"' + text.encode() + b'"')

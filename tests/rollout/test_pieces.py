@@ -61,8 +61,8 @@ async def run(model: Played, body: dict[str, Any] | None = None) -> tuple[Prepar
     return prepared, events
 
 
-def one(text: str) -> list[tuple[str, int]]:
-    return [(text, 0)]
+def one(text: str) -> p.Deltas:
+    return p.Deltas.unbilled(text)
 
 
 async def test_text_and_the_engines_usage() -> None:

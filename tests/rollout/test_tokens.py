@@ -165,6 +165,13 @@ def test_the_recent_texts_memo_gives_the_same_tokens_and_stays_bounded() -> None
         assert list(tokens.encoded(text)) == tokens.encoding().encode_ordinary(text)
         assert tokens.encode(text) == tokens.encoding().encode_ordinary(text)
     assert len(tokens._recent) <= tokens.RECENT_ENTRIES
-    huge = "x " * (tokens.RECENT_CHARS[1] // 2 + 1)  # over the size bound: not kept
-    tokens.encoded(huge)
+    kept = sum(map(len, tokens._recent.values()))
+    assert kept == tokens._recent_tokens <= tokens.RECENT_TOKENS
+    huge = "x " * (tokens.RECENT_TOKENS + 1)  # over the size bound: not kept
+    assert list(tokens.encoded(huge)) == tokens.encoding().encode_ordinary(huge)
     assert huge not in tokens._recent
+    big = [f"y{i} " * (tokens.RECENT_TOKENS // 6) for i in range(3)]  # two fit, not three
+    for text in big:
+        tokens.encoded(text)
+    assert big[0] not in tokens._recent and big[2] in tokens._recent
+    assert sum(map(len, tokens._recent.values())) == tokens._recent_tokens <= tokens.RECENT_TOKENS

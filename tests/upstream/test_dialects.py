@@ -96,9 +96,9 @@ def test_chat_chunks_to_pieces() -> None:
         p.ReasoningStart(),
         p.Thought(0, "think"),
         p.MessageStart(),
-        p.Text([("Hi", 0)]),
+        p.Text(p.Deltas.unbilled("Hi")),
         p.CallStart("f", "call_x"),
-        p.Args([("{}", 0)]),
+        p.Args(p.Deltas.unbilled("{}")),
     ]
     usage, finish = stream.end(100, len)  # no usage reported: rollout counts
     assert usage == p.Usage(100, 0, len("think") + len("Hi") + len("{}"))
@@ -109,7 +109,7 @@ def test_chat_usage_refusals_errors_and_interleaving() -> None:
     stream = chat.ChatStream()
     assert stream.chunk({"choices": [{"delta": {"refusal": "No."}}]}) == [
         p.MessageStart(refusal=True),
-        p.Text([("No.", 0)]),
+        p.Text(p.Deltas.unbilled("No.")),
     ]
     stream.chunk({"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}})
     stream.chunk({"choices": [{"delta": {}, "finish_reason": "length"}]})
