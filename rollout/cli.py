@@ -30,7 +30,7 @@ from rollout.model.profiles import (
 from rollout.model.recorded import RecordingError, is_recording, script_from_recording
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
-from rollout.server.listen import serve
+from rollout.server.listen import serve, tune_gc
 from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -243,6 +243,7 @@ def _serve(args: argparse.Namespace) -> int:
             ws_idle_timeout_s=args.ws_idle_timeout,
             worker_id=worker_id,
         )
+        tune_gc()
         forced = trio.run(
             _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
         )

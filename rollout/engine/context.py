@@ -149,8 +149,8 @@ class Context:
         Tools equal to the installed ones (as values: a chain turn decodes the same definitions
         anew) are recognized without encoding them, which costs fifty times the comparison."""
         tools = tuple(tools)
-        if self.header_key and instructions == self.instructions and tools == self.tools:
-            return 0
+        if instructions == self.instructions and tools == self.tools:
+            return 0  # installed already (or, on a new context, no header to install)
         key = orjson.dumps([instructions, codec.to_json(list(tools))])
         if key == self.header_key:
             return 0

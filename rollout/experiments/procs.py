@@ -22,12 +22,14 @@ from typing import IO, Any
 import trio
 
 import rollout
+from rollout.server.listen import tune_gc
 from rollout.service.config import ServerConfig
 
 
 def serve_engine(engine: rollout.Engine, config: ServerConfig | None = None) -> None:
     """A child server's main: serve `engine` on a free port and print the port (the first line
-    of stdout, which ChildServer reads)."""
+    of stdout, which ChildServer reads), with a server process's collector settings."""
+    tune_gc()
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

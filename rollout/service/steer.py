@@ -64,9 +64,14 @@ class Steerer:
         steering = None if unsupported else Steering(rollout.stream.response.id, self.limit)
         known = Known(lane, rollout, request, steering)
         self.known[rollout.stream.response.id] = known
-        if len(self.known) > self.keep:
-            del self.known[next(iter(self.known))]
+        if len(self.known) > 2 * self.keep:  # responses that never ended (refused as they ran)
+            self._trim()
         return known
+
+    def _trim(self) -> None:
+        """Forget the oldest responses past `keep`."""
+        while len(self.known) > self.keep:
+            del self.known[next(iter(self.known))]
 
     async def notify(self, known: Known, note: Note) -> None:
         """An event about `known`, numbered in its sequence: through its mailbox while its loop
@@ -135,7 +140,9 @@ class Steerer:
     async def ended(self, known: Known) -> tuple[CreateRequest, list[Submission]] | None:
         """The response's loop is over (its terminal event sent). Returns the automatic
         successor to run on its lane and the submissions it commits, if steering input is
-        queued and can go on now."""
+        queued and can go on now. The oldest responses past `keep` are forgotten here, after the
+        terminal event, not as a response starts: freeing one is not a new response's work."""
+        self._trim()
         steering = known.steering
         if steering is None:
             return None

@@ -138,6 +138,18 @@ def test_prefix_cache_capacity_evicts_oldest() -> None:
     assert cache.lookup("e", [2]) == 1
 
 
+def test_a_full_prefix_cache_evicts_the_oldest_in_a_batch() -> None:
+    cache = PrefixCache(capacity_blocks=1600)
+    sizes = []
+    for start in range(0, 3200, 100):  # prompts of 100 new blocks each, 2x the capacity
+        cache.insert("e", list(range(start, start + 100)), 0)
+        sizes.append(cache.size("e"))
+    assert sizes[15:18] == [1600, 1500, 1600]  # full, then down to 15/16 in one go
+    assert max(sizes) == 1600
+    assert cache.lookup("e", list(range(3100, 3200))) == 100  # the newest are held
+    assert cache.lookup("e", [0]) == 0  # the oldest went first
+
+
 # -- pacing (virtual time) ----------------------------------------------------------------------
 
 
