@@ -235,7 +235,7 @@ def ws_counter(count: int) -> Callable[[bytes], bool]:
     return last
 
 
-async def events_per_second(report: Report, tokens: int = 20_000, repeats: int = 25) -> None:
+async def events_per_second(report: Report, tokens: int = 20_000, repeats: int = 80) -> None:
     run = trio.to_thread.run_sync
     async with running(ROLLOUT_SERVER, [str(tokens)]) as server:
         events = await run(sse_events, server.port)
