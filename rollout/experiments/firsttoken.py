@@ -1,18 +1,22 @@
 # `rollout bench first-token`: time to the first token on a warm WebSocket connection, against
 # the round trip of a same-size message to two echoes: a trio-websocket echo (the target's
 # baseline) and a minimal echo (a raw trio socket that answers each text frame with one
-# pre-encoded frame). Servers in their own processes; one trio-websocket client for all three,
-# turns interleaved, medians.
+# pre-encoded frame); and against a server that replays rollout's own frames of the same
+# response, pre-encoded (the protocol's floor for this client: the client's share of the time).
+# Servers in their own processes; one trio-websocket client for all, turns interleaved, medians.
 from __future__ import annotations
 
 import statistics
+import tempfile
 import time
 
 import orjson
-from trio_websocket import open_websocket_url
+import trio
+from trio_websocket import WebSocketConnection, open_websocket_url
 
 from rollout.experiments.figures import Figure, Report
 from rollout.experiments.procs import running
+from rollout.experiments.streams import ws_frames
 
 TEXT_SERVER = """
 import rollout
@@ -35,13 +39,27 @@ async def main():
 trio.run(main)
 """
 
-# The minimal echo: the handshake, then frame headers only; each client text frame is answered
-# with the same pre-encoded server frame (argv[1] bytes of payload), a close with a close.
-MINIMAL_ECHO_SERVER = """
-import base64, hashlib, sys, trio
-size = int(sys.argv[1])
-HEAD = bytes((0x81, size)) if size < 126 else b"\\x81\\x7e" + size.to_bytes(2, "big")
-FRAME = HEAD + b"x" * size
+# The minimal servers: the handshake, then frame headers only. Each client text frame is answered
+# with pre-encoded server frames, a close with a close. argv[1] says which: "echo:N", one frame
+# of N bytes of payload (the minimal echo); "replay:FILE", rollout's own frames of one response
+# (a JSON list), those up to its first delta in one write and the rest in another (the floor of
+# the protocol for this client: what no server work at all would give).
+MINIMAL_SERVER = """
+import base64, hashlib, json, sys, trio
+def frame(payload):
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 65536:
+        return b"\\x81\\x7e" + n.to_bytes(2, "big") + payload
+    return b"\\x81\\x7f" + n.to_bytes(8, "big") + payload
+mode, arg = sys.argv[1].split(":", 1)
+if mode == "echo":
+    ANSWER = [frame(b"x" * int(arg))]
+else:
+    frames = [f.encode() for f in json.load(open(arg))]
+    cut = next(i for i, f in enumerate(frames) if b'"response.output_text.delta"' in f[:60]) + 1
+    ANSWER = [b"".join(map(frame, frames[:cut])), b"".join(map(frame, frames[cut:]))]
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 async def serve(stream):
     buf = bytearray()
@@ -75,7 +93,8 @@ async def serve(stream):
                 await stream.send_all(b"\\x88\\x02\\x03\\xe8")
                 return
             if opcode == 1:
-                await stream.send_all(FRAME)
+                for chunk in ANSWER:
+                    await stream.send_all(chunk)
         data = await stream.receive_some(65536)
         if not data:
             return
@@ -95,47 +114,66 @@ trio.run(main)
 """
 
 
+async def _first_delta(ws: WebSocketConnection, create: str) -> float | None:
+    """Send a create; seconds to its first text delta (read on to the completed event)."""
+    start = time.perf_counter()
+    await ws.send_message(create)
+    first = None
+    while True:
+        message = str(await ws.get_message())
+        if first is None and '"response.output_text.delta"' in message[:60]:
+            first = time.perf_counter() - start
+        if '"response.completed"' in message[:60]:
+            return first
+
+
 async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> None:
     create = orjson.dumps(
         {"type": "response.create", "model": "m", "input": "hi", "store": False}
     ).decode()
     payload = "x" * len(create)
-    ours: list[float] = []
-    echo_s: list[float] = []
-    minimal_s: list[float] = []
-    async with (
-        running(TEXT_SERVER) as server,
-        running(ECHO_SERVER) as echo,
-        running(MINIMAL_ECHO_SERVER, [str(len(payload))]) as minimal,
-        open_websocket_url(
-            f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
-        ) as ws,
-        open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
-        open_websocket_url(f"ws://127.0.0.1:{minimal.port}/") as mws,
-    ):
-        for i in range(samples + warmup):  # interleaved; the first turns warm all three up
-            start = time.perf_counter()
-            await ws.send_message(create)
-            first = None
-            while True:
-                message = str(await ws.get_message())
-                if first is None and '"response.output_text.delta"' in message[:60]:
-                    first = time.perf_counter() - start
-                if '"response.completed"' in message[:60]:
-                    break
-            rounds = []
-            for client in (ews, mws):
-                start = time.perf_counter()
-                await client.send_message(payload)
-                await client.get_message()
-                rounds.append(time.perf_counter() - start)
-            if i >= warmup and first is not None:
-                ours.append(first)
-                echo_s.append(rounds[0])
-                minimal_s.append(rounds[1])
-    o, r, m = (statistics.median(v) for v in (ours, echo_s, minimal_s))
+    times: dict[str, list[float]] = {"ours": [], "echo": [], "minimal": [], "replay": []}
+    async with running(TEXT_SERVER) as server:
+        frames: list[str] = []
+
+        def collect(data: bytes) -> bool:
+            frames.append(data.decode())
+            return b'"response.completed"' in data[:40]
+
+        await trio.to_thread.run_sync(ws_frames, server.port, collect)
+        with tempfile.NamedTemporaryFile(suffix=".json") as replayed:
+            replayed.write(orjson.dumps(frames))
+            replayed.flush()
+            async with (
+                running(ECHO_SERVER) as echo,
+                running(MINIMAL_SERVER, [f"echo:{len(payload)}"]) as minimal,
+                running(MINIMAL_SERVER, [f"replay:{replayed.name}"]) as replay,
+                open_websocket_url(
+                    f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
+                ) as ws,
+                open_websocket_url(f"ws://127.0.0.1:{replay.port}/") as rws,
+                open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
+                open_websocket_url(f"ws://127.0.0.1:{minimal.port}/") as mws,
+            ):
+                for i in range(samples + warmup):  # interleaved; the first turns warm all up
+                    got: dict[str, float | None] = {
+                        "ours": await _first_delta(ws, create),
+                        "replay": await _first_delta(rws, create),
+                    }
+                    for name, client in (("echo", ews), ("minimal", mws)):
+                        start = time.perf_counter()
+                        await client.send_message(payload)
+                        await client.get_message()
+                        got[name] = time.perf_counter() - start
+                    if i >= warmup:
+                        for name, value in got.items():
+                            if value is not None:
+                                times[name].append(value)
+    o, r, m, f = (statistics.median(times[k]) for k in ("ours", "echo", "minimal", "replay"))
     report(Figure("first_token.warm_connection", o * 1000, "ms"))
     report(Figure("first_token.raw_round_trip", r * 1000, "ms"))
     report(Figure("first_token.ratio", o / r, "x", "<=2", o / r <= 2))
     report(Figure("first_token.minimal_echo_round_trip", m * 1000, "ms"))
     report(Figure("first_token.ratio_vs_minimal_echo", o / m, "x"))
+    report(Figure("first_token.replayed_frames", f * 1000, "ms"))
+    report(Figure("first_token.replayed_ratio", f / r, "x"))
