@@ -78,7 +78,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def first_delta_under_load(
-    report: Report, counts: tuple[int, ...] = (1, 10, 100), repeats: int = 5
+    report: Report, counts: tuple[int, ...] = (1, 10, 100), repeats: int = 15
 ) -> None:
     request = _ws_frame(orjson.dumps({"type": "response.create", **CREATE, "input": "hi"}))
     async with running(SERVER) as server:
