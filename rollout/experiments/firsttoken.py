@@ -15,7 +15,7 @@ import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
 from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import running
+from rollout.experiments.procs import SERVE_HANDLE, running
 from rollout.experiments.streams import ws_frames
 
 TEXT_SERVER = """
@@ -44,7 +44,8 @@ trio.run(main)
 # of N bytes of payload (the minimal echo); "replay:FILE", rollout's own frames of one response
 # (a JSON list), those up to its first delta in one write and the rest in another (the floor of
 # the protocol for this client: what no server work at all would give).
-MINIMAL_SERVER = """
+MINIMAL_SERVER = (
+    """
 import base64, hashlib, json, sys, trio
 def frame(payload):
     n = len(payload)
@@ -106,12 +107,9 @@ async def handle(stream):
         pass
     finally:
         await stream.aclose()
-async def main():
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    print(listeners[0].socket.getsockname()[1], flush=True)
-    await trio.serve_listeners(handle, listeners)
-trio.run(main)
 """
+    + SERVE_HANDLE
+)
 
 
 async def _first_delta(ws: WebSocketConnection, create: str) -> float | None:

@@ -3,7 +3,8 @@
 # first stdout line, keeps its stderr in a file, and reads its CPU time (the kernel's process
 # CPU clock, nanosecond resolution, where it can be read) and memory. A child
 # imports the same `rollout` as its parent, never a `rollout/` folder in the working directory
-# (see `child_command`); `stop` ends a child gently; `serve_engine` is a child server's main.
+# (see `child_command`); `stop` ends a child gently; `serve_engine` is a child server's main, and
+# `SERVE_HANDLE` the end of a raw child server program.
 # Nothing here knows what the child serves.
 from __future__ import annotations
 
@@ -24,6 +25,15 @@ import trio
 import rollout
 from rollout.server.listen import tune_gc
 from rollout.service.config import ServerConfig
+
+#: The end of a child server program that defines `async def handle(stream)`: listen on a free
+#: port of 127.0.0.1, print it (the first line of stdout, which ChildServer reads), serve.
+SERVE_HANDLE = """async def main():
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    print(listeners[0].socket.getsockname()[1], flush=True)
+    await trio.serve_listeners(handle, listeners)
+trio.run(main)
+"""
 
 
 def serve_engine(engine: rollout.Engine, config: ServerConfig | None = None) -> None:

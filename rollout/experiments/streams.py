@@ -15,7 +15,7 @@ import orjson
 import trio
 
 from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import running
+from rollout.experiments.procs import SERVE_HANDLE, running
 
 # A rollout server streaming one long answer (argv[1] tokens), unpaced.
 ROLLOUT_SERVER = """
@@ -29,7 +29,8 @@ serve_engine(engine)
 
 # The minimal coalescing h11 SSE sender: each event (already encoded, from the file argv[1]) is
 # appended to an outbox; a writer task sends what gathered as one chunk in one write.
-SSE_BASELINE = """
+SSE_BASELINE = (
+    """
 import sys, orjson, h11, trio
 events = [e.encode() for e in orjson.loads(open(sys.argv[1], "rb").read())]
 async def handle(stream):
@@ -71,15 +72,13 @@ async def handle(stream):
         wake.set()
     await stream.send_all(conn.send(h11.EndOfMessage()))
     await stream.aclose()
-async def main():
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    print(listeners[0].socket.getsockname()[1], flush=True)
-    await trio.serve_listeners(handle, listeners)
-trio.run(main)
 """
+    + SERVE_HANDLE
+)
 
 # Rollout's own WebSocket transport fed the pre-encoded frames of the file argv[1].
-WS_BASELINE = """
+WS_BASELINE = (
+    """
 import sys, orjson, trio
 from rollout.server.wsconn import WsConnection
 frames = [f.encode() for f in orjson.loads(open(sys.argv[1], "rb").read())]
@@ -101,12 +100,9 @@ async def serve(stream):
             await ws.send_message(f)
         await ws.flush()
         await ws.aclose()
-async def main():
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    print(listeners[0].socket.getsockname()[1], flush=True)
-    await trio.serve_listeners(handle, listeners)
-trio.run(main)
 """
+    + SERVE_HANDLE
+)
 
 CREATE = {"model": "m", "input": "go", "store": False}
 WS_KEY = b"dGhlIHNhbXBsZSBub25jZQ=="

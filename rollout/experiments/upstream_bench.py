@@ -16,9 +16,10 @@ import orjson
 from protocol.sse import SSEDecoder
 from rollout.client import HttpClient
 from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import running
+from rollout.experiments.procs import SERVE_HANDLE, running
 
-_SSE_SERVER = """
+_SSE_SERVER = (
+    """
 import sys, h11, trio
 CHUNK = (b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'
          b'"choices":[{"index":0,"delta":{"content":" token"},"finish_reason":null}]}\\n\\n')
@@ -50,12 +51,9 @@ async def handle(stream):
             conn.start_next_cycle()
         elif isinstance(event, h11.ConnectionClosed):
             return
-async def main():
-    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
-    print(listeners[0].socket.getsockname()[1], flush=True)
-    await trio.serve_listeners(handle, listeners)
-trio.run(main)
 """
+    + SERVE_HANDLE
+)
 
 STREAM_EVENTS = 20_000
 SHORT_REQUESTS = 300
