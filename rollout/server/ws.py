@@ -10,6 +10,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -90,7 +91,7 @@ async def serve_websocket(
         if service.config.worker_id is not None:
             headers.append((b"x-rollout-worker", service.config.worker_id.encode()))
         try:
-            await ws.accept(head, nursery, headers, trailing)
+            await ws.accept(head, nursery, headers, trailing, reader=False)
         except (WsClosed, RemoteProtocolError, trio.BrokenResourceError):
             await stream.aclose()  # the HTTP layer vetted the handshake; this is a rare leftover
             return
@@ -112,7 +113,7 @@ async def serve_websocket(
         try:
             nursery.start_soon(conn.age_limit, age)
             nursery.start_soon(conn.idle_limit)
-            await session.serve(conn.receive)
+            await session.serve(conn.read)
             age.cancel()
             conn.stop_idle_limit()
         finally:
@@ -147,21 +148,22 @@ class WsTransport:
             sink = self._sinks[lane] = LaneSink(self.ws, self.taps, lane)
         return sink
 
-    async def receive(self) -> str | bytes | None:
-        """The next message for the session; None once the connection is closing."""
-        try:
-            message = await self.ws.get_message()
-        except WsClosed:
-            return None
-        if isinstance(message, TooLarge):
+    async def read(self, handle: Callable[[str | bytes], Awaitable[None]]) -> None:
+        """Give the session each message, in this task, until the connection closes (a frame
+        over the size limit is answered here: an error event, then the close 1009)."""
+
+        async def deliver(message: str | bytes | TooLarge) -> None:
+            if not isinstance(message, TooLarge):
+                await handle(message)
+                return
             limit = self.service.config.max_frame_bytes
             error = ProtocolError(
                 message=f"The frame is larger than the limit of {limit} bytes.",
                 code="frame_too_large",
             )
             await self._error_and_close(error, 1009, "message too big")
-            return None
-        return message
+
+        await self.ws.read(deliver)
 
     async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
         frame = error_frame(exc, lane)

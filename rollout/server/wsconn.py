@@ -4,10 +4,13 @@
 # busy go out together in one write (a measured 3x on time to first token), the outbox is
 # bounded (a client that stops reading stalls its own sender, and the reader stops reading its
 # pings, so neither grows the server's memory), a too-large message can be answered with an
-# error event before the close 1009, and a close lingers until the peer's close frame.
+# error event before the close 1009, and a close lingers until the peer's close frame. The
+# reader parses whole unfragmented text frames itself (a client's events) and gives wsproto
+# every other frame whole, and it can run in the caller's task (`read`), handing each message
+# to the session without a scheduler pass.
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -47,6 +50,9 @@ class TooLarge:
     size: int
 
 
+Deliver = Callable[[str | bytes | TooLarge], Awaitable[None]]
+
+
 def _text_frame(payload: bytes) -> bytes:
     """One unmasked, unfragmented text frame (RFC 6455 §5.2; a server's frames are not masked,
     and no extension was negotiated)."""
@@ -58,6 +64,40 @@ def _text_frame(payload: bytes) -> bytes:
     else:
         head = bytes((0x81, 127)) + n.to_bytes(8, "big")
     return head + payload
+
+
+def _frame_at(buf: bytearray) -> tuple[int, int, int, bool] | None:
+    """The frame at the start of `buf`: where its payload starts and the frame ends, its opcode
+    and FIN bit; None while its header is incomplete."""
+    if len(buf) < 2:
+        return None
+    n, at = buf[1] & 0x7F, 2
+    if n == 126:
+        if len(buf) < 4:
+            return None
+        n, at = int.from_bytes(buf[2:4], "big"), 4
+    elif n == 127:
+        if len(buf) < 10:
+            return None
+        n, at = int.from_bytes(buf[2:10], "big"), 10
+    if buf[1] & 0x80:
+        at += 4
+        if len(buf) < at:
+            return None
+    return at, at + n, buf[0] & 0x0F, bool(buf[0] & 0x80)
+
+
+def _text_of(buf: bytearray, start: int, end: int) -> str | None:
+    """The text of a masked frame's payload `buf[start:end]`; None if it is not UTF-8 (wsproto
+    then fails the connection with 1007, as for any other frame)."""
+    n = end - start
+    mask = bytes(buf[start - 4 : start]) * (n // 4 + 1)
+    key = int.from_bytes(mask[:n], "big")
+    payload = (int.from_bytes(buf[start:end], "big") ^ key).to_bytes(n, "big")
+    try:
+        return payload.decode()
+    except UnicodeDecodeError:
+        return None
 
 
 def _join(parts: list[str | bytes]) -> str | bytes:
@@ -83,6 +123,16 @@ class WsConnection:
         self._closed: WsClosed | None = None
         self._reader_done = trio.Event()
         self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
+        self._deliver: Deliver = self._send_inbox.send
+        self._reader_task: trio.lowlevel.Task | None = None  # the task in `read`
+        self._read_started = False
+        self._linger: float | None = None  # closing: when reading gives up on the peer's close
+        self._parts: list[str | bytes] = []  # the message being received
+        self._size = 0  # its bytes so far
+        self._dropping = False  # it is over the size limit: its data is dropped
+        self._buf = bytearray()  # bytes read and not parsed yet
+        self._raw = 0  # bytes of the frame wsproto is parsing that it has not been given yet
+        self._fragmented = False  # wsproto holds a message that further frames continue
         self.on_frame: Callable[[], None] | None = None  # called at each frame received
 
     @property
@@ -101,11 +151,15 @@ class WsConnection:
         nursery: trio.Nursery,
         headers: list[tuple[bytes, bytes]] | None = None,
         trailing: bytes = b"",
+        *,
+        reader: bool = True,
     ) -> None:
         """Complete the handshake whose request bytes (`head`) were already read; `trailing`
         is what came after them in the same reads (frames the client sent without waiting
         for the 101): it is the start of the frame data. A handshake wsproto refuses gets
-        wsproto's HTTP rejection, then WsClosed."""
+        wsproto's HTTP rejection, then WsClosed. The writer starts in `nursery`, and with
+        `reader` a task that reads messages for `get_message`; without it, the caller reads
+        them with `read`."""
         try:
             self._ws.receive_data(head)
             events = list(self._ws.events())
@@ -122,10 +176,10 @@ class WsConnection:
                 break
         else:
             raise WsClosed(1002, "no WebSocket handshake")
-        if trailing:
-            self._ws.receive_data(trailing)
-        nursery.start_soon(self._reader)
+        self._buf += trailing
         nursery.start_soon(self._out.run)
+        if reader:
+            nursery.start_soon(self.read, self._send_inbox.send)
 
     # -- receiving ------------------------------------------------------------------------------
 
@@ -135,57 +189,124 @@ class WsConnection:
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise self._closed or WsClosed() from None
 
-    async def _reader(self) -> None:
-        """Frames in, until the peer's close frame or EOF; after a close of ours it keeps
-        reading (dropping messages) so the peer's close frame is seen (see `aclose`). Reading
-        waits while the outbox is over HIGH_WATER: pongs are writes too."""
-        parts: list[str | bytes] = []
-        size = 0
-        dropping = False
+    async def read(self, deliver: Deliver) -> None:
+        """Frames in, each message (or TooLarge) given to `deliver` in this task as it is
+        complete, until the peer's close frame or EOF; after a close of ours it reads on
+        (dropping messages) so the peer's close frame is seen, for LINGER_S at most (see
+        `aclose`). Reading waits while `deliver` does, and while the outbox is over
+        HIGH_WATER (pongs are writes too)."""
+        self._deliver = deliver
+        self._read_started = True
+        self._reader_task = trio.lowlevel.current_task()
         try:
+            if self._buf and await self._received(b""):
+                return
             while True:
-                for event in self._ws.events():
-                    if self.on_frame is not None:
-                        self.on_frame()
-                    if isinstance(event, TextMessage | BytesMessage):
-                        if self._closed is not None:
-                            continue  # closing: nothing more is delivered
-                        size += len(event.data)
-                        if size > self._max:
-                            if not dropping:
-                                dropping = True
-                                parts = []
-                                await self._send_inbox.send(TooLarge(size))
-                        else:
-                            parts.append(
-                                bytes(event.data)
-                                if isinstance(event.data, bytearray)
-                                else event.data
-                            )
-                        if event.message_finished:
-                            if not dropping:
-                                await self._send_inbox.send(_join(parts))
-                            parts, size, dropping = [], 0, False
-                    elif isinstance(event, Ping):
-                        if self._ws.state is ConnectionState.OPEN:
-                            self._queue(self._ws.send(event.response()))
-                    elif isinstance(event, CloseConnection):
-                        self._on_close(event)
-                        return
                 if self.queued > HIGH_WATER:
                     await self._out.drained.wait()  # backpressure: read no more until it drains
+                data: bytes | bytearray = b""
+                if self._closed is not None:  # closing: linger for the peer's close frame
+                    with trio.move_on_at(self._linger_until()):
+                        data = await self._stream.receive_some(RECEIVE)
+                    if not data or await self._received(data):
+                        return
+                    continue
                 data = await self._stream.receive_some(RECEIVE)
                 if not data:
                     self._close_as(WsClosed(1006, "connection dropped"))
                     return
-                self._ws.receive_data(bytes(data))
+                if await self._received(data):
+                    return
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._close_as(WsClosed(1006, "connection dropped"))
         except RemoteProtocolError as exc:
             self._fail(1002, str(exc))
         finally:
+            self._reader_task = None
             self._send_inbox.close()
             self._reader_done.set()
+
+    def _linger_until(self) -> float:
+        if self._linger is None:
+            self._linger = trio.current_time() + LINGER_S
+        return self._linger
+
+    async def _received(self, data: bytes | bytearray) -> bool:
+        """Take in bytes read: whole unfragmented text frames are unmasked and delivered here
+        (the common frame, without wsproto's per-frame machinery), every other frame (control
+        frames, fragments, binary, anything malformed or partial and large) goes to wsproto
+        whole, so wsproto never holds part of a frame this reader also parses. True once the
+        peer's close frame was read."""
+        buf = self._buf
+        buf += data
+        while buf:
+            if self._raw:  # the rest of a frame wsproto is parsing
+                n = min(self._raw, len(buf))
+                self._raw -= n
+                if await self._to_wsproto(buf, n):
+                    return True
+                continue
+            frame = _frame_at(buf)
+            if frame is None:
+                return False  # its header is not all here yet
+            start, end, opcode, fin = frame
+            # FIN, no reserved bits, text; masked (as a client's frames must be)
+            if buf[0] == 0x81 and buf[1] & 0x80 and not self._fragmented:
+                if end > len(buf) and end - start <= self._max:
+                    return False  # a whole text frame within the limit: wait for the rest
+                if end <= len(buf):
+                    text = _text_of(buf, start, end)
+                    if text is not None:
+                        del buf[:end]
+                        if self.on_frame is not None:
+                            self.on_frame()
+                        await self._message(text, True)
+                        continue
+            if opcode <= 2:  # a data frame: does a fragmented message go on after it?
+                self._fragmented = not fin
+            self._raw = end - min(end, len(buf))
+            if await self._to_wsproto(buf, min(end, len(buf))):
+                return True
+        return False
+
+    async def _to_wsproto(self, buf: bytearray, n: int) -> bool:
+        """Feed wsproto the first `n` bytes of `buf` and handle its events; True once the peer's
+        close frame was read."""
+        self._ws.receive_data(bytes(buf[:n]))
+        del buf[:n]
+        for event in self._ws.events():
+            if self.on_frame is not None:
+                self.on_frame()
+            if isinstance(event, TextMessage | BytesMessage):
+                data = event.data
+                await self._message(
+                    bytes(data) if isinstance(data, bytearray) else data, event.message_finished
+                )
+            elif isinstance(event, Ping):
+                if self._ws.state is ConnectionState.OPEN:
+                    self._queue(self._ws.send(event.response()))
+            elif isinstance(event, CloseConnection):
+                self._on_close(event)
+                return True
+        return False
+
+    async def _message(self, data: str | bytes, finished: bool) -> None:
+        """A message's data (all of it, or a fragment): delivered once finished, unless it is
+        over the size limit (then the session gets TooLarge once, and the data is dropped)."""
+        if self._closed is not None:
+            return  # closing: nothing more is delivered
+        self._size += len(data)
+        if self._size > self._max:
+            if not self._dropping:
+                self._dropping = True
+                self._parts = []
+                await self._deliver(TooLarge(self._size))
+        else:
+            self._parts.append(data)
+        if finished:
+            if not self._dropping:
+                await self._deliver(_join(self._parts))
+            self._parts, self._size, self._dropping = [], 0, False
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
@@ -257,15 +378,20 @@ class WsConnection:
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
         """Send a close frame (unless closed already), flush what is queued, then linger: read
         on until the peer's close frame or EOF (or LINGER_S), so the peer gets our close frame
-        rather than a reset from closing a socket with unread input; then close the stream."""
+        rather than a reset from closing a socket with unread input; then close the stream.
+        Called from `read`'s task (by its `deliver`), it queues the close frame and returns:
+        `read` lingers, and closing the stream is for an `aclose` after it returned."""
         if self._closed is None:
             if self._ws.state is ConnectionState.OPEN:
                 self._queue(self._ws.send(CloseConnection(code=code, reason=reason or None)))
         self._close_as(WsClosed(code, reason))
+        if self._reader_task is not None and self._reader_task is trio.lowlevel.current_task():
+            return
         try:
             with trio.move_on_after(LINGER_S):
                 await self._out.done.wait()
-                await self._reader_done.wait()
+                if self._read_started:
+                    await self._reader_done.wait()
                 if self._unparseable:  # its close frame cannot be found: wait for its EOF
                     await half_close(self._stream)
                     await discard_input(self._stream)

@@ -31,6 +31,7 @@ from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 
 Refuse = Callable[[ProtocolError, Lane], Awaitable[None]]
+Receive = Callable[[str | bytes], Awaitable[None]]
 
 
 @attrs.frozen
@@ -89,8 +90,10 @@ class Session:
         """Bytes the transport holds for the client, not yet written (its outbox)."""
         return self.outbox()
 
-    async def serve(self, receive: Callable[[], Awaitable[str | bytes | None]]) -> None:
-        """Handle the client's frames until `receive` returns None (the connection closes)."""
+    async def serve(self, read: Callable[[Receive], Awaitable[None]]) -> None:
+        """Handle the client's frames: `read` gives each to `receive`, in order and in this
+        task (no hand-off between the transport's reader and the session), and returns when
+        the connection closes."""
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
         async with trio.open_nursery() as billing:
             self._billing = billing
@@ -98,8 +101,7 @@ class Session:
             try:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    while (message := await receive()) is not None:
-                        await self.receive(message)
+                    await read(self.receive)
                     self.close()
             finally:
                 self.close()
