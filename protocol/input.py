@@ -13,6 +13,7 @@ from protocol import errors
 from protocol.errors import clip
 from protocol.items import (
     Compaction,
+    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     InputText,
@@ -40,8 +41,9 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
     """Input as stored items: short forms expanded, every item given an id."""
     if value is None:
         return []
-    if isinstance(value, str):
-        value = (Message(role="user", content=value),)
+    if isinstance(value, str):  # the short form: one user message, built as stored
+        text: tuple[ContentPart, ...] = (InputText(text=value),)
+        return [Message(role="user", content=text, id=new_id("msg"), status="completed")]
     out: list[Item] = []
     for item in value:
         if isinstance(item, Message):

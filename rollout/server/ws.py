@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -48,7 +47,8 @@ class LaneSink:
 
     async def emit(self, event: Event) -> None:
         data = codec.encode_event(event, self.lane)
-        await self.taps.event(data)
+        if self.taps.recorder is not None:
+            await self.taps.event(data)
         try:
             await self.ws.send_message(data)
         except WsClosed:
@@ -57,7 +57,8 @@ class LaneSink:
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         frames = encode_run(run, self.lane)
-        await self.taps.events(lambda: frames)
+        if self.taps.recorder is not None:
+            await self.taps.events(lambda: frames)
         try:
             await self.ws.send_messages(frames)
         except WsClosed:
@@ -138,8 +139,9 @@ class WsTransport:
     service: Service
     taps: Taps
     _sinks: dict[Lane, LaneSink] = attrs.field(factory=dict)
-    idle: trio.CancelScope = attrs.field(factory=trio.CancelScope)  # its deadline: the idle limit
+    idle: trio.CancelScope = attrs.field(factory=trio.CancelScope)  # the idle limit's task
     _active: int = 0  # the session's creates queued, running or suspended
+    _last: float = 0.0  # when a frame came, or the last create ended (the idle clock's start)
     _idle_stopped: bool = False
 
     def sink_for(self, lane: Lane) -> LaneSink:
@@ -204,12 +206,10 @@ class WsTransport:
     # -- the idle limit -------------------------------------------------------------------------
 
     def _restart_idle_clock(self) -> None:
-        """A client frame arrived (or the last create ended): the idle clock starts over,
-        unless the session has work in progress (then it is stopped)."""
-        if self._active:
-            self.idle.deadline = math.inf
-        else:
-            self.idle.deadline = trio.current_time() + self.service.config.ws_idle_timeout_s
+        """A client frame arrived (or the last create ended): the idle clock starts over. Only
+        the time is noted (this runs at every frame); the limit's task looks at it when its
+        deadline comes, and waits on if anything ran or arrived since."""
+        self._last = trio.current_time()
 
     def stop_idle_limit(self) -> None:
         self._idle_stopped = True
@@ -218,21 +218,28 @@ class WsTransport:
     def active(self, count: int) -> None:
         """The session's creates in progress (queued, running or suspended) are `count`."""
         self._active = count
-        self._restart_idle_clock()
+        self._last = trio.current_time()
 
     async def idle_limit(self) -> None:
         """Close a connection on which no frame came for ws_idle_timeout_s while nothing ran
         (an `error` event `websocket_idle_timeout`, then close 1000): silent sockets must not
         hold connection slots for the hour of the age limit."""
-        self._restart_idle_clock()
+        timeout = self.service.config.ws_idle_timeout_s
+        self._last = trio.current_time()
         self.ws.on_frame = self._restart_idle_clock
         with self.idle:
-            await trio.sleep_forever()
-        if not self.idle.cancelled_caught or self._idle_stopped:
+            while True:
+                now = trio.current_time()
+                if self._active:  # work in progress: no limit while it lasts
+                    await trio.sleep(timeout)
+                elif now < self._last + timeout:
+                    await trio.sleep_until(self._last + timeout)
+                else:
+                    break
+        if self._idle_stopped:
             return  # (the session ended first)
-        seconds = self.service.config.ws_idle_timeout_s
         error = ProtocolError(
-            message=f"No event on this websocket connection for {seconds:g} seconds; it was "
+            message=f"No event on this websocket connection for {timeout:g} seconds; it was "
             "closed. Create a new websocket connection to continue.",
             code="websocket_idle_timeout",
         )

@@ -348,14 +348,16 @@ class WsConnection:
             self._queue(self._ws.send(TextMessage(data=message)))
         else:
             self._queue(_text_frame(message))
-        await self._below_high_water()
+        if self._out.queued > self._out.high_water:
+            await self._below_high_water()
 
     async def send_messages(self, messages: list[bytes]) -> None:
         """Queue several text frames (UTF-8 JSON, as `send_message` takes bytes) at once."""
         if self._closed is not None:
             raise self._closed
         self._queue(b"".join(map(_text_frame, messages)))
-        await self._below_high_water()
+        if self._out.queued > self._out.high_water:
+            await self._below_high_water()
 
     async def _below_high_water(self) -> None:
         await self._out.below_high_water()

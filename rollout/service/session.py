@@ -123,7 +123,8 @@ class Session:
     # -- frames in ------------------------------------------------------------------------------
 
     async def receive(self, message: str | bytes) -> None:
-        await self.taps.frame(message)
+        if self.taps.watching:
+            await self.taps.frame(message)
         if isinstance(message, bytes):
             await self.refuse(frames.binary_frame(), None)
             return

@@ -24,6 +24,11 @@ class Taps:
     captured: list[Captured] | None = None
     recorder: Recorder | None = None
 
+    @property
+    def watching(self) -> bool:
+        """Frames and requests are captured or recorded (else `frame` and `request` are no-ops)."""
+        return self.captured is not None or self.recorder is not None
+
     # -- in -------------------------------------------------------------------------------------
 
     async def request(self, request: HttpIn) -> None:
