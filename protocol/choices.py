@@ -4,6 +4,7 @@
 # bad request are in protocol.validate; this module assumes they passed. Pure, no I/O.
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -63,10 +64,9 @@ def resolve_tool_choice(
     parallel: bool = True,
     max_calls: int | None = None,
 ) -> ToolChoice:
-    common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
     if isinstance(choice, str):
-        mode: Mode = choice if choice in ("none", "required") else "auto"  # type: ignore[assignment]
-        return ToolChoice(mode=mode, **common)
+        return _named_choice(choice, parallel, max_calls)
+    common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
     kind = choice.get("type")
     if kind == "function":
         return ToolChoice(forced=str(choice.get("name")), **common)
@@ -76,15 +76,27 @@ def resolve_tool_choice(
         allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
         names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
         search = any(t.get("type") in WEB_SEARCH_CHOICES for t in allowed)
-        mode = "required" if choice.get("mode") == "required" else "auto"
+        mode: Mode = "required" if choice.get("mode") == "required" else "auto"
         return ToolChoice(mode=mode, functions=names, web_search=search, **common)
     # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
     # not call function tools instead, so it answers with text.
     return ToolChoice(mode="none", **common)
 
 
+@functools.lru_cache(maxsize=64)
+def _named_choice(choice: str, parallel: bool, max_calls: int | None) -> ToolChoice:
+    """`auto`, `none` or `required` (the choice of nearly every request: one object for all)."""
+    mode: Mode = choice if choice in ("none", "required") else "auto"  # type: ignore[assignment]
+    return ToolChoice(mode=mode, parallel=parallel, max_calls=max_calls)
+
+
+_TEXT = OutputFormat()
+
+
 def resolve_format(text: Mapping[str, Any] | None) -> OutputFormat:
-    fmt = (text or {}).get("format") or {"type": "text"}
+    if not text or not text.get("format"):
+        return _TEXT
+    fmt = text["format"]
     kind = fmt.get("type", "text")
     if kind == "json_schema":
         return OutputFormat(
@@ -95,7 +107,7 @@ def resolve_format(text: Mapping[str, Any] | None) -> OutputFormat:
         )
     if kind == "json_object":
         return OutputFormat(type="json_object")
-    return OutputFormat()
+    return _TEXT
 
 
 __all__ = [
