@@ -33,6 +33,8 @@ from rollout.engine.scan import findings as scan_findings
 from rollout.engine.work import Work
 from rollout.model import tokens as tok
 
+NO_CHOICE = ToolChoice()
+TEXT_FORMAT = OutputFormat()
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 
 
@@ -134,8 +136,8 @@ class Context:
     hidden: dict[str, str] = attrs.field(factory=dict)  # reasoning item id -> hidden reasoning
     # What the current request asks (set by the engine for each request) and how far the
     # current response got (reset per response; the loop counts).
-    choice: ToolChoice = attrs.field(factory=ToolChoice)
-    format: OutputFormat = attrs.field(factory=OutputFormat)
+    choice: ToolChoice = NO_CHOICE  # (frozen values: one default for every context)
+    format: OutputFormat = TEXT_FORMAT
     response_steps: int = 0
     response_calls: int = 0
 

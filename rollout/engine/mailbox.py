@@ -26,7 +26,7 @@ class Mailbox:
     items: list[Item] = attrs.field(factory=list)
     notes: list[Note] = attrs.field(factory=list)
     stop: str | None = None  # the incomplete reason to end with at the next boundary
-    changed: trio.Event = attrs.field(factory=trio.Event)
+    changed: trio.Event | None = None  # made when first waited on or woken (most never are)
     closed: bool = False  # the response's last event is sent: nothing more goes through here
 
     def post(self, note: Note | None = None, items: Sequence[Item] = ()) -> None:
@@ -40,12 +40,16 @@ class Mailbox:
         self.wake()
 
     def wake(self) -> None:
+        if self.changed is None:
+            self.changed = trio.Event()
         self.changed.set()
 
     async def wait(self) -> None:
         """Until something is posted (or `wake` is called)."""
+        if self.changed is None:
+            self.changed = trio.Event()
         await self.changed.wait()
-        self.changed = trio.Event()
+        self.changed = None
 
 
 __all__ = ["Mailbox", "Note"]

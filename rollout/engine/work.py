@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 
 import attrs
 
@@ -74,7 +75,9 @@ def _empty_counts() -> dict[str, StageCount]:
 class Work:
     """What one response (or one append rollout) cost, stage by stage."""
 
-    counts: dict[str, StageCount] = attrs.field(factory=_empty_counts)
+    # Filled as stages run (a missing stage reads as zero): a response touches a few of them,
+    # and a dozen counters made for each would be most of what a new Work costs.
+    counts: dict[str, StageCount] = attrs.field(factory=lambda: defaultdict(StageCount))
     spans: list[Span] = attrs.field(factory=list)
     keep_spans: bool = True
     ideal_inference_s: float = 0.0  # what the inference profile alone says sampling takes
@@ -134,7 +137,7 @@ class _Stage:
 class Stats:
     """Process-wide totals, updated when a response ends."""
 
-    totals: Work = attrs.field(factory=lambda: Work(keep_spans=False))
+    totals: Work = attrs.field(factory=lambda: Work(_empty_counts(), keep_spans=False))
     responses: int = 0
     billed: int = 0
     ws_connections: int = 0
