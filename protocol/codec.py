@@ -70,7 +70,10 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
 
 def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
     """Parse a JSON object body (or an already-parsed mapping) into `cls`."""
-    value = loads(data) if isinstance(data, bytes | str) else data
+    return _structure_object(loads(data) if isinstance(data, bytes | str) else data, cls)
+
+
+def _structure_object(value: object, cls: type[T]) -> T:
     if not isinstance(value, dict):
         raise ProtocolError(
             message=f"The request body must be a JSON object, but got {kind_of(value)}.",
@@ -81,7 +84,31 @@ def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
 
 
 def decode_create(data: bytes | str | Mapping[str, Any]) -> CreateRequest:
-    return decode_object(data, CreateRequest)
+    value = loads(data) if isinstance(data, bytes | str) else data
+    return _plain_create(value) or _structure_object(value, CreateRequest)
+
+
+#: The fields a create often has that hold one plain JSON value, with the type each must have
+#: (as the converter's strict hooks require; null is left to the converter).
+_PLAIN_CREATE: dict[str, type] = {
+    **dict.fromkeys(("model", "input", "instructions", "previous_response_id"), str),
+    **dict.fromkeys(("prompt_cache_key", "safety_identifier", "user", "stream_id"), str),
+    **dict.fromkeys(("store", "stream", "background", "parallel_tool_calls", "generate"), bool),
+    **dict.fromkeys(("max_output_tokens", "max_tool_calls"), int),
+}
+
+
+def _plain_create(value: object) -> CreateRequest | None:
+    """A create whose every key is one of _PLAIN_CREATE with a value of its type (and `type`
+    `response.create`), built directly: the converter gives the same request, checking each of
+    its 39 fields, and it was the largest part of a small create's decoding. Anything else is
+    None, for the converter (and its errors)."""
+    if type(value) is not dict or "model" not in value:
+        return None
+    for key, item in value.items():
+        if type(item) is not _PLAIN_CREATE.get(key) and (key, item) != ("type", "response.create"):
+            return None
+    return CreateRequest(**value)
 
 
 def decode_append(data: bytes | str | Mapping[str, Any]) -> AppendRequest:
@@ -152,6 +179,26 @@ _PLAIN: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in attrs.fields(cls)) for cls in (TextDeltaEvent, ArgumentsDeltaEvent)
 }
 _last: list[Any] = [None, None]  # the snapshot encoded last, and its JSON form
+_RESPONSE_FIELDS = tuple(f.name for f in attrs.fields(Response))
+_AS_IS = (str, int, float, bool, type(None), dict)  # the request's dicts are JSON already
+
+
+def response_json(response: Response) -> dict[str, Any]:
+    """A Response in JSON form, as the converter makes it: a field whose value is JSON as it
+    is (most are, and always the request's dicts) is taken as it is; only items, tools, usage
+    and errors go through the converter. A response's lifecycle events each take one, and the
+    converter's pass over every field, with its dispatch on each declared type, was most of a
+    first token's encoding when the caches are cold (as between the turns of an agent)."""
+    data = {}
+    for name in _RESPONSE_FIELDS:
+        value = getattr(response, name)
+        if type(value) in _AS_IS:
+            data[name] = value
+        elif type(value) in (list, tuple) and not value:
+            data[name] = []
+        else:
+            data[name] = converter.unstructure(value)
+    return data
 
 
 def _snapshot(response: Response) -> Any:
@@ -160,7 +207,7 @@ def _snapshot(response: Response) -> Any:
     first's form; a snapshot is never changed after it is taken."""
     last = _last
     if last[0] is not response:
-        last[:] = [response, converter.unstructure(response)]
+        last[:] = [response, response_json(response)]
     return last[1]
 
 
@@ -193,6 +240,7 @@ __all__ = [
     "encode_event",
     "format_path",
     "loads",
+    "response_json",
     "structure",
     "to_json",
 ]
