@@ -13,7 +13,9 @@ from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,
+    ContentPartEvent,
     Event,
+    OutputItemEvent,
     ResponseEvent,
     TextDeltaEvent,
 )
@@ -178,6 +180,12 @@ def encode(obj: Any) -> bytes:
 _PLAIN: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in attrs.fields(cls)) for cls in (TextDeltaEvent, ArgumentsDeltaEvent)
 }
+#: Events whose fields are plain JSON values but one item or content part, by class: their
+#: fields in wire order, and that one (which alone goes through the converter).
+_NESTED: dict[type, tuple[tuple[str, ...], str]] = {
+    OutputItemEvent: (tuple(f.name for f in attrs.fields(OutputItemEvent)), "item"),
+    ContentPartEvent: (tuple(f.name for f in attrs.fields(ContentPartEvent)), "part"),
+}
 _last: list[Any] = [None, None]  # the snapshot encoded last, and its JSON form
 _RESPONSE_FIELDS = tuple(f.name for f in attrs.fields(Response))
 _AS_IS = (str, int, float, bool, type(None), dict)  # the request's dicts are JSON already
@@ -223,6 +231,10 @@ def encode_event(event: Event, stream_id: str | None = None) -> bytes:
             "sequence_number": event.sequence_number,
             "response": _snapshot(event.response),
         }
+    elif (nested := _NESTED.get(type(event))) is not None:  # an item or part event
+        names, inner = nested
+        data = {name: getattr(event, name) for name in names}
+        data[inner] = converter.unstructure(data[inner])
     else:
         data = converter.unstructure(event)
     if stream_id is not None:

@@ -58,6 +58,7 @@ from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
+CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
 
 
 @attrs.define
@@ -89,6 +90,7 @@ class Engine:
     # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
     # a real engine (rollout.upstream.UpstreamModel).
     model: Model | None = None
+    _loop_env: tuple[tuple[object, ...], LoopEnv] | None = attrs.field(default=None, init=False)
 
     def notify(self) -> None:
         """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
@@ -98,14 +100,22 @@ class Engine:
 
     @property
     def loop_env(self) -> LoopEnv:
-        return LoopEnv(
-            model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
-            hosted=WebSearch(self.costs),
-            safety=self.scan_latency,
-            secret=self.secret,
-            thoughts=self.thoughts,
-            deferred=Deferred(),
-        )
+        """The loop's environment, made anew only when what it is made of was replaced (its
+        parts hold no state of their own; a create need not build four objects)."""
+        parts: tuple[object, ...] = (self.model, self.policy, self.inference, self.cache)
+        parts += (self.costs, self.secret, self.thoughts)
+        made = self._loop_env
+        if made is None or any(a is not b for a, b in zip(made[0], parts, strict=True)):
+            env = LoopEnv(
+                model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
+                hosted=WebSearch(self.costs),
+                safety=self.scan_latency,
+                secret=self.secret,
+                thoughts=self.thoughts,
+                deferred=Deferred(),
+            )
+            made = self._loop_env = (parts, env)
+        return made[1]
 
     # -- pre-inference --------------------------------------------------------------------------
 
@@ -244,7 +254,7 @@ class Engine:
         plan = plan or self.draw_faults()
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
-        outcome = Outcome("incomplete", reason="cancelled")
+        outcome = CANCELLED
         try:
             with cancel.scope:
                 await r.send(r.stream.start())

@@ -240,8 +240,8 @@ class Rollout:
         while notes and not self.gone:
             await self.sink.emit(notes.pop(0)(self.stream))
 
-    async def send(self, events: Sequence[Event] | Event) -> None:
-        if isinstance(events, Sequence):
+    async def send(self, events: list[Event] | tuple[Event, ...] | Event) -> None:
+        if isinstance(events, list | tuple):
             for e in events:
                 await self.emit(e)
         else:

@@ -101,6 +101,8 @@ def _text_of(buf: bytearray, start: int, end: int) -> str | None:
 
 
 def _join(parts: list[str | bytes]) -> str | bytes:
+    if len(parts) == 1:
+        return parts[0]
     if parts and isinstance(parts[0], bytes):
         return b"".join(p for p in parts if isinstance(p, bytes))
     return "".join(p for p in parts if isinstance(p, str))

@@ -13,11 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import codec
+from protocol import events as ev
 from protocol.codec import _PLAIN_CREATE, _plain_create
 from protocol.errors import ProtocolError
 from protocol.input import new_response, normalize_input
 from protocol.request import CreateRequest
-from protocol.response import IncompleteDetails, ResponseError, Usage
+from protocol.response import IncompleteDetails, Response, ResponseError, Usage
+from support.strategies import SETTINGS, events, events_of, responses
 
 TOOLS = [
     {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": True},
@@ -103,3 +105,21 @@ def decoded_by(decode: Any, value: dict[str, Any]) -> Any:
         return decode(dict(value))
     except ProtocolError as exc:
         return exc.payload()
+
+
+# -- against the strategies of every wire class -------------------------------------------------
+
+
+@SETTINGS
+@given(responses)
+def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
+    same(codec.response_json(response), codec.converter.unstructure(response))
+
+
+@SETTINGS
+@given(st.one_of(events_of(ev.OutputItemEvent), events_of(ev.ContentPartEvent), events))
+def test_any_event_encodes_as_the_converter_does(event: Any) -> None:
+    expected = codec.converter.unstructure(event)
+    if isinstance(event, ev.ResponseEvent):
+        expected["response"] = codec.converter.unstructure(event.response)
+    assert orjson.loads(codec.encode_event(event)) == orjson.loads(orjson.dumps(expected))
