@@ -86,7 +86,11 @@ def _fields(run: DeltaRun[Any]) -> tuple[Any, Fields]:
 
 
 def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
-    """Each event's JSON, as `codec.encode_event(event, stream_id)` would give it."""
+    """Each event's JSON, as `codec.encode_event(event, stream_id)` would give it. A run of
+    one (a response's first token) is that event's encoding: its template would be made for
+    it alone (the fields name the response's item)."""
+    if len(run.deltas) == 1:
+        return [codec.encode_event(run.events()[0], stream_id)]
     head, middle, tail = (p.replace(b"%", b"%%") for p in _parts(*_fields(run), stream_id))
     fmt = head + b"%d" + middle + b"%b" + tail
     n = run.sequence_number

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -26,7 +26,7 @@ from rollout.server import logs
 from rollout.server.closing import LINGER_S
 from rollout.server.wsconn import TooLarge, WsClosed, WsConnection
 from rollout.service.service import Service
-from rollout.service.session import Session
+from rollout.service.session import After, Receive, Session, Spawn
 from rollout.service.taps import Taps
 
 log = logging.getLogger("rollout.server.ws")
@@ -110,6 +110,7 @@ async def serve_websocket(
             betas=betas,
         )
         session.on_active = conn.active
+        session.handing_over = lambda: ws.handing_over
         age = trio.CancelScope()
         try:
             nursery.start_soon(conn.age_limit, age)
@@ -150,22 +151,23 @@ class WsTransport:
             sink = self._sinks[lane] = LaneSink(self.ws, self.taps, lane)
         return sink
 
-    async def read(self, handle: Callable[[str | bytes], Awaitable[None]]) -> None:
-        """Give the session each message, in this task, until the connection closes (a frame
-        over the size limit is answered here: an error event, then the close 1009)."""
+    async def read(self, handle: Receive, spawn: Spawn, ended: Callable[[], None]) -> None:
+        """Give the session each message, in the reading task, until the connection's reading
+        ends (a frame over the size limit is answered here: an error event, then the close
+        1009). The session may take the reader's task for a create (see Session.receive)."""
 
-        async def deliver(message: str | bytes | TooLarge) -> None:
+        async def deliver(message: str | bytes | TooLarge) -> After | None:
             if not isinstance(message, TooLarge):
-                await handle(message)
-                return
+                return await handle(message)
             limit = self.service.config.max_frame_bytes
             error = ProtocolError(
                 message=f"The frame is larger than the limit of {limit} bytes.",
                 code="frame_too_large",
             )
             await self._error_and_close(error, 1009, "message too big")
+            return None
 
-        await self.ws.read(deliver)
+        await self.ws.read(deliver, spawn, ended)
 
     async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
         frame = error_frame(exc, lane)

@@ -50,7 +50,10 @@ class TooLarge:
     size: int
 
 
-Deliver = Callable[[str | bytes | TooLarge], Awaitable[None]]
+#: What a message's delivery does instead of the reading it handed over (see `read`).
+After = Callable[[], Awaitable[None]]
+Deliver = Callable[[str | bytes | TooLarge], Awaitable[After | None]]
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 
 
 def _text_frame(payload: bytes) -> bytes:
@@ -123,7 +126,10 @@ class WsConnection:
             on_broken=lambda: self._close_as(WsClosed(1006, "connection dropped")),
         )
         self._closed: WsClosed | None = None
-        self._reader_done = trio.Event()
+        self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
+        self._handing = False  # a whole frame's message is being delivered (see handing_over)
+        self._spawn: Spawn | None = None
+        self._ended: Callable[[], None] = lambda: None
         self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
         self._deliver: Deliver = self._send_inbox.send
         self._reader_task: trio.lowlevel.Task | None = None  # the task in `read`
@@ -191,54 +197,87 @@ class WsConnection:
         except (trio.EndOfChannel, trio.ClosedResourceError):
             raise self._closed or WsClosed() from None
 
-    async def read(self, deliver: Deliver) -> None:
+    async def read(
+        self,
+        deliver: Deliver,
+        spawn: Spawn | None = None,
+        ended: Callable[[], None] = lambda: None,
+        *,
+        successor: bool = False,
+    ) -> None:
         """Frames in, each message (or TooLarge) given to `deliver` in this task as it is
         complete, until the peer's close frame or EOF; after a close of ours it reads on
         (dropping messages) so the peer's close frame is seen, for LINGER_S at most (see
         `aclose`). Reading waits while `deliver` does, and while the outbox is over
-        HIGH_WATER (pongs are writes too)."""
-        self._deliver = deliver
+        HIGH_WATER (pongs are writes too).
+
+        With `spawn`, `deliver` may hand the reading over (see `handing_over`): it returns
+        what this task does next, and the reading goes on in a task `spawn` starts; this
+        returns once that is done and the reading has ended. When it ends, in whichever task,
+        `ended` is called and `reading_done` set. (A `successor`, started here, returns when
+        its own part is done.)"""
+        self._deliver, self._spawn, self._ended = deliver, spawn, ended
         self._read_started = True
-        self._reader_task = trio.lowlevel.current_task()
+        me = self._reader_task = trio.lowlevel.current_task()
+        after: After | None = None
         try:
-            if self._buf and await self._received(b""):
-                return
-            while True:
-                if self.queued > HIGH_WATER:
-                    await self._out.drained.wait()  # backpressure: read no more until it drains
-                data: bytes | bytearray = b""
-                if self._closed is not None:  # closing: linger for the peer's close frame
-                    with trio.move_on_at(self._linger_until()):
-                        data = await self._stream.receive_some(RECEIVE)
-                    if not data or await self._received(data):
-                        return
-                    continue
-                data = await self._stream.receive_some(RECEIVE)
-                if not data:
-                    self._close_as(WsClosed(1006, "connection dropped"))
-                    return
-                if await self._received(data):
-                    return
+            after = await self._read_frames()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._close_as(WsClosed(1006, "connection dropped"))
         except RemoteProtocolError as exc:
             self._fail(1002, str(exc))
         finally:
-            self._reader_task = None
-            self._send_inbox.close()
-            self._reader_done.set()
+            if after is None and self._reader_task is me:  # the reading ends here
+                self._reader_task = None
+                self._send_inbox.close()
+                self.reading_done.set()
+                ended()
+        if after is not None:
+            await after()
+            if not successor:
+                await self.reading_done.wait()
+
+    async def _read_frames(self) -> After | None:
+        """Read until the end (None), or until a message handed the reading over (what this
+        task does instead)."""
+        if self._buf and (stop := await self._received(b"")):
+            return stop if stop is not True else None
+        while True:
+            if self.queued > HIGH_WATER:
+                await self._out.drained.wait()  # backpressure: read no more until it drains
+            data: bytes | bytearray = b""
+            if self._closed is not None:  # closing: linger for the peer's close frame
+                with trio.move_on_at(self._linger_until()):
+                    data = await self._stream.receive_some(RECEIVE)
+                if not data:
+                    return None
+            else:
+                data = await self._stream.receive_some(RECEIVE)
+                if not data:
+                    self._close_as(WsClosed(1006, "connection dropped"))
+                    return None
+            if stop := await self._received(data):
+                return stop if stop is not True else None
+
+    @property
+    def handing_over(self) -> bool:
+        """The message being delivered may hand the reading over: it is a whole text frame
+        the reader parsed itself (wsproto holds nothing of it), and the reader can start a
+        successor. Its `deliver` then returns what to do in this task instead of reading on."""
+        return self._handing
 
     def _linger_until(self) -> float:
         if self._linger is None:
             self._linger = trio.current_time() + LINGER_S
         return self._linger
 
-    async def _received(self, data: bytes | bytearray) -> bool:
+    async def _received(self, data: bytes | bytearray) -> bool | After:
         """Take in bytes read: whole unfragmented text frames are unmasked and delivered here
         (the common frame, without wsproto's per-frame machinery), every other frame (control
         frames, fragments, binary, anything malformed or partial and large) goes to wsproto
         whole, so wsproto never holds part of a frame this reader also parses. True once the
-        peer's close frame was read."""
+        peer's close frame was read; a message's own work if it took this task (the reading
+        goes on in a successor, already started)."""
         buf = self._buf
         buf += data
         while buf:
@@ -262,7 +301,8 @@ class WsConnection:
                         del buf[:end]
                         if self.on_frame is not None:
                             self.on_frame()
-                        await self._message(text, True)
+                        if (after := await self._whole(text)) is not None:
+                            return after
                         continue
             if opcode <= 2:  # a data frame: does a fragmented message go on after it?
                 self._fragmented = not fin
@@ -306,9 +346,35 @@ class WsConnection:
         else:
             self._parts.append(data)
         if finished:
-            if not self._dropping:
-                await self._deliver(_join(self._parts))
+            dropped, parts = self._dropping, self._parts
             self._parts, self._size, self._dropping = [], 0, False
+            if not dropped:
+                await self._deliver(_join(parts))
+
+    async def _whole(self, text: str) -> After | None:
+        """A whole text frame's message: delivered, and the reading handed over if it asks."""
+        if self._closed is not None or self._parts:
+            await self._message(text, True)  # (no message is ever between fragments)
+            return None
+        if len(text) > self._max:
+            await self._deliver(TooLarge(len(text)))
+            return None
+        self._handing = self._spawn is not None
+        try:
+            after = await self._deliver(text)
+        finally:
+            self._handing = False
+        if after is None:
+            return None
+        assert self._spawn is not None
+        self._reader_task = None  # until the successor starts
+        self._spawn(self._succeed)
+        return after
+
+    async def _succeed(self) -> None:
+        """The successor of a reader that handed the reading over: reads on, from what is
+        buffered."""
+        await self.read(self._deliver, self._spawn, self._ended, successor=True)
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
@@ -395,7 +461,7 @@ class WsConnection:
             with trio.move_on_after(LINGER_S):
                 await self._out.done.wait()
                 if self._read_started:
-                    await self._reader_done.wait()
+                    await self.reading_done.wait()
                 if self._unparseable:  # its close frame cannot be found: wait for its EOF
                     await half_close(self._stream)
                     await discard_input(self._stream)

@@ -5,8 +5,9 @@
 # LaneBook; the transport (rollout.server.ws) gives it a sink per lane and a way to refuse.
 from __future__ import annotations
 
+import collections
 import contextlib
-import math
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -31,7 +32,10 @@ from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 
 Refuse = Callable[[ProtocolError, Lane], Awaitable[None]]
-Receive = Callable[[str | bytes], Awaitable[None]]
+After = Callable[[], Awaitable[None]]  # what a frame's handling does next in the reader's task
+Receive = Callable[[str | bytes], Awaitable[After | None]]
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+Read = Callable[[Receive, Spawn, Callable[[], None]], Awaitable[None]]
 
 
 @attrs.frozen
@@ -54,14 +58,17 @@ class Session:
     betas: frozenset[str] = frozenset()  # the handshake's OpenAI-Beta features
     book: LaneBook[Context] = attrs.field(init=False)
     steer: Steerer = attrs.field(init=False)
-    lanes: dict[Lane, trio.MemorySendChannel[Job]] = attrs.field(factory=dict)
+    lanes: dict[Lane, collections.deque[Job]] = attrs.field(factory=dict)  # running lanes' jobs
     routes: dict[tuple[str, str | None], Route] = attrs.field(factory=dict)  # (model, cache key)
     in_flight: trio.Semaphore = attrs.field(init=False)
     closing: trio.Event = attrs.field(factory=trio.Event)
     responses: int = 0  # response.create frames accepted
     active: int = 0  # creates queued, running or suspended (their lane holds them)
     on_active: Callable[[int], None] | None = None  # told `active` when it changes (idle limit)
+    # The transport's reader may hand its task to the frame being handled (see `receive`).
+    handing_over: Callable[[], bool] = lambda: False
     _nursery: trio.Nursery | None = None
+    _here: After | None = None  # set by a create that takes the reader's task (see receive)
     _billing: trio.Nursery | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -90,10 +97,12 @@ class Session:
         """Bytes the transport holds for the client, not yet written (its outbox)."""
         return self.outbox()
 
-    async def serve(self, read: Callable[[Receive], Awaitable[None]]) -> None:
-        """Handle the client's frames: `read` gives each to `receive`, in order and in this
-        task (no hand-off between the transport's reader and the session), and returns when
-        the connection closes."""
+    async def serve(self, read: Read) -> None:
+        """Handle the client's frames: `read` gives each to `receive`, in order, in the task
+        that reads (no hand-off between the transport's reader and the session; a reader may
+        hand its own task to a create, see `receive`, and go on in a task it starts with the
+        given spawn), calls `close` as soon as the reading ends (a create running in the
+        reader's task may wait for it), and returns once that has happened."""
         # Billing outlives the connection's own tasks: it completes (or is flushed) on close.
         async with trio.open_nursery() as billing:
             self._billing = billing
@@ -101,7 +110,7 @@ class Session:
             try:
                 async with trio.open_nursery() as nursery:
                     self._nursery = nursery
-                    await read(self.receive)
+                    await read(self.receive, nursery.start_soon, self.close)
                     self.close()
             finally:
                 self.close()
@@ -117,17 +126,20 @@ class Session:
         if self.closing.is_set():
             return
         self.closing.set()
-        for channel in self.lanes.values():
-            channel.close()
 
     # -- frames in ------------------------------------------------------------------------------
 
-    async def receive(self, message: str | bytes) -> None:
+    async def receive(self, message: str | bytes) -> After | None:
+        """One frame. A create that can start at once, on a lane with nothing running, in a
+        free in-flight slot, while the transport's reader can hand its task over: this returns
+        the lane's run, for the reader's task to do (the reading goes on in a new task), so the
+        response's first token leaves without a pass through the scheduler to a lane task."""
+        self._here = None
         if self.taps.watching:
             await self.taps.frame(message)
         if isinstance(message, bytes):
             await self.refuse(frames.binary_frame(), None)
-            return
+            return None
         work = Work()
         lane: Lane = None
         value: object = None
@@ -147,18 +159,31 @@ class Session:
             await self.refuse(exc, lane)
             if sent == "response.inject" and self.hangup is not None:
                 await self.hangup()  # a malformed inject closes the connection
+        here, self._here = self._here, None
+        return here
 
     async def _create(self, req: CreateRequest, work: Work, size: int) -> None:
         check_betas(req, self.betas)
         lane = req.stream_id
-        if self.book.admit(lane, req.previous_response_id, size):
-            channel, jobs = trio.open_memory_channel[Job](math.inf)  # bounded by the book
-            self.lanes[lane] = channel
-            assert self._nursery is not None
-            self._nursery.start_soon(self._lane, lane, jobs)
-        self.lanes[lane].send_nowait(Job(req, work, size))
+        self.book.admit(lane, req.previous_response_id, size)
         self.responses += 1
         self._active_by(+1)
+        job = Job(req, work, size)
+        jobs = self.lanes.get(lane)
+        if jobs is not None:  # the lane runs: next in line
+            jobs.append(job)
+            return
+        jobs = self.lanes[lane] = collections.deque([job])
+        if self.handing_over() and not self.closed:
+            try:
+                self.in_flight.acquire_nowait()
+            except trio.WouldBlock:
+                pass
+            else:
+                self._here = functools.partial(self._lane, lane, jobs, True)
+                return
+        assert self._nursery is not None
+        self._nursery.start_soon(self._lane, lane, jobs)
 
     def _active_by(self, delta: int) -> None:
         self.active += delta
@@ -283,26 +308,38 @@ class Session:
 
     # -- lanes ----------------------------------------------------------------------------------
 
-    async def _lane(self, lane: Lane, jobs: trio.MemoryReceiveChannel[Job]) -> None:
-        async for job in jobs:
-            try:
-                if self.closed:  # what is still queued is dropped at once
-                    self.book.dequeued(job.size)
-                    self.book.unpin(job.request.previous_response_id)
-                    continue
-                await _acquire(self.in_flight)
+    async def _lane(self, lane: Lane, jobs: collections.deque[Job], slot: bool = False) -> None:
+        """Run the lane's jobs in order until none is left (`slot`: the first one's in-flight
+        slot is taken already). Once the session closes, what is still queued is dropped."""
+        try:
+            while jobs:
+                job = jobs[0]
                 try:
-                    self.book.dequeued(job.size)
                     if self.closed:
+                        self.book.dequeued(job.size)
                         self.book.unpin(job.request.previous_response_id)
                         continue
-                    await self._serve(lane, job)
-                except Disconnected:
-                    return
+                    if not slot:
+                        await _acquire(self.in_flight)
+                    slot = False
+                    try:
+                        self.book.dequeued(job.size)
+                        if self.closed:
+                            self.book.unpin(job.request.previous_response_id)
+                            continue
+                        await self._serve(lane, job)
+                    except Disconnected:
+                        return
+                    finally:
+                        self.in_flight.release()
                 finally:
-                    self.in_flight.release()
-            finally:
-                self._active_by(-1)
+                    jobs.popleft()
+                    self._active_by(-1)
+        finally:
+            if slot:  # (cancelled before its first job started)
+                self.in_flight.release()
+            if self.lanes.get(lane) is jobs:
+                del self.lanes[lane]
 
     async def _serve(self, lane: Lane, job: Job) -> None:
         """A create, then the automatic successors of steering (each on this lane, next)."""

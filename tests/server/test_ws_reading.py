@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
 
 import trio
 import wsproto
@@ -184,3 +185,54 @@ def test_a_pong_is_not_a_message_and_is_not_answered() -> None:
     assert messages == ["a"]
     opcodes = [f.opcode for f in server_events(after)]
     assert opcodes == [wsproto.frame_protocol.Opcode.CLOSE], opcodes
+
+
+async def test_a_message_can_take_the_readers_task_while_reading_goes_on_in_another() -> None:
+    """`deliver` returns what to do instead of reading on: that runs in the reading task,
+    the next messages are read by a successor task, in order, and `read` returns (and
+    `ended` is called once) when the reading itself has ended."""
+    a, b = socket.socketpair()
+    server = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    client = trio.SocketStream(trio.socket.from_stdlib_socket(b))
+    handshake = wsproto.WSConnection(wsproto.ConnectionType.CLIENT)
+    got: list[tuple[str | bytes | TooLarge, object]] = []
+    took: list[object] = []
+    release = trio.Event()
+    ends: list[float] = []
+
+    async def deliver(message: str | bytes | TooLarge) -> Any:
+        got.append((message, trio.lowlevel.current_task()))
+        if message == "take" and ws.handing_over:
+
+            async def instead() -> None:
+                took.append(trio.lowlevel.current_task())
+                await release.wait()
+
+            return instead
+        if message == "last":
+            release.set()
+        return None
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            await client.send_all(handshake.send(Request(host="x", target="/v1/responses")))
+            ws = WsConnection(server, 1 << 20)
+            await ws.accept(bytes(await server.receive_some(65536)), nursery, reader=False)
+            key = b"\x0a\x0b\x0c\x0d"
+            frames = [encode(0x1, True, t.encode(), key) for t in ("one", "take", "two", "last")]
+            await client.send_all(b"".join(frames))
+            reader = trio.lowlevel.current_task()
+
+            async def close_later() -> None:
+                await release.wait()
+                await client.send_all(encode(0x8, True, (1000).to_bytes(2, "big"), key))
+
+            nursery.start_soon(close_later)
+            await ws.read(deliver, nursery.start_soon, lambda: ends.append(trio.current_time()))
+            assert ws.reading_done.is_set()
+            await ws.aclose()
+    assert [m for m, _ in got] == ["one", "take", "two", "last"]
+    assert took == [reader]  # the taken work ran in the task that read "take"
+    assert got[0][1] is reader and got[1][1] is reader
+    assert got[2][1] is not reader and got[3][1] is got[2][1]  # read on by the successor
+    assert len(ends) == 1
