@@ -122,8 +122,8 @@ def cache_hit(
     """Look the prompt up and write what the request writes; returns the cached tokens."""
     prompt = ctx.token_count
     breakpoints = ctx.breakpoints
-    if not options.implicit and not breakpoints:
-        return 0
+    if not breakpoints and (not options.implicit or not ctx.block_hashes):
+        return 0  # nothing to look up or write (no breakpoint, and no whole block or none asked)
     hit = cache.lookup(engine, ctx.block_hashes, now) * BLOCK
     for position, _ in reversed(breakpoints[-MAX_BREAKPOINTS_READ:]):
         if position <= hit:
