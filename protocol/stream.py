@@ -45,6 +45,9 @@ from protocol.items import (
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 
+_EMPTY_TEXT = OutputText(text="")  # the part a message opens with (frozen: one for all)
+_EMPTY_REFUSAL = Refusal(refusal="")
+
 
 @attrs.define
 class _OpenText:
@@ -152,7 +155,7 @@ class ResponseStream(ControlEvents):
         item = Message(id=item_id, role="assistant", content=(), status="in_progress")
         self.response.output.append(item)
         self._text = _OpenText(item_id=item_id, output_index=index, refusal=refusal)
-        part: OutputText | Refusal = Refusal(refusal="") if refusal else OutputText(text="")
+        part: OutputText | Refusal = _EMPTY_REFUSAL if refusal else _EMPTY_TEXT
         return [
             self._item_event("response.output_item.added", index, item),
             ContentPartEvent(

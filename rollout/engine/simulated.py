@@ -67,6 +67,10 @@ class SimulatedModel:
                     return
         if isinstance(step, TextStep):
             yield p.MessageStart(refusal=step.refusal, citations=step.citations)
+            if pacer.unpaced and r.budget_left is None:  # all of it is due now, in one piece
+                if deltas := pieces(step.text):
+                    yield p.Text(deltas)
+                return
             async for piece in _decode(r, step.text, pacer, p.Text):
                 yield piece
             return
