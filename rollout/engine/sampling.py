@@ -26,7 +26,8 @@ async def _boundary(r: Rollout, env: LoopEnv) -> None:
         before = r.ctx.scan.tokens_scanned
         r.ctx.extend(items, r.work)
         await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
-    await r.send_notes()
+    if box.notes:
+        await r.send_notes()
 
 
 async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:

@@ -5,7 +5,6 @@
 # engine's memory of hidden reasoning.
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -94,7 +93,7 @@ class Step:
         r.first_token_pending = True
         sampled = True
         try:
-            async with contextlib.aclosing(stream):
+            try:
                 async for piece in stream:
                     if isinstance(piece, p.Text):
                         await self._text(piece.deltas)
@@ -125,6 +124,8 @@ class Step:
                             return Outcome("incomplete", reason=r.mailbox.stop)
                     else:
                         await self._open(piece)
+            finally:
+                await stream.aclose()
         finally:
             if sampled:
                 r.ctx.response_steps += 1

@@ -168,7 +168,8 @@ class Service:
         if refusal is not None:  # fails the way the real API does: before any event
             raise refusal
         req = prepared.request
-        await self.engine.open(prepared)  # a real engine's refusal is the request's, too
+        if self.engine.model is not None:  # a real engine's refusal is the request's, too
+            await self.engine.open(prepared)
         multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
         if req.shape != "append" and not multi_agent:
             self._log(prepared)
