@@ -129,6 +129,9 @@ class WsConnection:
         self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
         self._handing = False  # a whole frame's message is being delivered (see handing_over)
         self._spawn: Spawn | None = None
+        # A parked successor (see _stand_by), or True while one is being started.
+        self._standby: trio.lowlevel.Task | bool | None = None
+        self._standby_reads = False
         self._ended: Callable[[], None] = lambda: None
         self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
         self._deliver: Deliver = self._send_inbox.send
@@ -231,6 +234,8 @@ class WsConnection:
                 self._reader_task = None
                 self._send_inbox.close()
                 self.reading_done.set()
+                if isinstance(self._standby, trio.lowlevel.Task):
+                    self._wake_standby(read=False)
                 ended()
         if after is not None:
             await after()
@@ -252,6 +257,9 @@ class WsConnection:
                 if not data:
                     return None
             else:
+                if self._spawn is not None and self._standby is None:
+                    self._standby = True  # (starting) while there is time: the next hand-over's
+                    self._spawn(self._stand_by)
                 data = await self._stream.receive_some(RECEIVE)
                 if not data:
                     self._close_as(WsClosed(1006, "connection dropped"))
@@ -368,13 +376,40 @@ class WsConnection:
             return None
         assert self._spawn is not None
         self._reader_task = None  # until the successor starts
-        self._spawn(self._succeed)
+        if self._standby is not None and self._standby is not True:
+            self._wake_standby(read=True)
+        else:
+            self._spawn(self._succeed)
         return after
 
     async def _succeed(self) -> None:
         """The successor of a reader that handed the reading over: reads on, from what is
         buffered."""
         await self.read(self._deliver, self._spawn, self._ended, successor=True)
+
+    async def _stand_by(self) -> None:
+        """A successor made ahead, while the reader waits for data: starting a task costs
+        several times what waking a parked one does, and a hand-over is on the way to a first
+        token. Parked until a hand-over wakes it to read on, or the reading ends."""
+        if self.reading_done.is_set():
+            self._standby = None
+            return
+        self._standby = trio.lowlevel.current_task()
+        self._standby_reads = False
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._standby = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        if self._standby_reads:
+            await self._succeed()
+
+    def _wake_standby(self, *, read: bool) -> None:
+        task, self._standby = self._standby, None
+        assert isinstance(task, trio.lowlevel.Task)
+        self._standby_reads = read
+        trio.lowlevel.reschedule(task)
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
