@@ -110,7 +110,17 @@ def _plain_create(value: object) -> CreateRequest | None:
     for key, item in value.items():
         if type(item) is not _PLAIN_CREATE.get(key) and (key, item) != ("type", "response.create"):
             return None
-    return CreateRequest(**value)
+    req: CreateRequest = object.__new__(CreateRequest)
+    fields = req.__dict__  # (what __init__ does, without a call per field)
+    fields.update(_CREATE_DEFAULTS)
+    fields.update(value)
+    return req
+
+
+#: Every CreateRequest field's default (all immutable values: shared by every request).
+_CREATE_DEFAULTS = {
+    f.name: f.default for f in attrs.fields(CreateRequest) if f.default is not attrs.NOTHING
+}
 
 
 def decode_append(data: bytes | str | Mapping[str, Any]) -> AppendRequest:

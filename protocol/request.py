@@ -23,7 +23,10 @@ class MultiAgent:
     max_concurrent_subagents: int | None = None
 
 
-@attrs.frozen(kw_only=True)
+# A dict class (not slotted): a frozen slotted class sets each of its 39 fields through
+# object.__setattr__, which was most of decoding a small create; the codec's direct path fills
+# the instance's dict in two updates.
+@attrs.frozen(kw_only=True, slots=False)
 class CreateRequest:
     # Standard fields (spec §2.2).
     model: str
