@@ -17,7 +17,6 @@ from protocol.response import Usage
 from rollout.engine.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.ids import new_id
-from rollout.engine.work import Work
 from rollout.model import tokens
 
 #: A compacted item keeps this share of its rendered text (at least MIN_KEPT characters).
@@ -30,7 +29,7 @@ async def _drop(event: Event) -> None:
 
 
 async def _context(engine: Engine, req: CreateRequest, owner: str | None) -> Context:
-    prepared = await engine.prepare(req, Work(), _drop, owner=owner)
+    prepared = await engine.prepare(req, engine.stats.new_work(), _drop, owner=owner)
     return prepared.rollout.ctx
 
 

@@ -159,3 +159,8 @@ class Stats:
     def error(self, code: str | None) -> None:
         key = code or "unknown"
         self.errors[key] = self.errors.get(key, 0) + 1
+
+    def new_work(self) -> Work:
+        """A request's Work: with spans and marks only if the totals keep them (an experiment's
+        do; a server's drop them when they are merged, so they are not made)."""
+        return Work(keep_spans=self.totals.keep_spans)

@@ -17,7 +17,6 @@ from protocol.request import CreateRequest
 from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
 from rollout.engine.loop import NullSink, Sink
-from rollout.engine.work import Work
 from rollout.model.profiles import served_models
 from rollout.server.metrics import render as render_metrics
 from rollout.service.service import Hold, Service
@@ -63,7 +62,7 @@ Handler = Callable[..., Awaitable[None]]
 
 async def create(ex: Exchange, request: Request) -> None:
     require_json(request)
-    work = Work()
+    work = ex.service.engine.stats.new_work()
     with work.stage("decode", items=1) as c:
         c.tokens = len(request.body)
         req = await ex.service.decode_create(
@@ -84,7 +83,7 @@ async def create(ex: Exchange, request: Request) -> None:
 async def append(ex: Exchange, request: Request, response_id: str) -> None:
     """`POST /v1/responses/{id}/append`: resume and stream to the next pause or the end."""
     require_json(request)
-    work = Work()
+    work = ex.service.engine.stats.new_work()
     with work.stage("decode", items=1) as c:
         c.tokens = len(request.body)
         body = codec.decode_append(request.body)

@@ -18,7 +18,6 @@ from protocol.items import Item
 from protocol.lifetime import State
 from rollout.engine.loop import Disconnected, emit_each
 from rollout.engine.mailbox import Note
-from rollout.engine.work import Work
 from rollout.service.live import Hold, response_not_found
 from rollout.store.redis import items_of
 
@@ -112,7 +111,13 @@ class Owning:
                     return
             else:
                 await self.service.append(
-                    rid, items, Work(), sink, owner=owner, holder=holder, hold=hold
+                    rid,
+                    items,
+                    self.service.engine.stats.new_work(),
+                    sink,
+                    owner=owner,
+                    holder=holder,
+                    hold=hold,
                 )
         except ProtocolError as exc:
             self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
@@ -148,7 +153,9 @@ class Owning:
         if live is None:
             raise response_not_found(rid)
         try:
-            self.service.inject(live, items, Work(), sink, holder=holder)
+            self.service.inject(
+                live, items, self.service.engine.stats.new_work(), sink, holder=holder
+            )
             return True
         except ProtocolError as exc:
             code = "response_already_completed" if live.state is State.FINISHED else "invalid_input"

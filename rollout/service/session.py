@@ -140,7 +140,7 @@ class Session:
         if isinstance(message, bytes):
             await self.refuse(frames.binary_frame(), None)
             return None
-        work = Work()
+        work = self.service.engine.stats.new_work()
         lane: Lane = None
         value: object = None
         try:
@@ -351,7 +351,7 @@ class Session:
             return
         while not self.closed and (successor := await self.steer.ended(known)) is not None:
             req, queued = successor
-            nxt = await self._respond(lane, req, Work(), pinned=False)
+            nxt = await self._respond(lane, req, self.service.engine.stats.new_work(), pinned=False)
             if nxt is None:
                 await self.steer.successor_failed(known, queued)
                 return
