@@ -29,6 +29,7 @@ from wsproto.utilities import RemoteProtocolError
 
 from rollout.server.closing import LINGER_S, discard_input, half_close
 from rollout.server.outbox import Outbox
+from rollout.server.sockio import SocketIO
 
 RECEIVE = 256 * 1024
 HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before senders wait
@@ -116,11 +117,12 @@ class WsConnection:
 
     def __init__(self, stream: trio.abc.Stream, max_message_size: int) -> None:
         self._stream = stream
+        self._io = SocketIO(stream)  # the hot path's reads and writes (see sockio)
         self._ws = WSConnection(ConnectionType.SERVER)
         self._max = max_message_size
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
         self._out = Outbox(
-            stream.send_all,
+            self._io.send_all,
             HIGH_WATER,
             broken=(trio.BrokenResourceError, trio.ClosedResourceError),
             on_broken=lambda: self._close_as(WsClosed(1006, "connection dropped")),
@@ -253,14 +255,14 @@ class WsConnection:
             data: bytes | bytearray = b""
             if self._closed is not None:  # closing: linger for the peer's close frame
                 with trio.move_on_at(self._linger_until()):
-                    data = await self._stream.receive_some(RECEIVE)
+                    data = await self._io.receive_some(RECEIVE)
                 if not data:
                     return None
             else:
                 if self._spawn is not None and self._standby is None:
                     self._standby = True  # (starting) while there is time: the next hand-over's
                     self._spawn(self._stand_by)
-                data = await self._stream.receive_some(RECEIVE)
+                data = await self._io.receive_some(RECEIVE)
                 if not data:
                     self._close_as(WsClosed(1006, "connection dropped"))
                     return None

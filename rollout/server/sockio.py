@@ -1,0 +1,67 @@
+# Reads and writes on a TCP connection's socket without trio's stream layer, for the WebSocket
+# connection's hot path: trio's SocketStream wraps every call in a conflict detector, an error
+# translator (a generator context manager) and a first attempt that raises and catches an
+# exception when the socket is not ready. On the way to a warm connection's first token, with
+# the caches cold between a client's turns, that layer measured about a third of a write.
+# Here the system call comes first and the readiness wait only when it would block; errors are
+# the stream's (BrokenResourceError, ClosedResourceError), and, as trio's, each call raises if
+# the task is cancelled and a write ends with a checkpoint. Any other stream (a test's wrapper,
+# TLS) is used as it is.
+from __future__ import annotations
+
+import errno
+import os
+
+import trio
+
+
+class SocketIO:
+    """`receive_some` and `send_all` of a stream, straight on its socket's file descriptor
+    when it is a trio SocketStream."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._socket = stream.socket if type(stream) is trio.SocketStream else None
+
+    def _fd(self) -> int:
+        assert self._socket is not None
+        fd = self._socket.fileno()
+        if fd < 0:  # closed (never write to a number the system may have given to another)
+            raise trio.ClosedResourceError("the connection was closed")
+        return fd
+
+    async def receive_some(self, max_bytes: int) -> bytes | bytearray:
+        if self._socket is None:
+            return await self.stream.receive_some(max_bytes)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                return os.read(self._fd(), max_bytes)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise _broken(exc) from exc
+            await trio.lowlevel.wait_readable(self._socket)
+
+    async def send_all(self, data: bytes) -> None:
+        if self._socket is None:
+            await self.stream.send_all(data)
+            return
+        await trio.lowlevel.checkpoint_if_cancelled()
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self._fd(), view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise _broken(exc) from exc
+            await trio.lowlevel.wait_writable(self._socket)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+
+
+def _broken(exc: OSError) -> Exception:
+    if exc.errno == errno.EBADF:
+        return trio.ClosedResourceError("the connection was closed")
+    return trio.BrokenResourceError(f"socket connection broken: {exc}")
