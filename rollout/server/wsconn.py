@@ -1,18 +1,14 @@
 # A server-side WebSocket connection on a trio stream, built on wsproto (sans-IO, like h11 for
-# HTTP). Why not trio-websocket: its send path writes every message with its own socket send,
-# and a response begins with four or five small events; here frames queued while the writer is
-# busy go out together in one write (a measured 3x on time to first token), the outbox is
-# bounded (a client that stops reading stalls its own sender, and the reader stops reading its
-# pings, so neither grows the server's memory), a too-large message can be answered with an
-# error event before the close 1009, and a close lingers until the peer's close frame. The
-# reader parses whole unfragmented text frames itself (a client's events) and gives wsproto
-# every other frame whole, and it can run in the caller's task (`read`), handing each message
-# to the session without a scheduler pass.
+# HTTP; why not trio-websocket: docs/design-notes.md). Frames queued while the writer is busy go
+# out in one write, the outbox is bounded (a client that stops reading stalls its own sender,
+# and the reader stops reading its pings), a too-large message is answered with an error event
+# before the close 1009, and a close lingers until the peer's close frame. The reader parses
+# whole text frames itself and gives wsproto every other frame whole; it runs in the caller's
+# task (`read`), handing each message to the session, or the task itself to a message.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-import attrs
 import trio
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
@@ -30,86 +26,16 @@ from wsproto.utilities import RemoteProtocolError
 from rollout.server.closing import LINGER_S, discard_input, half_close
 from rollout.server.outbox import Outbox
 from rollout.server.sockio import SocketIO
+from rollout.server.successor import Spawn, Successor
+from rollout.server.wsframes import TooLarge, WsClosed, frame_at, join, text_frame, text_of
 
 RECEIVE = 256 * 1024
 HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before senders wait
 
 
-class WsClosed(Exception):
-    """The connection is closed (code 1006: dropped without a close frame)."""
-
-    def __init__(self, code: int = 1006, reason: str = "") -> None:
-        super().__init__(f"{code} {reason}".strip())
-        self.code = code
-        self.reason = reason
-
-
-@attrs.frozen
-class TooLarge:
-    """A message over the size limit (its payload was dropped); the session answers it."""
-
-    size: int
-
-
 #: What a message's delivery does instead of the reading it handed over (see `read`).
 After = Callable[[], Awaitable[None]]
 Deliver = Callable[[str | bytes | TooLarge], Awaitable[After | None]]
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
-
-
-def _text_frame(payload: bytes) -> bytes:
-    """One unmasked, unfragmented text frame (RFC 6455 §5.2; a server's frames are not masked,
-    and no extension was negotiated)."""
-    n = len(payload)
-    if n < 126:
-        head = bytes((0x81, n))
-    elif n < 1 << 16:
-        head = bytes((0x81, 126)) + n.to_bytes(2, "big")
-    else:
-        head = bytes((0x81, 127)) + n.to_bytes(8, "big")
-    return head + payload
-
-
-def _frame_at(buf: bytearray) -> tuple[int, int, int, bool] | None:
-    """The frame at the start of `buf`: where its payload starts and the frame ends, its opcode
-    and FIN bit; None while its header is incomplete."""
-    if len(buf) < 2:
-        return None
-    n, at = buf[1] & 0x7F, 2
-    if n == 126:
-        if len(buf) < 4:
-            return None
-        n, at = int.from_bytes(buf[2:4], "big"), 4
-    elif n == 127:
-        if len(buf) < 10:
-            return None
-        n, at = int.from_bytes(buf[2:10], "big"), 10
-    if buf[1] & 0x80:
-        at += 4
-        if len(buf) < at:
-            return None
-    return at, at + n, buf[0] & 0x0F, bool(buf[0] & 0x80)
-
-
-def _text_of(buf: bytearray, start: int, end: int) -> str | None:
-    """The text of a masked frame's payload `buf[start:end]`; None if it is not UTF-8 (wsproto
-    then fails the connection with 1007, as for any other frame)."""
-    n = end - start
-    mask = bytes(buf[start - 4 : start]) * (n // 4 + 1)
-    key = int.from_bytes(mask[:n], "big")
-    payload = (int.from_bytes(buf[start:end], "big") ^ key).to_bytes(n, "big")
-    try:
-        return payload.decode()
-    except UnicodeDecodeError:
-        return None
-
-
-def _join(parts: list[str | bytes]) -> str | bytes:
-    if len(parts) == 1:
-        return parts[0]
-    if parts and isinstance(parts[0], bytes):
-        return b"".join(p for p in parts if isinstance(p, bytes))
-    return "".join(p for p in parts if isinstance(p, str))
 
 
 class WsConnection:
@@ -130,10 +56,7 @@ class WsConnection:
         self._closed: WsClosed | None = None
         self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
         self._handing = False  # a whole frame's message is being delivered (see handing_over)
-        self._spawn: Spawn | None = None
-        # A parked successor (see _stand_by), or True while one is being started.
-        self._standby: trio.lowlevel.Task | bool | None = None
-        self._standby_reads = False
+        self._successor: Successor | None = None  # the next reader, started ahead (`read`)
         self._ended: Callable[[], None] = lambda: None
         self._unparseable = False  # wsproto failed on the input: the rest is discarded raw
         self._deliver: Deliver = self._send_inbox.send
@@ -210,18 +133,16 @@ class WsConnection:
         *,
         successor: bool = False,
     ) -> None:
-        """Frames in, each message (or TooLarge) given to `deliver` in this task as it is
-        complete, until the peer's close frame or EOF; after a close of ours it reads on
-        (dropping messages) so the peer's close frame is seen, for LINGER_S at most (see
-        `aclose`). Reading waits while `deliver` does, and while the outbox is over
-        HIGH_WATER (pongs are writes too).
-
-        With `spawn`, `deliver` may hand the reading over (see `handing_over`): it returns
-        what this task does next, and the reading goes on in a task `spawn` starts; this
-        returns once that is done and the reading has ended. When it ends, in whichever task,
-        `ended` is called and `reading_done` set. (A `successor`, started here, returns when
-        its own part is done.)"""
-        self._deliver, self._spawn, self._ended = deliver, spawn, ended
+        """Frames in, each message (or TooLarge) given to `deliver` in this task, until the
+        peer's close frame or EOF; after a close of ours it reads on (dropping messages) for
+        the peer's close frame, LINGER_S at most. Reading waits while `deliver` does, and while
+        the outbox is over HIGH_WATER. With `spawn`, `deliver` may return what this task does
+        instead (see `handing_over`): the reading goes on in a successor (`spawn` starts it),
+        and this returns once that is done and the reading has ended. At the end, in whichever
+        task, `ended` is called and `reading_done` set."""
+        self._deliver, self._ended = deliver, ended
+        if spawn is not None and self._successor is None:
+            self._successor = Successor(spawn, self._succeed)
         self._read_started = True
         me = self._reader_task = trio.lowlevel.current_task()
         after: After | None = None
@@ -236,8 +157,8 @@ class WsConnection:
                 self._reader_task = None
                 self._send_inbox.close()
                 self.reading_done.set()
-                if isinstance(self._standby, trio.lowlevel.Task):
-                    self._wake_standby(read=False)
+                if self._successor is not None:
+                    self._successor.release()
                 ended()
         if after is not None:
             await after()
@@ -245,8 +166,7 @@ class WsConnection:
                 await self.reading_done.wait()
 
     async def _read_frames(self) -> After | None:
-        """Read until the end (None), or until a message handed the reading over (what this
-        task does instead)."""
+        """Read until the end (None), or until a message takes this task (what it does)."""
         if self._buf and (stop := await self._received(b"")):
             return stop if stop is not True else None
         while True:
@@ -259,9 +179,8 @@ class WsConnection:
                 if not data:
                     return None
             else:
-                if self._spawn is not None and self._standby is None:
-                    self._standby = True  # (starting) while there is time: the next hand-over's
-                    self._spawn(self._stand_by)
+                if self._successor is not None:
+                    self._successor.ready()  # while there is time: the next hand-over's
                 data = await self._io.receive_some(RECEIVE)
                 if not data:
                     self._close_as(WsClosed(1006, "connection dropped"))
@@ -297,7 +216,7 @@ class WsConnection:
                 if await self._to_wsproto(buf, n):
                     return True
                 continue
-            frame = _frame_at(buf)
+            frame = frame_at(buf)
             if frame is None:
                 return False  # its header is not all here yet
             start, end, opcode, fin = frame
@@ -306,7 +225,7 @@ class WsConnection:
                 if end > len(buf) and end - start <= self._max:
                     return False  # a whole text frame within the limit: wait for the rest
                 if end <= len(buf):
-                    text = _text_of(buf, start, end)
+                    text = text_of(buf, start, end)
                     if text is not None:
                         del buf[:end]
                         if self.on_frame is not None:
@@ -359,7 +278,7 @@ class WsConnection:
             dropped, parts = self._dropping, self._parts
             self._parts, self._size, self._dropping = [], 0, False
             if not dropped:
-                await self._deliver(_join(parts))
+                await self._deliver(join(parts))
 
     async def _whole(self, text: str) -> After | None:
         """A whole text frame's message: delivered, and the reading handed over if it asks."""
@@ -369,49 +288,21 @@ class WsConnection:
         if len(text) > self._max:
             await self._deliver(TooLarge(len(text)))
             return None
-        self._handing = self._spawn is not None
+        self._handing = self._successor is not None
         try:
             after = await self._deliver(text)
         finally:
             self._handing = False
         if after is None:
             return None
-        assert self._spawn is not None
+        assert self._successor is not None
         self._reader_task = None  # until the successor starts
-        if self._standby is not None and self._standby is not True:
-            self._wake_standby(read=True)
-        else:
-            self._spawn(self._succeed)
+        self._successor.take_over()
         return after
 
     async def _succeed(self) -> None:
-        """The successor of a reader that handed the reading over: reads on, from what is
-        buffered."""
-        await self.read(self._deliver, self._spawn, self._ended, successor=True)
-
-    async def _stand_by(self) -> None:
-        """A successor made ahead, while the reader waits for data: starting a task costs
-        several times what waking a parked one does, and a hand-over is on the way to a first
-        token. Parked until a hand-over wakes it to read on, or the reading ends."""
-        if self.reading_done.is_set():
-            self._standby = None
-            return
-        self._standby = trio.lowlevel.current_task()
-        self._standby_reads = False
-
-        def abort(_: object) -> trio.lowlevel.Abort:
-            self._standby = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-        if self._standby_reads:
-            await self._succeed()
-
-    def _wake_standby(self, *, read: bool) -> None:
-        task, self._standby = self._standby, None
-        assert isinstance(task, trio.lowlevel.Task)
-        self._standby_reads = read
-        trio.lowlevel.reschedule(task)
+        """A successor's reading: on from what is buffered."""
+        await self.read(self._deliver, None, self._ended, successor=True)
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
@@ -452,7 +343,7 @@ class WsConnection:
         if isinstance(message, str):
             self._queue(self._ws.send(TextMessage(data=message)))
         else:
-            self._queue(_text_frame(message))
+            self._queue(text_frame(message))
         if self._out.queued > self._out.high_water:
             await self._below_high_water()
 
@@ -460,7 +351,7 @@ class WsConnection:
         """Queue several text frames (UTF-8 JSON, as `send_message` takes bytes) at once."""
         if self._closed is not None:
             raise self._closed
-        self._queue(b"".join(map(_text_frame, messages)))
+        self._queue(b"".join(map(text_frame, messages)))
         if self._out.queued > self._out.high_water:
             await self._below_high_water()
 

@@ -16,17 +16,15 @@ import trio
 
 from protocol import codec
 from protocol.errors import ProtocolError
-from protocol.events import Event, InjectError, InjectFailedEvent
+from protocol.events import Event
 from protocol.lanes import Lane, LaneBook, LaneLimits
-from protocol.lifetime import State
-from protocol.request import AppendRequest, CancelRequest, CreateRequest, InjectRequest
+from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import check_betas
 from rollout.engine.context import Context, Route
 from rollout.engine.loop import Disconnected, Sink
-from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service import frames
-from rollout.service.live import response_not_found
+from rollout.service.inject import inject
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
@@ -82,9 +80,9 @@ class Session:
             )
         )
         self.in_flight = trio.Semaphore(c.max_in_flight)
-        self.steer = Steerer(self._send, c.max_pending_steers)
+        self.steer = Steerer(self.send_on, c.max_pending_steers)
 
-    async def _send(self, lane: Lane, event: Event) -> None:
+    async def send_on(self, lane: Lane, event: Event) -> None:
         with contextlib.suppress(Disconnected):
             await self.sink_for(lane).emit(event)
 
@@ -203,7 +201,7 @@ class Session:
         try:
             live = self.service.live.find(append.response_id, self.owner)
         except ProtocolError as local:  # another worker's rollout, maybe (a reconnect)
-            await self._elsewhere("append", append.response_id, append.input, local)
+            await self.elsewhere("append", append.response_id, append.input, local)
             return
         live.check_free(self)  # held by another connection: not found, on the frame's lane
         try:
@@ -219,69 +217,6 @@ class Session:
         except ProtocolError as exc:
             await self.refuse(exc, live.lane)
 
-    async def _inject(self, decoded: tuple[InjectRequest, Any], work: Work, size: int) -> None:
-        """`response.inject`: tool outputs for a live response of this connection (a multi-agent
-        one, or the append shape's), or a parked one (same API key). Answers
-        `response.inject.created` in the response's sequence, or `response.inject.failed`
-        with the input as sent."""
-        del size
-        inject, raw = decoded
-        rid = inject.response_id
-        live = self.service.find_live(rid, self.owner)
-        if live is not None and live.relay.target is not None and live.relay.holder is not self:
-            live = None  # another connection holds it: not found from here
-        known = self.steer.known.get(rid)
-        if live is None and known is None and self.service.cluster is not None:
-            try:  # another worker's rollout (a reconnect): delivered there, answered here
-                await self._elsewhere("inject", rid, inject.input, response_not_found(rid), raw)
-                return
-            except ProtocolError as exc:
-                if exc.code == "response_not_suspended":  # it finished (on another worker)
-                    error = InjectError(code="response_already_completed", message=exc.message)
-                    event = InjectFailedEvent(
-                        response_id=rid, input=tuple(raw), error=error, sequence_number=0
-                    )
-                    await self._send(None, event)
-                    return
-                if exc.code != "response_not_found":
-                    raise
-        if live is None:
-            await self._inject_failed(rid, raw, known)
-            return
-        try:
-            self.service.inject(live, inject.input, work, self.sink_for(live.lane), holder=self)
-        except ProtocolError as exc:
-            code = "response_already_completed" if live.state is State.FINISHED else "invalid_input"
-            message = exc.message
-            note: Note = lambda s: s.inject_failed(raw, code, message)  # noqa: E731
-            if live.relay.holder is self:
-                live.prepared.rollout.mailbox.post(note)
-            else:  # parked: its loop waits and sends nothing
-                await self._send(live.lane, note(live.prepared.rollout.stream))
-
-    async def _inject_failed(self, rid: str, raw: Any, known: Known | None) -> None:
-        finished = rid in self.service.live.finished and self.service.live.finished[rid] == (
-            self.owner
-        )
-        if finished or (known is not None and known.rollout.stream.terminal is not None):
-            code, message = "response_already_completed", f"Response '{rid}' has already completed."
-        elif known is not None:
-            code = "invalid_input"
-            message = (
-                f"Response '{rid}' does not wait for injected input; create it with "
-                "'multi_agent': {'enabled': true}."
-            )
-        else:
-            code, message = "response_not_found", f"Response with id '{rid}' not found."
-        if known is not None:
-            await self.steer.notify(known, lambda s: s.inject_failed(raw, code, message))
-            return
-        error = InjectError(code=code, message=message)
-        await self._send(
-            None,
-            InjectFailedEvent(response_id=rid, input=tuple(raw), error=error, sequence_number=0),
-        )
-
     async def _steer(self, value: dict[str, Any], work: Work, size: int) -> None:
         del work, size
         await self.steer.steer(value)
@@ -291,11 +226,11 @@ class Session:
         try:
             live = self.service.live.find(cancel.response_id, self.owner)
         except ProtocolError as local:  # another worker's rollout, maybe: its events come here
-            await self._elsewhere("cancel", cancel.response_id, (), local)
+            await self.elsewhere("cancel", cancel.response_id, (), local)
             return
         self.service.cancel(live.id, self.owner, self.sink_for(live.lane), self)
 
-    async def _elsewhere(
+    async def elsewhere(
         self, kind: str, rid: str, items: Any, local: ProtocolError, raw: Any = ()
     ) -> None:
         """Deliver to the worker that owns `rid` (many workers); `local` if none does."""
@@ -419,7 +354,7 @@ class Session:
 EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
     "response.create": (frames.decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
-    "response.inject": (frames.decode_inject, Session._inject),
+    "response.inject": (frames.decode_inject, inject),
     "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
     "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
 }
