@@ -4,19 +4,35 @@
 # with the input as sent. A handler of the session's table of events (rollout.service.session).
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from protocol.errors import ProtocolError
-from protocol.events import InjectError, InjectFailedEvent
+from protocol.events import Event, InjectError, InjectFailedEvent
+from protocol.lanes import Lane
 from protocol.lifetime import State
 from protocol.request import InjectRequest
+from rollout.engine.loop import Sink
 from rollout.engine.mailbox import Note
 from rollout.engine.work import Work
 from rollout.service.live import response_not_found
-from rollout.service.steer import Known
+from rollout.service.service import Service
+from rollout.service.steer import Known, Steerer
 
-if TYPE_CHECKING:
-    from rollout.service.session import Session
+
+class Session(Protocol):
+    """What the handler uses of the connection's session (rollout.service.session.Session)."""
+
+    service: Service
+    owner: str | None
+    steer: Steerer
+    sink_for: Callable[[Lane], Sink]
+
+    async def send_on(self, lane: Lane, event: Event) -> None: ...
+
+    async def elsewhere(
+        self, kind: str, rid: str, items: Any, local: ProtocolError, raw: Any = ()
+    ) -> None: ...
 
 
 async def inject(
