@@ -25,7 +25,7 @@ from rollout.engine.loop import Disconnected, Sink
 from rollout.engine.work import Work
 from rollout.service import frames
 from rollout.service.inject import inject
-from rollout.service.service import Hold, Service, off_loop
+from rollout.service.service import OFF_LOOP_BYTES, Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 
@@ -142,14 +142,19 @@ class Session:
         lane: Lane = None
         value: object = None
         try:
+            size = len(message)
             with work.stage("decode", items=1) as c:
-                c.tokens = len(message)
-                value = await off_loop(codec.loads, message, len(message))
+                c.tokens = size
+                small = size < OFF_LOOP_BYTES  # (decoded here; a large frame in a thread)
+                value = (
+                    codec.loads(message) if small else await off_loop(codec.loads, message, size)
+                )
                 frame = frames.frame_object(value)
                 lane = frames.lane_of(frame)
                 kind = frames.event_type(frame, EVENTS)
-                request = await off_loop(EVENTS[kind][0], frame, len(message))
-            await EVENTS[kind][1](self, request, work, len(message))
+                decode = EVENTS[kind][0]
+                request = decode(frame) if small else await off_loop(decode, frame, size)
+            await EVENTS[kind][1](self, request, work, size)
         except ProtocolError as exc:
             sent = value.get("type") if isinstance(value, dict) else None
             if sent == "response.create" and isinstance(value, dict):
