@@ -9,7 +9,8 @@ then a same-size message to a trio-websocket echo (in its own process), for `--t
 `response.output_text.delta` and that over the echo's median round trip: the figure
 `rollout bench first-token` prints as `first_token.ratio`, here for several checkouts measured
 in one run. Only the public API of each checkout is used (`rollout.Engine`, `ScriptedPolicy`,
-`text`, `serve`), so an old commit measures the same way.
+`text`, `serve`, and the collector settings of `rollout serve` where it has them), so an old
+commit measures the same way.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from trio_websocket import WebSocketConnection, connect_websocket_url
 
 SERVER = """
 import trio, rollout
+try:  # the collector settings of `rollout serve`, where the checkout has them
+    from rollout.server.listen import tune_gc
+    tune_gc()
+except ImportError:
+    pass
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.text("ok")))
 async def main():
     async with trio.open_nursery() as n:
