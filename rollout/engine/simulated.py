@@ -42,6 +42,12 @@ class SimulatedModel:
             pacer = Pacer(self.profile)
             try:
                 yield p.Prefilled(pf.prompt_tokens, pf.cached_tokens)
+                if isinstance(step, TextStep) and r.reasoning is None and _all_due(r, pacer):
+                    # (the common answer, streamed without a generator of its own)
+                    yield p.MessageStart(refusal=step.refusal, citations=step.citations)
+                    if deltas := pieces(step.text):
+                        yield p.Text(deltas)
+                    return
                 async for piece in self.output(r, step, pacer):
                     yield piece
             finally:
@@ -67,10 +73,6 @@ class SimulatedModel:
                     return
         if isinstance(step, TextStep):
             yield p.MessageStart(refusal=step.refusal, citations=step.citations)
-            if pacer.unpaced and r.budget_left is None:  # all of it is due now, in one piece
-                if deltas := pieces(step.text):
-                    yield p.Text(deltas)
-                return
             async for piece in _decode(r, step.text, pacer, p.Text):
                 yield piece
             return
@@ -124,6 +126,11 @@ async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
                 return
 
 
+def _all_due(r: Rollout, pacer: Pacer) -> bool:
+    """Every token is due at once: no declared decode speed and no output budget."""
+    return pacer.unpaced and r.budget_left is None
+
+
 async def _decode(
     r: Rollout, text: str, pacer: Pacer, make: Callable[[p.Deltas], p.Piece]
 ) -> Pieces:
@@ -132,7 +139,7 @@ async def _decode(
     piece; the pacer sleeps only to deadlines more than a millisecond away."""
     left = r.budget_left
     deltas = pieces(text)
-    if pacer.unpaced and left is None:  # all of it is due now
+    if _all_due(r, pacer):  # all of it is due now
         if deltas:
             yield make(deltas)
         return

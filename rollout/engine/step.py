@@ -196,11 +196,13 @@ class Step:
             return await self._summary(piece.deltas)
         if isinstance(piece, p.ReasoningEnd):
             return await self._close(hidden=piece.hidden)
-        await self._close()
+        if self.kind:
+            await self._close()
         self.index = r.stream.next_output_index
         if isinstance(piece, p.MessageStart):
             self.kind, self.chars = "text", 0
-            self.citations = sorted(piece.citations, key=lambda c: c.end_index)
+            cited = piece.citations
+            self.citations = sorted(cited, key=lambda c: c.end_index) if cited else []
             await r.send(r.stream.begin_text(new_id("msg"), refusal=piece.refusal))
         elif isinstance(piece, p.CallStart):
             self.kind, self.name, self.buffer = "call", piece.name, []
