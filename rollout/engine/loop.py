@@ -241,11 +241,12 @@ class Rollout:
             await self.sink.emit(notes.pop(0)(self.stream))
 
     async def send(self, events: list[Event] | tuple[Event, ...] | Event) -> None:
-        if isinstance(events, list | tuple):
-            for e in events:
-                await self.emit(e)
-        else:
-            await self.emit(events)
+        if not isinstance(events, list | tuple):
+            events = (events,)
+        for e in events:
+            if self.gone:
+                return
+            await self.sink.emit(e)
 
     @property
     def budget_left(self) -> int | None:

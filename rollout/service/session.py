@@ -303,7 +303,8 @@ class Session:
         """One response on `lane`: prepare (None if refused), register, run, cache."""
         parent = req.previous_response_id
         try:
-            base = await self._base(lane, req, work)
+            fresh = req.previous_response_id is None
+            base = Context() if fresh else await self._base(lane, req, work)
             prepared = await self.service.prepare(
                 req,
                 work,
