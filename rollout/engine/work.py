@@ -92,9 +92,9 @@ class Work:
             self.marks.append((name, time.perf_counter() if at is None else at))
 
     def stage(self, name: str, *, items: int = 0, tokens: int = 0) -> _Stage:
-        """Time a stage (`with work.stage("scan") as c:`); the yielded count can be updated
-        inside (e.g. tokens found)."""
-        return _Stage(self, name, StageCount(calls=1, items=items, tokens=tokens))
+        """Time a stage (`with work.stage("scan") as c:`); its `tokens` can be set inside
+        (e.g. tokens found)."""
+        return _Stage(self, name, items, tokens)
 
     def merge(self, other: Work) -> None:
         for name, c in other.counts.items():
@@ -110,25 +110,30 @@ class Work:
 
 
 class _Stage:
-    """The context manager behind Work.stage (a class: cheaper than a generator per stage)."""
+    """The context manager behind Work.stage (a class: cheaper than a generator per stage). It
+    adds itself to the Work's count of the stage as it exits."""
 
-    __slots__ = ("count", "name", "start", "work")
+    __slots__ = ("items", "name", "start", "tokens", "work")
 
-    def __init__(self, work: Work, name: str, count: StageCount) -> None:
+    def __init__(self, work: Work, name: str, items: int, tokens: int) -> None:
         self.work = work
         self.name = name
-        self.count = count
+        self.items = items
+        self.tokens = tokens
         self.start = 0.0
 
-    def __enter__(self) -> StageCount:
+    def __enter__(self) -> _Stage:
         self.start = time.perf_counter()
-        return self.count
+        return self
 
     def __exit__(self, *exc: object) -> None:
         end = time.perf_counter()
-        self.count.seconds = end - self.start
         work = self.work
-        work.counts[self.name].add(self.count)
+        count = work.counts[self.name]
+        count.calls += 1
+        count.items += self.items
+        count.tokens += self.tokens
+        count.seconds += end - self.start
         if work.keep_spans:
             work.spans.append(Span(self.name, self.start, end))
 
