@@ -185,7 +185,8 @@ class Engine:
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
         ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts, hidden))
         await extend(ctx, items, work)
-        await self.scan_latency(ctx.scan.tokens_scanned - before, work)
+        if ctx.scan.tokens_scanned > before and self.costs.safety_seconds(1) > 0:
+            await self.scan_latency(ctx.scan.tokens_scanned - before, work)
         truncation = req.truncation or "disabled"
         ctx = fit(ctx, profile.context_window, truncation, work)
         ctx.choice = resolve_tool_choice(

@@ -32,7 +32,8 @@ async def _boundary(r: Rollout, env: LoopEnv) -> None:
 
 async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
     while True:
-        await _boundary(r, env)
+        if r.mailbox.items or r.mailbox.notes:
+            await _boundary(r, env)
         r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
         if r.mailbox.stop is not None and r.stream.response.output:
             return Outcome("incomplete", reason=r.mailbox.stop)

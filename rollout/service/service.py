@@ -41,6 +41,7 @@ T = TypeVar("T")
 #: Bodies and frames at least this large are decoded in a worker thread, so one huge request
 #: never stalls the event loop for every other client.
 OFF_LOOP_BYTES = 256 * 1024
+END_RESPONSE = EndResponse()  # the chain shape's client executor (it holds no state)
 
 
 class Peers(Protocol):
@@ -172,8 +173,9 @@ class Service:
             await self.engine.open(prepared)
         multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
         if req.shape != "append" and not multi_agent:
-            self._log(prepared)
-            await self.engine.run(prepared, EndResponse(), billing=billing, plan=plan)
+            if self.cluster is not None or self.events is not None:
+                self._log(prepared)
+            await self.engine.run(prepared, END_RESPONSE, billing=billing, plan=plan)
             return
         if self.cluster is not None:
             await self.cluster.claim(prepared, lane)
