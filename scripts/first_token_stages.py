@@ -18,16 +18,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import tempfile
 import time
 
 import orjson
 import trio
-from trio_websocket import WebSocketConnection, connect_websocket_url
+from trio_websocket import connect_websocket_url
 
-from rollout.experiments.firsttoken import ECHO_SERVER, MINIMAL_SERVER, TEXT_SERVER
+from rollout.experiments.firsttoken import (
+    ECHO_SERVER,
+    MINIMAL_SERVER,
+    TEXT_SERVER,
+    first_delta,
+    recorded_frames,
+)
 from rollout.experiments.procs import running
-from rollout.experiments.streams import ws_frames
 
 CUT = """
 import sys, orjson
@@ -85,30 +89,9 @@ STAGES = ("decoded", "lane", "prepared", "loop")
 WARMUP = 30
 
 
-async def first_delta(ws: WebSocketConnection) -> float:
-    start = time.perf_counter()
-    await ws.send_message(CREATE)
-    first = 0.0
-    while True:
-        message = str(await ws.get_message())
-        if not first and '"response.output_text.delta"' in message[:60]:
-            first = time.perf_counter() - start
-        if '"response.completed"' in message[:60]:
-            return first
-
-
 async def measure(turns: int) -> None:
     async with running(TEXT_SERVER) as server:
-        frames: list[str] = []
-
-        def collect(data: bytes) -> bool:
-            frames.append(data.decode())
-            return b'"response.completed"' in data[:40]
-
-        await trio.to_thread.run_sync(ws_frames, server.port, collect)
-        with tempfile.NamedTemporaryFile(suffix=".json") as recorded:
-            recorded.write(orjson.dumps(frames))
-            recorded.flush()
+        with await recorded_frames(server.port) as recorded:
             async with (
                 running(ECHO_SERVER) as echo,
                 running(MINIMAL_SERVER, [f"replay:{recorded.name}"]) as replay,
@@ -131,14 +114,15 @@ async def measure(turns: int) -> None:
                 echo_ws = await connect_websocket_url(nursery, f"ws://127.0.0.1:{echo.port}/")
                 times: dict[str, list[float]] = {k: [] for k in [*urls, "echo"]}
                 for turn in range(turns + WARMUP):
-                    got = {k: await first_delta(ws) for k, ws in clients.items()}
+                    got = {k: await first_delta(ws, CREATE) for k, ws in clients.items()}
                     start = time.perf_counter()
                     await echo_ws.send_message("x" * len(CREATE))
                     await echo_ws.get_message()
                     got["echo"] = time.perf_counter() - start
                     if turn >= WARMUP:
                         for k, v in got.items():
-                            times[k].append(v)
+                            if v is not None:  # (a response without a text delta: none here)
+                                times[k].append(v)
                 nursery.cancel_scope.cancel()
     echo_s = statistics.median(times["echo"])
     for name in ("replay", *STAGES, "full", "echo"):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from typing import Any
 
 import orjson
 import trio
@@ -112,7 +113,7 @@ async def handle(stream):
 )
 
 
-async def _first_delta(ws: WebSocketConnection, create: str) -> float | None:
+async def first_delta(ws: WebSocketConnection, create: str) -> float | None:
     """Send a create; seconds to its first text delta (read on to the completed event)."""
     start = time.perf_counter()
     await ws.send_message(create)
@@ -125,6 +126,22 @@ async def _first_delta(ws: WebSocketConnection, create: str) -> float | None:
             return first
 
 
+async def recorded_frames(port: int) -> Any:
+    """The frames of one response from the server on `port`, as a JSON list in a temporary
+    file (closed, and so removed, by the caller: use it as a context manager)."""
+    frames: list[str] = []
+
+    def collect(data: bytes) -> bool:
+        frames.append(data.decode())
+        return b'"response.completed"' in data[:40]
+
+    await trio.to_thread.run_sync(ws_frames, port, collect)
+    recorded = tempfile.NamedTemporaryFile(suffix=".json")  # noqa: SIM115 (the caller closes it)
+    recorded.write(orjson.dumps(frames))
+    recorded.flush()
+    return recorded
+
+
 async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> None:
     create = orjson.dumps(
         {"type": "response.create", "model": "m", "input": "hi", "store": False}
@@ -132,16 +149,7 @@ async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> N
     payload = "x" * len(create)
     times: dict[str, list[float]] = {"ours": [], "echo": [], "minimal": [], "replay": []}
     async with running(TEXT_SERVER) as server:
-        frames: list[str] = []
-
-        def collect(data: bytes) -> bool:
-            frames.append(data.decode())
-            return b'"response.completed"' in data[:40]
-
-        await trio.to_thread.run_sync(ws_frames, server.port, collect)
-        with tempfile.NamedTemporaryFile(suffix=".json") as replayed:
-            replayed.write(orjson.dumps(frames))
-            replayed.flush()
+        with await recorded_frames(server.port) as replayed:
             async with (
                 running(ECHO_SERVER) as echo,
                 running(MINIMAL_SERVER, [f"echo:{len(payload)}"]) as minimal,
@@ -155,8 +163,8 @@ async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> N
             ):
                 for i in range(samples + warmup):  # interleaved; the first turns warm all up
                     got: dict[str, float | None] = {
-                        "ours": await _first_delta(ws, create),
-                        "replay": await _first_delta(rws, create),
+                        "ours": await first_delta(ws, create),
+                        "replay": await first_delta(rws, create),
                     }
                     for name, client in (("echo", ews), ("minimal", mws)):
                         start = time.perf_counter()

@@ -15,25 +15,14 @@ from hypothesis import strategies as st
 from wsproto.events import Request
 
 from rollout.server.wsconn import TooLarge, WsClosed, WsConnection
+from support.rawws import raw_frame
 from support.waits import TIMEOUT
 
 Frame_ = wsproto.frame_protocol.Frame
 
 
 def encode(opcode: int, fin: bool, payload: bytes, key: bytes, masked: bool = True) -> bytes:
-    n = len(payload)
-    first = (0x80 if fin else 0) | opcode
-    bit = 0x80 if masked else 0
-    if n < 126:
-        head = bytes([first, bit | n])
-    elif n < 1 << 16:
-        head = bytes([first, bit | 126]) + n.to_bytes(2, "big")
-    else:
-        head = bytes([first, bit | 127]) + n.to_bytes(8, "big")
-    if not masked:
-        return head + payload
-    body = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-    return head + key + body
+    return raw_frame(opcode, payload, fin=fin, mask=masked, key=key)
 
 
 async def run_exchange(

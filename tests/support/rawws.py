@@ -80,9 +80,16 @@ TEXT, BINARY, CONTINUATION, CLOSE, PING = 0x1, 0x2, 0x0, 0x8, 0x9
 
 
 def raw_frame(
-    opcode: int, payload: bytes, *, fin: bool = True, rsv: int = 0, mask: bool = True
+    opcode: int,
+    payload: bytes,
+    *,
+    fin: bool = True,
+    rsv: int = 0,
+    mask: bool = True,
+    key: bytes | None = None,
 ) -> bytes:
-    """One WebSocket frame as a client would put it on the wire (masked unless told)."""
+    """One WebSocket frame as a client would put it on the wire (masked unless told, with
+    `key` or a random one)."""
     first = (0x80 if fin else 0) | (rsv << 4) | opcode
     bit = 0x80 if mask else 0
     n = len(payload)
@@ -94,7 +101,7 @@ def raw_frame(
         head = bytes([first, bit | 127]) + n.to_bytes(8, "big")
     if not mask:
         return head + payload
-    key = os.urandom(4)
+    key = key or os.urandom(4)
     masked = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
     return head + key + masked
 
