@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
-from typing import Any
+from typing import IO
 
 import orjson
 import trio
@@ -126,7 +126,7 @@ async def first_delta(ws: WebSocketConnection, create: str) -> float | None:
             return first
 
 
-async def recorded_frames(port: int) -> Any:
+async def recorded_frames(port: int) -> IO[bytes]:
     """The frames of one response from the server on `port`, as a JSON list in a temporary
     file (closed, and so removed, by the caller: use it as a context manager)."""
     frames: list[str] = []

@@ -66,7 +66,6 @@ class Session:
     # The transport's reader may hand its task to the frame being handled (see `receive`).
     handing_over: Callable[[], bool] = lambda: False
     _nursery: trio.Nursery | None = None
-    _here: After | None = None  # set by a create that takes the reader's task (see receive)
     _billing: trio.Nursery | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -132,7 +131,6 @@ class Session:
         free in-flight slot, while the transport's reader can hand its task over: this returns
         the lane's run, for the reader's task to do (the reading goes on in a new task), so the
         response's first token leaves without a pass through the scheduler to a lane task."""
-        self._here = None
         if self.taps.watching:
             await self.taps.frame(message)
         if isinstance(message, bytes):
@@ -154,7 +152,7 @@ class Session:
                 kind = frames.event_type(frame, EVENTS)
                 decode = EVENTS[kind][0]
                 request = decode(frame) if small else await off_loop(decode, frame, size)
-            await EVENTS[kind][1](self, request, work, size)
+            return await EVENTS[kind][1](self, request, work, size)
         except ProtocolError as exc:
             sent = value.get("type") if isinstance(value, dict) else None
             if sent == "response.create" and isinstance(value, dict):
@@ -162,10 +160,11 @@ class Session:
             await self.refuse(exc, lane)
             if sent == "response.inject" and self.hangup is not None:
                 await self.hangup()  # a malformed inject closes the connection
-        here, self._here = self._here, None
-        return here
+        return None
 
-    async def _create(self, req: CreateRequest, work: Work, size: int) -> None:
+    async def _create(self, req: CreateRequest, work: Work, size: int) -> After | None:
+        """Queue the create on its lane; its lane's run, if this task is to do it (see
+        `receive`)."""
         check_betas(req, self.betas)
         lane = req.stream_id
         self.book.admit(lane, req.previous_response_id, size)
@@ -175,7 +174,7 @@ class Session:
         jobs = self.lanes.get(lane)
         if jobs is not None:  # the lane runs: next in line
             jobs.append(job)
-            return
+            return None
         jobs = self.lanes[lane] = collections.deque([job])
         if self.handing_over() and not self.closed:
             try:
@@ -183,10 +182,10 @@ class Session:
             except trio.WouldBlock:
                 pass
             else:
-                self._here = functools.partial(self._lane, lane, jobs, True)
-                return
+                return functools.partial(self._lane, lane, jobs, True)
         assert self._nursery is not None
         self._nursery.start_soon(self._lane, lane, jobs)
+        return None
 
     def _active_by(self, delta: int) -> None:
         self.active += delta
@@ -357,7 +356,8 @@ class Session:
 
 
 #: The client events of WebSocket mode: type -> (decode, handle).
-EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[None]]]] = {
+#: (A handler returns what the reading task does next, if it takes that task: only a create.)
+EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[After | None]]]] = {
     "response.create": (frames.decode_create, Session._create),
     "response.append": (codec.decode_append, Session._append),
     "response.inject": (frames.decode_inject, inject),

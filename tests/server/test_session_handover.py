@@ -1,0 +1,97 @@
+# A create that can start at once is handed the reading task (Session.receive returns its lane's
+# run) only when the transport can hand its reader over, its lane has nothing running and an
+# in-flight slot is free; otherwise it goes to a lane task as before. Either way its response
+# runs to the end, and a second create on a busy lane waits its turn.
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import trio
+import trio.testing
+
+import rollout
+from protocol.events import Event
+from protocol.lanes import Lane
+from rollout.engine.work import Stats
+from rollout.service.config import ServerConfig
+from rollout.service.service import Service
+from rollout.service.session import Session
+from rollout.service.taps import TapConfig
+
+
+class Sink:
+    def __init__(self, into: list[str]) -> None:
+        self.into = into
+
+    async def emit(self, event: Event) -> None:
+        self.into.append(event.type)
+
+    async def emit_run(self, run: Any) -> None:
+        self.into.extend(e.type for e in run.events())
+
+    async def flush(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
+def create(stream_id: str | None = None) -> str:
+    body: dict[str, Any] = {"type": "response.create", "model": "m", "input": "hi"}
+    if stream_id is not None:
+        body["stream_id"] = stream_id
+    return orjson.dumps({**body, "store": False}).decode()
+
+
+async def run_session(handing: bool, frames: list[str]) -> tuple[list[object], list[str]]:
+    engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
+    service = Service(engine, ServerConfig())
+    events: list[str] = []
+    returned: list[object] = []
+
+    async def refuse(exc: Exception, lane: Lane) -> None:
+        raise AssertionError(exc)
+
+    async def nothing() -> None:
+        pass
+
+    session = Session(
+        service,
+        None,
+        TapConfig().open("ws", 1, Stats()),
+        lambda lane: Sink(events),
+        refuse,
+        nothing,
+    )
+    session.handing_over = lambda: handing
+
+    async def read(receive: Any, spawn: Any, ended: Any) -> None:
+        """The transport's part: each frame to the session; a run it returns goes on in a
+        task of its own here (the real reader reads on in a successor instead)."""
+        for frame in frames:
+            after = await receive(frame)
+            returned.append(after)
+            if after is not None:
+                spawn(after)
+        await trio.testing.wait_all_tasks_blocked()  # every response ran to its end
+        ended()
+
+    with trio.fail_after(10):
+        await session.serve(read)
+    return returned, events
+
+
+async def test_a_create_takes_the_reading_task_only_when_it_is_handed_over() -> None:
+    returned, events = await run_session(True, [create()])
+    assert callable(returned[0])
+    assert events[-1] == "response.completed"
+    returned, events = await run_session(False, [create()])
+    assert returned == [None]  # a lane task runs it
+    assert events[-1] == "response.completed"
+
+
+async def test_a_create_on_a_lane_that_runs_waits_its_turn() -> None:
+    returned, events = await run_session(True, [create("a"), create("a")])
+    assert callable(returned[0]) and returned[1] is None  # (queued while the first ran)
+    assert events.count("response.completed") == 2
