@@ -210,26 +210,37 @@ def new_response(
     reasoning: Mapping[str, Any] | None = None,
 ) -> Response:
     """The in-progress Response a request starts: the request's settings, or their defaults.
-    `reasoning` is the effective setting (the model's default effort filled in), when known."""
+    `reasoning` is the effective setting (the model's default effort filled in), when known.
+
+    A copy of a blank response with the request's settings set on it: cheaper than the
+    constructor's keyword arguments when the caches are cold (as at each create of an agent's
+    turns); every field holding a dict is set anew here, none is shared with the blank."""
     effective = dict(reasoning or req.reasoning or {})
     effective.setdefault("effort", None)
     effective.setdefault("summary", None)
-    return Response(
-        id=response_id,
-        created_at=created_at,
-        **{name: getattr(req, name) for name in ECHOED},
-        parallel_tool_calls=req.parallel,
-        reasoning=effective,
-        service_tier="default" if req.service_tier in (None, "auto") else req.service_tier,
-        temperature=1.0 if req.temperature is None else req.temperature,
-        presence_penalty=req.presence_penalty or 0.0,
-        frequency_penalty=req.frequency_penalty or 0.0,
-        text=response_text(req.text),
-        top_logprobs=req.top_logprobs or 0,
-        top_p=1.0 if req.top_p is None else req.top_p,
-        truncation=req.truncation or "disabled",
-        metadata=req.metadata or {},
-    )
+    response = _BLANK.snapshot()
+    response.id = response_id
+    response.created_at = created_at
+    for name in ECHOED:
+        setattr(response, name, getattr(req, name))
+    response.parallel_tool_calls = req.parallel
+    response.reasoning = effective
+    if req.service_tier not in (None, "auto"):
+        response.service_tier = req.service_tier
+    if req.temperature is not None:
+        response.temperature = req.temperature
+    response.presence_penalty = req.presence_penalty or 0.0
+    response.frequency_penalty = req.frequency_penalty or 0.0
+    response.text = response_text(req.text)
+    response.top_logprobs = req.top_logprobs or 0
+    if req.top_p is not None:
+        response.top_p = req.top_p
+    response.truncation = req.truncation or "disabled"
+    response.metadata = req.metadata or {}
+    return response
+
+
+_BLANK = Response(id="", created_at=0, model="")  # the defaults; never sent, never changed
 
 
 __all__ = [

@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 
 from protocol import codec
 from protocol import events as ev
+from protocol import items as it
 from protocol.codec import _PLAIN_CREATE, _plain_create
 from protocol.errors import ProtocolError
 from protocol.input import new_response, normalize_input
 from protocol.request import CreateRequest
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
-from support.strategies import SETTINGS, events, events_of, responses
+from support.strategies import SETTINGS, events, events_of, messages, output_texts, responses
 
 TOOLS = [
     {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": True},
@@ -122,4 +123,34 @@ def test_any_event_encodes_as_the_converter_does(event: Any) -> None:
     expected = codec.converter.unstructure(event)
     if isinstance(event, ev.ResponseEvent):
         expected["response"] = codec.converter.unstructure(event.response)
-    assert orjson.loads(codec.encode_event(event)) == orjson.loads(orjson.dumps(expected))
+    assert codec.encode_event(event) == orjson.dumps(expected)  # keys in the same order too
+
+
+output_messages = st.builds(
+    it.Message,
+    id=st.none() | st.just("msg_1"),
+    role=st.just("assistant"),
+    content=st.lists(output_texts, max_size=3).map(tuple),
+    status=st.sampled_from([None, "in_progress", "completed"]),
+    phase=st.sampled_from([None, "commentary", "final_answer"]),
+)
+
+
+@SETTINGS
+@given(st.one_of(messages, output_messages, output_texts))
+def test_a_message_or_part_takes_the_direct_path_only_with_the_converters_form(item: Any) -> None:
+    done = codec._DIRECT[type(item)](item)
+    if done is not None:
+        same(done, codec.converter.unstructure(item))
+
+
+def test_a_plain_output_message_and_its_part_take_the_direct_path() -> None:
+    part = it.OutputText(text="ok")
+    for phase in (None, "final_answer"):
+        message = it.Message(id="msg_1", role="assistant", content=(part,), phase=phase)
+        assert codec._message_json(message) is not None
+        same(codec._message_json(message), codec.converter.unstructure(message))
+    assert codec._output_text_json(part) is not None
+    cited = it.UrlCitation(url="https://a", title="a", start_index=0, end_index=1)
+    assert codec._output_text_json(attrs.evolve(part, annotations=(cited,))) is None
+    assert codec._message_json(it.Message(role="user", content="hi")) is None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import attrs
 
-from protocol.input import normalize_input
+from protocol import codec
+from protocol.input import ECHOED, new_response, normalize_input
 from protocol.items import InputText, Message, OutputText
 from protocol.response import Response, Usage
 
@@ -32,3 +33,41 @@ def test_the_short_form_of_input_is_stored_as_its_long_form() -> None:
     assert short[0] == Message(
         role="user", content=(InputText(text="hello"),), id="msg_a", status="completed"
     )
+
+
+def test_a_new_response_echoes_the_request_and_shares_nothing_with_the_next() -> None:
+    plain = new_response(codec.decode_create({"model": "m", "input": "hi"}), "resp_1", 1)
+    assert (plain.id, plain.created_at, plain.model, plain.status) == (
+        "resp_1",
+        1,
+        "m",
+        "in_progress",
+    )
+    assert (plain.service_tier, plain.temperature, plain.top_p) == ("default", 1.0, 1.0)
+    assert plain.text == {"format": {"type": "text"}, "verbosity": "medium"}
+    assert plain.reasoning == {"effort": None, "summary": None} and plain.metadata == {}
+    body = {
+        "model": "m2",
+        "input": "hi",
+        "instructions": "be brief",
+        "service_tier": "flex",
+        "temperature": 0.0,
+        "top_p": 0.5,
+        "presence_penalty": 0.1,
+        "metadata": {"k": "v"},
+        "truncation": "auto",
+        "user": "u",
+    }
+    req = codec.decode_create(body)
+    set_ = new_response(req, "resp_2", 2, {"effort": "low"})
+    assert {name: getattr(set_, name) for name in ECHOED} == {n: getattr(req, n) for n in ECHOED}
+    assert (set_.service_tier, set_.temperature, set_.top_p) == ("flex", 0.0, 0.5)
+    assert (set_.presence_penalty, set_.truncation, set_.metadata) == (0.1, "auto", {"k": "v"})
+    assert set_.reasoning == {"effort": "low", "summary": None}
+    for changed in (plain, set_):  # what one response's loop changes, no other response sees
+        changed.output.append(Message(role="assistant", content="x"))
+        changed.text["verbosity"] = "high"
+        changed.reasoning["effort"] = "high"
+    after = new_response(codec.decode_create({"model": "m", "input": "hi"}), "resp_3", 3)
+    assert after.output == [] and after.text["verbosity"] == "medium"
+    assert after.reasoning == {"effort": None, "summary": None}
