@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+import types
 import zlib
+from collections.abc import Mapping
 
 import attrs
 import trio
@@ -59,6 +61,14 @@ from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
 CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
+PROFILES_KEPT = 1024  # model names whose profile an engine remembers
+PROFILE_NAME_CHARS = 256  # and the longest name it remembers
+
+
+def _read_only(table: Mapping[str, profiles.ModelProfile]) -> Mapping[str, profiles.ModelProfile]:
+    """A model table as an engine keeps it: a read-only copy (so the memo of its lookups
+    holds until a table is assigned anew)."""
+    return types.MappingProxyType(dict(table))
 
 
 @attrs.define
@@ -82,8 +92,9 @@ class Engine:
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
     changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
-    models: dict[str, profiles.ModelProfile] = attrs.field(
-        factory=lambda: dict(profiles.MODEL_PROFILES)
+    # The model table (read only: a new table is assigned whole, and replaces the memo).
+    models: Mapping[str, profiles.ModelProfile] = attrs.field(
+        factory=lambda: profiles.MODEL_PROFILES, converter=_read_only
     )
     secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
     thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
@@ -91,6 +102,9 @@ class Engine:
     # a real engine (rollout.upstream.UpstreamModel).
     model: Model | None = None
     _loop_env: tuple[tuple[object, ...], LoopEnv] | None = attrs.field(default=None, init=False)
+    _profiles: tuple[object, dict[str, profiles.ModelProfile]] = attrs.field(
+        factory=lambda: (None, {}), init=False
+    )  # the profiles of the model names asked for, and the table they come from
 
     def notify(self) -> None:
         """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
@@ -116,6 +130,20 @@ class Engine:
             )
             made = self._loop_env = (parts, env)
         return made[1]
+
+    def profile(self, model: str) -> profiles.ModelProfile:
+        """The profile of a model name in `models`, remembered for PROFILES_KEPT names of up
+        to PROFILE_NAME_CHARS (a name that matches no entry exactly is looked up among the
+        prefixes once, not at each create; other names are looked up each time)."""
+        table, known = self._profiles
+        if table is not self.models:
+            table, known = self._profiles = (self.models, {})
+        found = known.get(model)
+        if found is None:
+            found = profiles.model_profile(model, self.models)
+            if len(known) < PROFILES_KEPT and len(model) <= PROFILE_NAME_CHARS:
+                known[model] = found
+        return found
 
     # -- pre-inference --------------------------------------------------------------------------
 
@@ -175,7 +203,7 @@ class Engine:
                 base = await self.restore(req.previous_response_id, work, owner)
             else:
                 base = Context()
-        profile = profiles.model_profile(req.model, self.models)
+        profile = self.profile(req.model)
         raw = normalize_input(req.input, new_id)
         check_input(raw, base.open_calls, base.by_id, base.async_calls)
         hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ CACHE_TTL_S: dict[str, float] = {
 DEFAULT_RETENTION = "24h"
 
 
-def model_profile(name: str, table: dict[str, ModelProfile] | None = None) -> ModelProfile:
+def model_profile(name: str, table: Mapping[str, ModelProfile] | None = None) -> ModelProfile:
     """The profile of a model name: an exact entry, else the longest matching `prefix*`."""
     table = MODEL_PROFILES if table is None else table
     if name in table:
