@@ -197,7 +197,7 @@ _NESTED: dict[type, tuple[tuple[str, ...], str]] = {
     OutputItemEvent: (tuple(f.name for f in attrs.fields(OutputItemEvent)), "item"),
     ContentPartEvent: (tuple(f.name for f in attrs.fields(ContentPartEvent)), "part"),
 }
-_last: list[Any] = [None, None]  # the snapshot encoded last, and its JSON form
+_last: tuple[Any, bytes] = (None, b"")  # the snapshot encoded last, and its JSON bytes
 _RESPONSE_FIELDS = tuple(f.name for f in attrs.fields(Response))
 _AS_IS = (str, int, float, bool, type(None), dict)  # the request's dicts are JSON already
 
@@ -251,14 +251,30 @@ def _message_json(item: Message) -> dict[str, Any] | None:
 _DIRECT: dict[type, Any] = {Message: _message_json, OutputText: _output_text_json}
 
 
-def _snapshot(response: Response) -> Any:
-    """A lifecycle event's response in JSON form. `response.created` and `.in_progress` carry
+def _snapshot(response: Response) -> bytes:
+    """A lifecycle event's response as JSON bytes. `response.created` and `.in_progress` carry
     one snapshot (with the instructions and tools, often tens of KB), so the second reuses the
-    first's form; a snapshot is never changed after it is taken."""
+    first's bytes; a snapshot is never changed after it is taken. (The pair is replaced whole:
+    servers in several threads of one process share it.)"""
+    global _last
     last = _last
-    if last[0] is not response:
-        last[:] = [response, response_json(response)]
-    return last[1]
+    if last[0] is response:
+        return last[1]
+    encoded = orjson.dumps(response_json(response))
+    _last = (response, encoded)
+    return encoded
+
+
+def _lifecycle_event(event: ResponseEvent, stream_id: str | None) -> bytes:
+    """A lifecycle event as orjson would encode its JSON form, with the snapshot's bytes
+    spliced in (its `type` is one of the event's literal names: nothing to escape)."""
+    head = b'{"type":"%s","sequence_number":%d,"response":' % (
+        event.type.encode(),
+        event.sequence_number,
+    )
+    if stream_id is None:
+        return head + _snapshot(event.response) + b"}"
+    return head + _snapshot(event.response) + b',"stream_id":' + orjson.dumps(stream_id) + b"}"
 
 
 def encode_event(event: Event, stream_id: str | None = None) -> bytes:
@@ -268,11 +284,7 @@ def encode_event(event: Event, stream_id: str | None = None) -> bytes:
     if fields is not None:  # a delta: skip the converter
         data = {name: getattr(event, name) for name in fields}
     elif type(event) is ResponseEvent:
-        data = {
-            "type": event.type,
-            "sequence_number": event.sequence_number,
-            "response": _snapshot(event.response),
-        }
+        return _lifecycle_event(event, stream_id)
     elif (nested := _NESTED.get(type(event))) is not None:  # an item or part event
         names, inner = nested
         data = {name: getattr(event, name) for name in names}

@@ -118,12 +118,21 @@ def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
 
 
 @SETTINGS
-@given(st.one_of(events_of(ev.OutputItemEvent), events_of(ev.ContentPartEvent), events))
-def test_any_event_encodes_as_the_converter_does(event: Any) -> None:
+@given(
+    st.one_of(
+        events_of(ev.OutputItemEvent), events_of(ev.ContentPartEvent), events_of(ev.ResponseEvent)
+    )
+    | events,
+    st.none() | st.sampled_from(["lane-1", 'a"b\\c']),
+)
+def test_any_event_encodes_as_the_converter_does(event: Any, stream_id: str | None) -> None:
     expected = codec.converter.unstructure(event)
     if isinstance(event, ev.ResponseEvent):
         expected["response"] = codec.converter.unstructure(event.response)
-    assert codec.encode_event(event) == orjson.dumps(expected)  # keys in the same order too
+    if stream_id is not None:
+        expected["stream_id"] = stream_id
+    # the same bytes: keys in the same order, a lifecycle event's snapshot spliced in
+    assert codec.encode_event(event, stream_id) == orjson.dumps(expected)
 
 
 output_messages = st.builds(
