@@ -8,9 +8,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import types
 import zlib
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import trio
@@ -61,14 +61,6 @@ from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
 CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
-PROFILES_KEPT = 1024  # model names whose profile an engine remembers
-PROFILE_NAME_CHARS = 256  # and the longest name it remembers
-
-
-def _read_only(table: Mapping[str, profiles.ModelProfile]) -> Mapping[str, profiles.ModelProfile]:
-    """A model table as an engine keeps it: a read-only copy (so the memo of its lookups
-    holds until a table is assigned anew)."""
-    return types.MappingProxyType(dict(table))
 
 
 @attrs.define
@@ -81,30 +73,43 @@ class Prepared:
     owner: str | None = None  # the API key of the request, when keys are configured
 
 
+def _remade(engine: Engine, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """One of the parts of the loop's environment was replaced: the next response makes the
+    environment anew (Engine.loop_env)."""
+    del attribute
+    engine._loop_env = None
+    return value
+
+
 @attrs.define(eq=False)
 class Engine:
-    policy: Policy = attrs.field(factory=DefaultPolicy)
-    inference: profiles.InferenceProfile = profiles.INFERENCE_PROFILES["instant"]
-    costs: profiles.CostProfile = profiles.COST_PROFILES["cpu-only"]
+    # (Replacing one of the loop's parts makes the next response's LoopEnv anew: `_remade`.)
+    policy: Policy = attrs.field(factory=DefaultPolicy, on_setattr=_remade)
+    inference: profiles.InferenceProfile = attrs.field(
+        default=profiles.INFERENCE_PROFILES["instant"], on_setattr=_remade
+    )
+    costs: profiles.CostProfile = attrs.field(
+        default=profiles.COST_PROFILES["cpu-only"], on_setattr=_remade
+    )
     store: Store = attrs.field(factory=MemoryStore)
     stats: Stats = attrs.field(factory=Stats)
-    cache: PrefixCache = attrs.field(factory=PrefixCache)
+    cache: PrefixCache = attrs.field(factory=PrefixCache, on_setattr=_remade)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
     changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
     faults: Faults | None = None
     # The model table (read only: a new table is assigned whole, and replaces the memo).
     models: Mapping[str, profiles.ModelProfile] = attrs.field(
-        factory=lambda: profiles.MODEL_PROFILES, converter=_read_only
+        factory=lambda: profiles.MODEL_PROFILES, converter=profiles.read_only
     )
-    secret: bytes = DEFAULT_SECRET  # seals reasoning items' encrypted_content
-    thoughts: dict[str, str] = attrs.field(factory=dict)  # hidden reasoning by item id
+    # seals reasoning items' encrypted_content
+    secret: bytes = attrs.field(default=DEFAULT_SECRET, on_setattr=_remade)
+    # hidden reasoning by item id
+    thoughts: dict[str, str] = attrs.field(factory=dict, on_setattr=_remade)
     # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
     # a real engine (rollout.upstream.UpstreamModel).
-    model: Model | None = None
-    _loop_env: tuple[tuple[object, ...], LoopEnv] | None = attrs.field(default=None, init=False)
-    _profiles: tuple[object, dict[str, profiles.ModelProfile]] = attrs.field(
-        factory=lambda: (None, {}), init=False
-    )  # the profiles of the model names asked for, and the table they come from
+    model: Model | None = attrs.field(default=None, on_setattr=_remade)
+    _loop_env: LoopEnv | None = attrs.field(default=None, init=False)
+    _lookups: profiles.Lookups | None = attrs.field(default=None, init=False)  # of `models`
 
     def notify(self) -> None:
         """Work in progress changed (a loop or an HTTP request ended): wake whoever waits on
@@ -114,13 +119,11 @@ class Engine:
 
     @property
     def loop_env(self) -> LoopEnv:
-        """The loop's environment, made anew only when what it is made of was replaced (its
+        """The loop's environment, made anew only after what it is made of was replaced (its
         parts hold no state of their own; a create need not build four objects)."""
-        parts: tuple[object, ...] = (self.model, self.policy, self.inference, self.cache)
-        parts += (self.costs, self.secret, self.thoughts)
-        made = self._loop_env
-        if made is None or any(a is not b for a, b in zip(made[0], parts, strict=True)):
-            env = LoopEnv(
+        env = self._loop_env
+        if env is None:
+            env = self._loop_env = LoopEnv(
                 model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
                 hosted=WebSearch(self.costs),
                 safety=self.scan_latency,
@@ -128,22 +131,14 @@ class Engine:
                 thoughts=self.thoughts,
                 deferred=Deferred(),
             )
-            made = self._loop_env = (parts, env)
-        return made[1]
+        return env
 
     def profile(self, model: str) -> profiles.ModelProfile:
-        """The profile of a model name in `models`, remembered for PROFILES_KEPT names of up
-        to PROFILE_NAME_CHARS (a name that matches no entry exactly is looked up among the
-        prefixes once, not at each create; other names are looked up each time)."""
-        table, known = self._profiles
-        if table is not self.models:
-            table, known = self._profiles = (self.models, {})
-        found = known.get(model)
-        if found is None:
-            found = profiles.model_profile(model, self.models)
-            if len(known) < PROFILES_KEPT and len(model) <= PROFILE_NAME_CHARS:
-                known[model] = found
-        return found
+        """The profile of a model name in `models` (its lookups remembered: Lookups)."""
+        lookups = self._lookups
+        if lookups is None or lookups.table is not self.models:
+            lookups = self._lookups = profiles.Lookups(self.models)
+        return lookups.profile(model)
 
     # -- pre-inference --------------------------------------------------------------------------
 

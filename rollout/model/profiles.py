@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import tomllib
+import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -154,6 +155,34 @@ def model_profile(name: str, table: Mapping[str, ModelProfile] | None = None) ->
             if best is None or len(key) > len(best.name):
                 best = profile
     return best or DEFAULT_MODEL
+
+
+def read_only(table: Mapping[str, ModelProfile]) -> Mapping[str, ModelProfile]:
+    """A model table as an engine keeps it: a read-only copy (so what Lookups remembers of it
+    holds until a table is assigned anew)."""
+    return types.MappingProxyType(dict(table))
+
+
+LOOKUPS_KEPT = 1024  # model names whose profile Lookups remembers
+LOOKUP_NAME_CHARS = 256  # and the longest name it remembers
+
+
+@attrs.define
+class Lookups:
+    """The profiles of model names in one read-only table, remembered for LOOKUPS_KEPT names of
+    up to LOOKUP_NAME_CHARS: a name that matches no entry exactly is looked up among the
+    prefixes once, not at each create (other names are looked up each time)."""
+
+    table: Mapping[str, ModelProfile]
+    known: dict[str, ModelProfile] = attrs.field(factory=dict)
+
+    def profile(self, name: str) -> ModelProfile:
+        found = self.known.get(name)
+        if found is None:
+            found = model_profile(name, self.table)
+            if len(self.known) < LOOKUPS_KEPT and len(name) <= LOOKUP_NAME_CHARS:
+                self.known[name] = found
+        return found
 
 
 def served_models() -> list[str]:

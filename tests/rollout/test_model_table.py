@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from rollout.engine import engine as engine_module
 from rollout.engine.engine import Engine
 from rollout.model import profiles
 from rollout.model.profiles import DEFAULT_MODEL, ModelProfile
@@ -33,9 +32,10 @@ def test_the_table_is_read_only_and_a_new_one_replaces_what_was_remembered() -> 
 
 def test_what_is_remembered_is_bounded() -> None:
     engine = Engine()
-    for i in range(engine_module.PROFILES_KEPT + 10):
+    for i in range(profiles.LOOKUPS_KEPT + 10):
         assert engine.profile(f"model-{i}") is DEFAULT_MODEL
-    long_name = "gpt-5" + "x" * engine_module.PROFILE_NAME_CHARS
+    long_name = "gpt-5" + "x" * profiles.LOOKUP_NAME_CHARS
     assert engine.profile(long_name).name == "gpt-5*"
-    remembered = engine._profiles[1]
-    assert len(remembered) == engine_module.PROFILES_KEPT and long_name not in remembered
+    assert engine._lookups is not None
+    remembered = engine._lookups.known
+    assert len(remembered) == profiles.LOOKUPS_KEPT and long_name not in remembered

@@ -1,0 +1,54 @@
+# An engine's loop environment is made once and kept while its parts stay, and made anew when
+# one of them is replaced, so a rig that swaps the policy (or the inference profile, the cost
+# profile, the prefix cache, the secret, the model) gets it at its next response.
+from __future__ import annotations
+
+from typing import Any
+
+from protocol import codec
+from protocol.events import Event
+from rollout.engine.engine import Engine
+from rollout.engine.executors import EndResponse
+from rollout.engine.work import Work
+from rollout.model import profiles
+from rollout.model.inference import PrefixCache
+from rollout.model.policy import ScriptedPolicy, text
+
+
+async def answer(engine: Engine) -> str:
+    deltas: list[str] = []
+
+    async def emit(event: Event) -> None:
+        if event.type == "response.output_text.delta":
+            deltas.append(event.delta)  # type: ignore[union-attr]
+
+    body = {"model": "m", "input": "hi", "store": False}
+    prepared = await engine.prepare(codec.decode_create(body), Work(), emit)
+    await engine.run(prepared, EndResponse())
+    return "".join(deltas)
+
+
+async def test_the_environment_is_kept_until_a_part_is_replaced() -> None:
+    engine = Engine(policy=ScriptedPolicy([text("one")]))
+    assert await answer(engine) == "one"
+    env = engine.loop_env
+    assert engine.loop_env is env  # kept
+    engine.policy = ScriptedPolicy([text("two")])
+    assert engine.loop_env is not env
+    assert await answer(engine) == "two"
+    replacements: dict[str, Any] = {
+        "inference": profiles.INFERENCE_PROFILES["instant"],
+        "costs": profiles.COST_PROFILES["cpu-only"],
+        "cache": PrefixCache(),
+        "secret": b"another secret",
+        "thoughts": {},
+        "model": None,
+    }
+    for name, value in replacements.items():
+        env = engine.loop_env
+        setattr(engine, name, value)
+        assert engine.loop_env is not env, name
+    env = engine.loop_env
+    engine.stats.responses += 1  # (not a part)
+    engine.notify()
+    assert engine.loop_env is env
