@@ -1,6 +1,7 @@
 # An engine's loop environment is made once and kept while its parts stay, and made anew when
 # one of them is replaced, so a rig that swaps the policy (or the inference profile, the cost
-# profile, the prefix cache, the secret, the model) gets it at its next response.
+# profile, the prefix cache, the secret, the model) gets it at its next response. A response's
+# first events are flushed before the loop runs, its first token as it comes.
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +10,7 @@ from protocol import codec
 from protocol.events import Event
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
+from rollout.engine.loop import CallbackSink
 from rollout.engine.work import Work
 from rollout.model import profiles
 from rollout.model.inference import PrefixCache
@@ -52,3 +54,24 @@ async def test_the_environment_is_kept_until_a_part_is_replaced() -> None:
     engine.stats.responses += 1  # (not a part)
     engine.notify()
     assert engine.loop_env is env
+
+
+async def test_created_and_in_progress_leave_before_the_loop_runs() -> None:
+    """They are flushed as soon as they exist (as the real API sends them at once), so a client
+    reads them while the model works, not with the first token."""
+    seen: list[str] = []
+
+    class Recording(CallbackSink):
+        async def flush(self) -> None:
+            seen.append("flush")
+
+    async def emit(event: Event) -> None:
+        seen.append(event.type)
+
+    engine = Engine(policy=ScriptedPolicy([text("ok")]))
+    body = {"model": "m", "input": "hi", "store": False}
+    prepared = await engine.prepare(codec.decode_create(body), Work(), Recording(emit))
+    await engine.run(prepared, EndResponse())
+    assert seen[:3] == ["response.created", "response.in_progress", "flush"]
+    first_delta = seen.index("response.output_text.delta")
+    assert seen[first_delta + 1] == "flush"  # and the first token at once
