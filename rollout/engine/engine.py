@@ -282,7 +282,7 @@ class Engine:
         try:
             with cancel.scope:
                 await r.send(r.stream.start())
-                await r.sink.flush()  # they leave now: the client reads them as the loop runs
+                r.sink.push()  # they leave now (the client reads them as the loop runs)
                 if plan.latency_s > 0:
                     with r.work.stage("fault"):
                         await trio.sleep(plan.latency_s)

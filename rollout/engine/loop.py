@@ -47,7 +47,12 @@ class Sink(Protocol):
         ...
 
     async def flush(self) -> None:
-        """Let what is queued leave now (a response's first token)."""
+        """Let what is queued leave now (a response's first token), then let other tasks run."""
+        ...
+
+    def push(self) -> None:
+        """Let what is queued leave now if it can without waiting and without yielding (a
+        response's first events, before its loop runs); else it leaves as it would have."""
         ...
 
     async def close(self) -> None:
@@ -68,6 +73,9 @@ class CallbackSink:
         await emit_each(self, run)
 
     async def flush(self) -> None:
+        pass
+
+    def push(self) -> None:
         pass
 
     async def close(self) -> None:
@@ -96,6 +104,9 @@ class PassOn:
     async def flush(self) -> None:
         await self.inner.flush()
 
+    def push(self) -> None:
+        self.inner.push()
+
     async def close(self) -> None:
         await self.inner.close()
 
@@ -111,6 +122,9 @@ class NullSink:
         del run
 
     async def flush(self) -> None:
+        pass
+
+    def push(self) -> None:
         pass
 
     async def close(self) -> None:

@@ -1,9 +1,10 @@
 # The outgoing bytes of one peer (an SSE body, a WebSocket connection): producers queue them and
 # one task at a time writes them. The writer task sends what has gathered in one write; a flush
 # sends from the producing task itself when no write is in progress (the bytes leave before it
-# yields, not after every other runnable task). Producers wait at the high-water mark, so a peer
-# that stops reading stalls only its own producers. The transport says how a batch is framed and
-# written, and which exceptions mean the peer is gone.
+# yields, not after every other runnable task), and a push does so without yielding at all.
+# Producers wait at the high-water mark, so a peer that stops reading stalls only its own
+# producers. The transport says how a batch is framed and written, and which exceptions mean the
+# peer is gone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -25,8 +26,10 @@ class Outbox:
         frame: Callable[[list[bytes], int], list[Any]] = lambda parts, size: parts,
         broken: tuple[type[BaseException], ...] = (),
         on_broken: Callable[[], None] = lambda: None,
+        write_now: Callable[[bytes], int] | None = None,
     ) -> None:
         self._write = write
+        self._write_now = write_now  # a write that neither waits nor yields (see push)
         self._frame = frame  # a batch (its parts and their size) as the parts of one write
         self._broken_by = broken
         self._on_broken = on_broken
@@ -46,7 +49,7 @@ class Outbox:
 
     @property
     def queued(self) -> int:
-        return self.size + self.writing
+        return len(self.head) + self.size + self.writing
 
     def put(self, data: bytes, *, head: bool = False) -> None:
         """Queue `data`: framed with the rest of the batch, or (`head`) written before it as it
@@ -77,6 +80,32 @@ class Outbox:
             await self.drained.wait()
         else:
             await self._send_queued()
+
+    def push(self) -> None:
+        """Send what is queued now from this task, without waiting or yielding, when no write
+        is in progress (`write_now`); what the socket does not take stays first in line, for
+        the writer (which `put` woke) or the next flush. Without `write_now`, nothing."""
+        if self._write_now is None or self.sending or self.broken or not (self.head or self.parts):
+            return
+        parts: list[Any] = [self.head] if self.head else []
+        if self.parts:
+            parts += self._frame(self.parts, self.size)
+        data = parts[0] if len(parts) == 1 else b"".join(parts)
+        self.head, self.parts, self.size = b"", [], 0
+        try:
+            written = self._write_now(data)
+        except self._broken_by:
+            self.broken = True
+            self._on_broken()
+            self.wake.set()
+            self.drained.set()
+            return
+        if written:
+            self.writes += 1
+        if written < len(data):
+            self.head = data[written:]  # (framed already: written as it is, before what follows)
+        else:
+            self.drained.set()
 
     async def run(self) -> None:
         """The writer task: sends what gathers until `end` (or the peer is gone)."""

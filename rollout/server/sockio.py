@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 
 import trio
 
@@ -59,6 +60,20 @@ class SocketIO:
                 raise _broken(exc) from exc
             await trio.lowlevel.wait_writable(self._socket)
         await trio.lowlevel.cancel_shielded_checkpoint()
+
+    @property
+    def write_now(self) -> Callable[[bytes], int] | None:
+        """A write that neither waits nor yields (the bytes the socket took, maybe 0), on a
+        socket's descriptor; None for any other stream."""
+        return None if self._socket is None else self._write_now
+
+    def _write_now(self, data: bytes) -> int:
+        try:
+            return os.write(self._fd(), data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise _broken(exc) from exc
 
 
 def _broken(exc: OSError) -> Exception:

@@ -92,6 +92,10 @@ class SseSink:
         """Send what is queued now (e.g. a response's first token)."""
         await self._out.flush()
 
+    def push(self) -> None:
+        """(The writer task sends a stream's first events: the HTTP layer has no write that
+        neither waits nor yields.)"""
+
     async def close(self) -> None:
         """Drop the connection (as a crashed peer would), after what is queued has been sent."""
         with trio.move_on_after(1):

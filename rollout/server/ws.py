@@ -68,6 +68,9 @@ class LaneSink:
     async def flush(self) -> None:
         await self.ws.flush()
 
+    def push(self) -> None:
+        self.ws.push()
+
     async def close(self) -> None:
         await self.ws.abort()
 

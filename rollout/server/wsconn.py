@@ -47,12 +47,10 @@ class WsConnection:
         self._ws = WSConnection(ConnectionType.SERVER)
         self._max = max_message_size
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
-        self._out = Outbox(
-            self._io.send_all,
-            HIGH_WATER,
-            broken=(trio.BrokenResourceError, trio.ClosedResourceError),
-            on_broken=lambda: self._close_as(WsClosed(1006, "connection dropped")),
-        )
+        broken = (trio.BrokenResourceError, trio.ClosedResourceError)
+        gone = lambda: self._close_as(WsClosed(1006, "connection dropped"))  # noqa: E731
+        self._out = Outbox(self._io.send_all, HIGH_WATER, write_now=self._io.write_now,
+                           broken=broken, on_broken=gone)  # fmt: skip
         self._closed: WsClosed | None = None
         self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
         self._handing = False  # a whole frame's message is being delivered (see handing_over)
@@ -91,11 +89,10 @@ class WsConnection:
         reader: bool = True,
     ) -> None:
         """Complete the handshake whose request bytes (`head`) were already read; `trailing`
-        is what came after them in the same reads (frames the client sent without waiting
-        for the 101): it is the start of the frame data. A handshake wsproto refuses gets
-        wsproto's HTTP rejection, then WsClosed. The writer starts in `nursery`, and with
-        `reader` a task that reads messages for `get_message`; without it, the caller reads
-        them with `read`."""
+        is what came after them (frames sent without waiting for the 101): the start of the
+        frame data. A handshake wsproto refuses gets its HTTP rejection, then WsClosed. The
+        writer starts in `nursery`, and with `reader` a task reading for `get_message`;
+        without it, the caller reads with `read`."""
         try:
             self._ws.receive_data(head)
             events = list(self._ws.events())
@@ -329,15 +326,14 @@ class WsConnection:
         self._out.put(data)
 
     def _close_as(self, closed: WsClosed) -> None:
-        """The connection is closing (the first reason stays); the writer ends once the outbox
-        is out."""
+        """Closing (the first reason stays): the writer ends once the outbox is out."""
         self._closed = self._closed or closed
         self._out.end()
 
     async def send_message(self, message: str | bytes) -> None:
-        """Queue one text frame (`bytes` must be UTF-8 text, e.g. JSON from orjson: it is framed
-        as is, without a round trip through str). Frames queued while the writer is busy leave
-        in one write; a sender waits only when the outbox is over its high-water mark."""
+        """Queue one text frame (`bytes`: UTF-8 text, e.g. orjson's, framed as is). Frames
+        queued while the writer is busy leave in one write; a sender waits only when the outbox
+        is over its high-water mark."""
         if self._closed is not None:
             raise self._closed
         if isinstance(message, str):
@@ -364,6 +360,11 @@ class WsConnection:
         """Send what is queued now (e.g. a response's first token)."""
         if self._closed is None:
             await self._out.flush()
+
+    def push(self) -> None:
+        """Send what is queued if the socket takes it at once, without yielding."""
+        if self._closed is None:
+            self._out.push()
 
     async def abort(self) -> None:
         """Drop the connection without a close frame (as a crashed peer would: 1006), after what

@@ -82,6 +82,10 @@ class Relay:
         if self.target is not None:
             await self.target.flush()
 
+    def push(self) -> None:
+        if self.target is not None:
+            self.target.push()
+
     async def close(self) -> None:
         if self.target is not None:
             await self.target.close()

@@ -60,6 +60,9 @@ class RemoteSink:
     async def flush(self) -> None:
         pass
 
+    def push(self) -> None:
+        pass
+
     async def close(self) -> None:
         self.dead = True
 

@@ -1,7 +1,7 @@
 # An engine's loop environment is made once and kept while its parts stay, and made anew when
 # one of them is replaced, so a rig that swaps the policy (or the inference profile, the cost
 # profile, the prefix cache, the secret, the model) gets it at its next response. A response's
-# first events are flushed before the loop runs, its first token as it comes.
+# first events are pushed before the loop runs, its first token flushed as it comes.
 from __future__ import annotations
 
 from typing import Any
@@ -57,13 +57,17 @@ async def test_the_environment_is_kept_until_a_part_is_replaced() -> None:
 
 
 async def test_created_and_in_progress_leave_before_the_loop_runs() -> None:
-    """They are flushed as soon as they exist (as the real API sends them at once), so a client
-    reads them while the model works, not with the first token."""
+    """They are pushed as soon as they exist (as the real API sends them at once), so a client
+    reads them while the model works, not with the first token; pushed, not flushed, so the
+    task goes on to its first token without letting other creates run first."""
     seen: list[str] = []
 
     class Recording(CallbackSink):
         async def flush(self) -> None:
             seen.append("flush")
+
+        def push(self) -> None:
+            seen.append("push")
 
     async def emit(event: Event) -> None:
         seen.append(event.type)
@@ -72,6 +76,6 @@ async def test_created_and_in_progress_leave_before_the_loop_runs() -> None:
     body = {"model": "m", "input": "hi", "store": False}
     prepared = await engine.prepare(codec.decode_create(body), Work(), Recording(emit))
     await engine.run(prepared, EndResponse())
-    assert seen[:3] == ["response.created", "response.in_progress", "flush"]
+    assert seen[:3] == ["response.created", "response.in_progress", "push"]  # (no yield)
     first_delta = seen.index("response.output_text.delta")
     assert seen[first_delta + 1] == "flush"  # and the first token at once

@@ -33,6 +33,9 @@ class Sink:
     async def flush(self) -> None:
         pass
 
+    def push(self) -> None:
+        pass
+
     async def close(self) -> None:
         pass
 

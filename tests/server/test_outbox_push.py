@@ -1,0 +1,109 @@
+# A push sends what is queued from the producing task without waiting or yielding, on a real
+# socket: all of it when the socket takes it; what a full socket does not take stays first in
+# line and leaves, in order, before anything queued later; nothing while a write is in
+# progress or without a write that cannot wait; a reset peer is a broken outbox, not an error.
+from __future__ import annotations
+
+import socket
+
+import trio
+
+from rollout.server.outbox import Outbox
+from rollout.server.sockio import SocketIO
+from support.waits import TIMEOUT
+
+BROKEN = (trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+def pair(small: bool = False) -> tuple[SocketIO, socket.socket]:
+    """A TCP connection on loopback: the server's end (non-blocking) and the peer's (`small`:
+    with small socket buffers)."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        peer = socket.socket()
+        if small:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+            peer.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        peer.connect(listener.getsockname())
+        ours, _ = listener.accept()
+    ours.setblocking(False)
+    return SocketIO(trio.SocketStream(trio.socket.from_stdlib_socket(ours))), peer
+
+
+def outbox(io: SocketIO, broken: list[bool] | None = None) -> Outbox:
+    gone = (lambda: broken.append(True)) if broken is not None else (lambda: None)
+    return Outbox(io.send_all, 1 << 20, write_now=io.write_now, broken=BROKEN, on_broken=gone)
+
+
+def read_all(peer: socket.socket, n: int) -> bytes:
+    peer.settimeout(TIMEOUT)
+    got = b""
+    while len(got) < n:
+        got += peer.recv(1 << 20)
+    return got
+
+
+async def test_a_push_sends_at_once_without_yielding() -> None:
+    io, peer = pair()
+    out = outbox(io)
+    out.put(b"created;")
+    out.put(b"in_progress;")
+    out.push()  # (a plain call: it cannot wait or yield)
+    assert out.queued == 0 and out.writes == 1 and out.drained.is_set()
+    assert read_all(peer, 20) == b"created;in_progress;"
+    peer.close()
+
+
+async def test_what_a_full_socket_does_not_take_leaves_first_and_in_order() -> None:
+    io, peer = pair(small=True)
+    out = outbox(io)
+    big = bytes(range(256)) * 32768  # 8 MB: more than the socket takes at once
+    out.put(big)
+    out.push()
+    assert 0 < out.queued < len(big)  # the rest waits, first in line
+    assert not out.drained.is_set()
+    out.put(b"after")
+    received = bytearray()
+
+    def read_peer() -> None:
+        peer.settimeout(TIMEOUT)
+        while len(received) < len(big) + 5:
+            received.extend(peer.recv(1 << 20))
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(out.run)
+            nursery.start_soon(trio.to_thread.run_sync, read_peer)
+            await out.drained.wait()
+            out.end()
+    assert bytes(received) == big + b"after"
+    peer.close()
+
+
+async def test_no_push_while_a_write_is_in_progress_or_without_a_write_that_cannot_wait() -> None:
+    io, peer = pair()
+    out = outbox(io)
+    out.put(b"x")
+    out.sending = True  # (as while the writer or a flush writes)
+    out.push()
+    assert out.queued == 1 and out.writes == 0
+    out.sending = False
+    plain = Outbox(io.send_all, 1 << 20)  # no write_now (another kind of stream)
+    plain.put(b"y")
+    plain.push()
+    assert plain.queued == 1
+    out.push()
+    assert out.queued == 0 and read_all(peer, 1) == b"x"
+    peer.close()
+
+
+async def test_a_push_to_a_reset_peer_breaks_the_outbox() -> None:
+    io, peer = pair()
+    peer.close()
+    broken: list[bool] = []
+    out = outbox(io, broken)
+    for _ in range(100):  # the first writes may still be buffered
+        out.put(b"x" * 65536)
+        out.push()
+        if out.broken:
+            break
+    assert out.broken and broken == [True] and out.queued == 0
