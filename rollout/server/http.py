@@ -27,6 +27,7 @@ from rollout.server.admission import authorize, check_connections, check_handsha
 from rollout.server.closing import linger_close
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.resources import Request, digits, integer, route
+from rollout.server.sockio import write_now
 from rollout.server.sse import SseBroken, SseSink
 from rollout.server.ws import serve_websocket
 from rollout.service.config import ServerConfig
@@ -359,6 +360,7 @@ class HttpConnection:
             self.taps,
             close=self.stream.aclose,
             body=not self._head_only,
+            write_now=write_now(self.stream, SseBroken),
         )
 
     async def _sse_head(self) -> h11.Response:

@@ -5,8 +5,8 @@
 # write through it measured 169 µs against 91 µs here (`scripts/cold_costs.py`).
 # Here the system call comes first and the readiness wait only when it would block; errors are
 # the stream's (BrokenResourceError, ClosedResourceError), and, as trio's, each call raises if
-# the task is cancelled and a write ends with a checkpoint. Any other stream (a test's wrapper,
-# TLS) is used as it is.
+# the task is cancelled and a write ends with a checkpoint. `write_now` is a write that neither
+# waits nor yields (an outbox's push). Any other stream (a test's wrapper, TLS) is used as it is.
 from __future__ import annotations
 
 import errno
@@ -74,6 +74,23 @@ class SocketIO:
             return 0
         except OSError as exc:
             raise _broken(exc) from exc
+
+
+def write_now(stream: trio.abc.Stream, broken: type[Exception]) -> Callable[[bytes], int] | None:
+    """A write on `stream` that neither waits nor yields (SocketIO.write_now), its errors
+    raised as `broken`; None where the stream has none."""
+    write = SocketIO(stream).write_now
+    if write is None:
+        return None
+
+    def now(data: bytes) -> int:
+        assert write is not None
+        try:
+            return write(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise broken() from None
+
+    return now
 
 
 def _broken(exc: OSError) -> Exception:

@@ -28,7 +28,8 @@ class SseBroken(Exception):
 class SseSink:
     """The events of one HTTP request as an SSE body. The response head goes out with the first
     event (or at the end), so a request refused before any event still gets a plain HTTP error
-    status. Body bytes leave as h11 chunks through an Outbox; `send` writes them."""
+    status. Body bytes leave as h11 chunks through an Outbox; `send` writes them, and
+    `write_now` (if the connection has one) a push."""
 
     def __init__(
         self,
@@ -40,6 +41,7 @@ class SseSink:
         *,
         close: Callable[[], Awaitable[None]],
         body: bool = True,
+        write_now: Callable[[bytes], int] | None = None,
     ) -> None:
         self._conn = h11conn
         self._send = send
@@ -49,7 +51,9 @@ class SseSink:
         self._close = close
         self._body = body  # False for HEAD: the head a GET would get, no body
         self.started = False
-        self._out = Outbox(send, HIGH_WATER, frame=self._chunk, broken=(SseBroken,))
+        self._out = Outbox(
+            send, HIGH_WATER, frame=self._chunk, broken=(SseBroken,), write_now=write_now
+        )
 
     @property
     def queued(self) -> int:
@@ -93,8 +97,9 @@ class SseSink:
         await self._out.flush()
 
     def push(self) -> None:
-        """(The writer task sends a stream's first events: the HTTP layer has no write that
-        neither waits nor yields.)"""
+        """Send what is queued (the head with it) if the socket takes it at once, without
+        waiting or yielding (`write_now`; without one, the writer sends it)."""
+        self._out.push()
 
     async def close(self) -> None:
         """Drop the connection (as a crashed peer would), after what is queued has been sent."""
