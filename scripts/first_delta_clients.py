@@ -26,8 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from first_token_ab import SERVER, start
+from first_token_ab import SERVER, start  # (which puts this checkout on sys.path)
 from openai import OpenAI
+
+from rollout.server.wsframes import frame_at
 
 WARMUP = 30
 BODY = {"model": "m", "input": "hi", "store": False}
@@ -58,16 +60,10 @@ def raw_ws(port: int) -> Turn:
         sock.sendall(create)
         while True:
             buf += sock.recv(65536)
-            while len(buf) >= 2:
-                n, at = buf[1] & 0x7F, 2
-                if n == 126:
-                    n, at = int.from_bytes(buf[2:4], "big"), 4
-                elif n == 127:
-                    n, at = int.from_bytes(buf[2:10], "big"), 10
-                if len(buf) < at + n:
-                    break
-                kind = bytes(buf[at : at + 60])
-                del buf[: at + n]
+            while (frame := frame_at(buf)) is not None and len(buf) >= frame[1]:
+                start, end = frame[0], frame[1]
+                kind = bytes(buf[start : min(end, start + 60)])
+                del buf[:end]
                 if not first and b'"response.output_text.delta"' in kind:
                     first = time.perf_counter() - start_at
                 if b'"response.completed"' in kind:

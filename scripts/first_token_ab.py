@@ -26,6 +26,9 @@ import orjson
 import trio
 from trio_websocket import WebSocketConnection, connect_websocket_url
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from rollout.experiments.firsttoken import ECHO_SERVER  # (this checkout's echo)
+
 SERVER = """
 import trio, rollout
 try:  # the collector settings of `rollout serve`, where the checkout has them
@@ -39,20 +42,6 @@ async def main():
         port = await n.start(lambda task_status: rollout.serve(
             engine, port=0, task_status=task_status))
         print(port, flush=True)
-trio.run(main)
-"""
-
-ECHO = """
-import trio
-from trio_websocket import serve_websocket
-async def echo(request):
-    ws = await request.accept()
-    while True:
-        await ws.send_message(await ws.get_message())
-async def main():
-    async with trio.open_nursery() as n:
-        server = await n.start(serve_websocket, echo, "127.0.0.1", 0, None)
-        print(server.port, flush=True)
 trio.run(main)
 """
 
@@ -87,7 +76,7 @@ async def first_delta(ws: WebSocketConnection) -> float:
 
 async def measure(roots: list[str], turns: int) -> None:
     servers = [start(SERVER, root) for root in roots]
-    echo, echo_port = start(ECHO, None)
+    echo, echo_port = start(ECHO_SERVER, None)
     try:
         async with trio.open_nursery() as nursery:
             clients = [

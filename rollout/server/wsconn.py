@@ -48,9 +48,8 @@ class WsConnection:
         self._max = max_message_size
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
         broken = (trio.BrokenResourceError, trio.ClosedResourceError)
-        gone = lambda: self._close_as(WsClosed(1006, "connection dropped"))  # noqa: E731
         self._out = Outbox(self._io.send_all, HIGH_WATER, write_now=self._io.write_now,
-                           broken=broken, on_broken=gone)  # fmt: skip
+                           broken=broken, on_broken=self._dropped)  # fmt: skip
         self._closed: WsClosed | None = None
         self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
         self._handing = False  # a whole frame's message is being delivered (see handing_over)
@@ -131,12 +130,11 @@ class WsConnection:
         successor: bool = False,
     ) -> None:
         """Frames in, each message (or TooLarge) given to `deliver` in this task, until the
-        peer's close frame or EOF; after a close of ours it reads on (dropping messages) for
-        the peer's close frame, LINGER_S at most. Reading waits while `deliver` does, and while
-        the outbox is over HIGH_WATER. With `spawn`, `deliver` may return what this task does
-        instead (see `handing_over`): the reading goes on in a successor (`spawn` starts it),
-        and this returns once that is done and the reading has ended. At the end, in whichever
-        task, `ended` is called and `reading_done` set."""
+        peer's close frame or EOF (after a close of ours, reading on for the peer's close frame,
+        LINGER_S at most). Reading waits while `deliver` does and while the outbox is over
+        HIGH_WATER. With `spawn`, `deliver` may return what this task does instead (see
+        `handing_over`): a successor (`spawn` starts it) reads on, and this returns once that
+        is done and the reading ended. At the end, `ended` is called and `reading_done` set."""
         self._deliver, self._ended = deliver, ended
         if spawn is not None and self._successor is None:
             self._successor = Successor(spawn, self._succeed)
@@ -146,7 +144,7 @@ class WsConnection:
         try:
             after = await self._read_frames()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._close_as(WsClosed(1006, "connection dropped"))
+            self._dropped()
         except RemoteProtocolError as exc:
             self._fail(1002, str(exc))
         finally:
@@ -180,16 +178,16 @@ class WsConnection:
                     self._successor.ready()  # while there is time: the next hand-over's
                 data = await self._io.receive_some(RECEIVE)
                 if not data:
-                    self._close_as(WsClosed(1006, "connection dropped"))
+                    self._dropped()
                     return None
             if stop := await self._received(data):
                 return stop if stop is not True else None
 
     @property
     def handing_over(self) -> bool:
-        """The message being delivered may hand the reading over: it is a whole text frame
-        the reader parsed itself (wsproto holds nothing of it), and the reader can start a
-        successor. Its `deliver` then returns what to do in this task instead of reading on."""
+        """The message being delivered may hand the reading over (a whole text frame the reader
+        parsed itself, wsproto holding nothing of it, and a successor can start): `deliver`
+        then returns what to do in this task instead of reading on."""
         return self._handing
 
     def _linger_until(self) -> float:
@@ -302,8 +300,8 @@ class WsConnection:
         await self.read(self._deliver, None, self._ended, successor=True)
 
     def _on_close(self, event: CloseConnection) -> None:
-        """The peer's close frame, or wsproto failing the connection (bad framing: 1002,
-        invalid UTF-8: 1007), which it reports as a close event while the state stays OPEN."""
+        """The peer's close frame, or wsproto failing the connection (bad framing 1002, bad
+        UTF-8 1007: a close event while the state stays OPEN)."""
         state = self._ws.state
         if state is ConnectionState.REMOTE_CLOSING:  # the peer closes: answer it
             self._close_as(WsClosed(event.code, event.reason or ""))
@@ -324,6 +322,9 @@ class WsConnection:
 
     def _queue(self, data: bytes) -> None:
         self._out.put(data)
+
+    def _dropped(self) -> None:
+        self._close_as(WsClosed(1006, "connection dropped"))
 
     def _close_as(self, closed: WsClosed) -> None:
         """Closing (the first reason stays): the writer ends once the outbox is out."""
@@ -367,8 +368,7 @@ class WsConnection:
             self._out.push()
 
     async def abort(self) -> None:
-        """Drop the connection without a close frame (as a crashed peer would: 1006), after what
-        is already queued has been sent."""
+        """Drop the connection without a close frame (1006, as a crash), after what is queued."""
         with trio.move_on_after(1):
             await self.flush()
         self._close_as(WsClosed(1006, "aborted"))

@@ -13,6 +13,7 @@ import trio.testing
 import rollout
 from protocol.events import Event
 from protocol.lanes import Lane
+from rollout.engine.loop import CallbackSink
 from rollout.engine.work import Stats
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -20,24 +21,13 @@ from rollout.service.session import Session
 from rollout.service.taps import TapConfig
 
 
-class Sink:
-    def __init__(self, into: list[str]) -> None:
-        self.into = into
+def sink(into: list[str]) -> CallbackSink:
+    """A sink that keeps each event's type."""
 
-    async def emit(self, event: Event) -> None:
-        self.into.append(event.type)
+    async def keep(event: Event) -> None:
+        into.append(event.type)
 
-    async def emit_run(self, run: Any) -> None:
-        self.into.extend(e.type for e in run.events())
-
-    async def flush(self) -> None:
-        pass
-
-    def push(self) -> None:
-        pass
-
-    async def close(self) -> None:
-        pass
+    return CallbackSink(keep)
 
 
 def create(stream_id: str | None = None) -> str:
@@ -63,7 +53,7 @@ async def run_session(handing: bool, frames: list[str]) -> tuple[list[object], l
         service,
         None,
         TapConfig().open("ws", 1, Stats()),
-        lambda lane: Sink(events),
+        lambda lane: sink(events),
         refuse,
         nothing,
     )
