@@ -16,9 +16,9 @@ import trio
 from rollout.cli_parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
-from rollout.experiments.compare import RunResult
-from rollout.experiments.compare_cli import NO_PLOTS, parse_modes
-from rollout.experiments.workloads import workload
+from rollout.experiments.harness.cli import NO_PLOTS, parse_modes
+from rollout.experiments.harness.compare import RunResult
+from rollout.experiments.workloads.catalog import workload
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
     InferenceProfile,
@@ -65,14 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(args: argparse.Namespace) -> int:
-    from rollout.experiments.scale import command
+    from rollout.experiments.load.scale import command
 
     return command(args)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from rollout.experiments.bench import BENCHES, Figure, run
-    from rollout.experiments.procs import ChildError
+    from rollout.experiments.bench.run import BENCHES, Figure, run
+    from rollout.experiments.harness.procs import ChildError
 
     names = args.names or list(BENCHES)
     unknown = [n for n in names if n not in BENCHES]
@@ -99,11 +99,16 @@ def _bench(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rollout.experiments.compare import Experiment, summarize, write_results
-    from rollout.experiments.report import print_header, print_published, print_tables, progress_bar
+    from rollout.experiments.harness.compare import Experiment, summarize, write_results
+    from rollout.experiments.harness.report import (
+        print_header,
+        print_published,
+        print_tables,
+        progress_bar,
+    )
 
     if args.replot or args.per_turn or args.chain_lengths or args.agent:
-        from rollout.experiments.compare_cli import command
+        from rollout.experiments.harness.cli import command
 
         return command(args)
     err = Console(stderr=True)

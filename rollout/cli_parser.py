@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from rollout.client import MODES, SCENARIOS
-from rollout.experiments.workloads import WORKLOADS
+from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
 from rollout.upstream.config import APIS

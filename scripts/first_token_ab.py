@@ -27,7 +27,7 @@ import trio
 from trio_websocket import WebSocketConnection, connect_websocket_url
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from rollout.experiments.firsttoken import ECHO_SERVER  # (this checkout's echo)
+from rollout.experiments.bench.firsttoken import ECHO_SERVER  # (this checkout's echo)
 
 SERVER = """
 import trio, rollout

@@ -24,21 +24,21 @@ import orjson
 import trio
 from trio_websocket import connect_websocket_url
 
-from rollout.experiments.firsttoken import (
+from rollout.experiments.bench.firsttoken import (
     ECHO_SERVER,
     MINIMAL_SERVER,
     TEXT_SERVER,
     first_delta,
     recorded_frames,
 )
-from rollout.experiments.procs import running
+from rollout.experiments.harness.procs import running
 
 CUT = """
 import sys, orjson
 import rollout
 from rollout.engine import engine as engine_module
 from rollout.service import session
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 
 frames = [f.encode() for f in orjson.loads(open(sys.argv[1], "rb").read())]
 first = next(i for i, f in enumerate(frames) if b'"response.output_text.delta"' in f[:60]) + 1

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rollout import DefaultPolicy, Engine, ServerConfig, ServerThread
-from rollout.experiments.codex import CODEX_VERSION, exec_command
+from rollout.experiments.sweeps.codex import CODEX_VERSION, exec_command
 from rollout.service.capture import Captured
 from rollout.service.service import Service
 

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from rollout.cli import main
-from rollout.experiments.codex import CODEX_VERSION, TRANSPORTS, server_time
+from rollout.experiments.sweeps.codex import CODEX_VERSION, TRANSPORTS, server_time
 
 CODEX = os.environ.get("ROLLOUT_CODEX") or shutil.which("codex")
 

@@ -17,7 +17,7 @@ import httpx2 as httpx
 import pytest
 from openai import OpenAI
 
-from rollout.experiments.procs import stop
+from rollout.experiments.harness.procs import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTUP_S = 60.0

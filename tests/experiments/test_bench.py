@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
-from rollout.experiments.bench import BENCHES, Figure
+from rollout.experiments.bench.run import BENCHES, Figure
 
 
 def test_figure_lines_are_stable_and_parseable() -> None:
@@ -43,7 +43,9 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
 def test_cli_bench_reports_a_server_that_did_not_start(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("rollout.experiments.bench._MEMORY_SERVER", "raise SystemExit('broken')")
+    monkeypatch.setattr(
+        "rollout.experiments.bench.run._MEMORY_SERVER", "raise SystemExit('broken')"
+    )
     assert main(["bench", "memory"]) == 2
     err = capsys.readouterr().err
     assert "rollout bench: the server process did not start: broken" in err
@@ -53,8 +55,8 @@ def test_cli_bench_reports_a_server_that_did_not_start(
 async def test_events_bench_measures_both_transports_against_their_baselines() -> None:
     """A small run end to end: the raw-socket client reads every event of each server, and each
     transport is reported beside its baseline (no figure's value is asserted)."""
-    from rollout.experiments.figures import Figure as F
-    from rollout.experiments.streams import events_per_second
+    from rollout.experiments.bench.figure import Figure as F
+    from rollout.experiments.bench.streams import events_per_second
 
     figures: list[F] = []
     await events_per_second(figures.append, tokens=50, repeats=1)
@@ -72,7 +74,7 @@ async def test_events_bench_measures_both_transports_against_their_baselines() -
 
 
 def test_the_raw_websocket_client_frames_and_counts() -> None:
-    from rollout.experiments.streams import _ws_frame, ws_counter
+    from rollout.experiments.bench.streams import _ws_frame, ws_counter
 
     assert _ws_frame(b"hi") == b"\x81\x82\0\0\0\0hi"
     assert _ws_frame(b"x" * 200)[:4] == b"\x81\xfe\x00\xc8"
@@ -81,8 +83,8 @@ def test_the_raw_websocket_client_frames_and_counts() -> None:
 
 
 async def test_concurrency_bench_reports_percentiles_for_each_count() -> None:
-    from rollout.experiments.concurrency import first_delta_under_load
-    from rollout.experiments.figures import Figure as F
+    from rollout.experiments.bench.concurrency import first_delta_under_load
+    from rollout.experiments.bench.figure import Figure as F
 
     figures: list[F] = []
     await first_delta_under_load(figures.append, counts=(1, 3), repeats=1)
@@ -99,7 +101,7 @@ def test_turn_cpu_figures_are_named_and_judged_from_their_values() -> None:
     """The per-turn CPU lines from given medians: a line per mode and size, the ratio gated for
     the cached modes only, the http-full 100k figure against its 71 ms, the HTTP modes' cost per
     history token; each verdict follows from its value and target."""
-    from rollout.experiments.turncost import MODES, figures
+    from rollout.experiments.bench.turncost import MODES, figures
 
     sizes = (1_000, 10_000, 100_000)
     cpu = {(m, n): 0.002 for m in MODES for n in sizes}
@@ -127,8 +129,8 @@ def test_turn_cpu_figures_are_named_and_judged_from_their_values() -> None:
 
 async def test_the_overhead_bench_reads_the_server_processes_cpu() -> None:
     """A small run end to end: one server process per size, every mode and size measured."""
-    from rollout.experiments.figures import Figure as F
-    from rollout.experiments.turncost import overhead_vs_history
+    from rollout.experiments.bench.figure import Figure as F
+    from rollout.experiments.bench.turncost import overhead_vs_history
 
     figures: list[F] = []
     await overhead_vs_history(
@@ -147,8 +149,8 @@ async def test_the_overhead_bench_reads_the_server_processes_cpu() -> None:
 
 
 async def test_the_first_token_bench_reports_both_echoes_and_the_replayed_frames() -> None:
-    from rollout.experiments.figures import Figure as F
-    from rollout.experiments.firsttoken import first_token
+    from rollout.experiments.bench.figure import Figure as F
+    from rollout.experiments.bench.firsttoken import first_token
 
     figures: list[F] = []
     await first_token(figures.append, samples=3, warmup=1)
@@ -166,7 +168,7 @@ async def test_the_first_token_bench_reports_both_echoes_and_the_replayed_frames
 
 
 def test_aimock_figures_judge_rollouts_share_of_aimocks_time() -> None:
-    from rollout.experiments.peer import figures
+    from rollout.experiments.bench.peer import figures
 
     got = {
         "sse.long_stream": {"rollout": [0.2, 0.3, 0.25], "aimock": [0.25, 0.25, 0.3]},
@@ -200,7 +202,7 @@ def test_aimock_figures_judge_rollouts_share_of_aimocks_time() -> None:
 def test_the_aimock_bench_is_skipped_with_its_reason_without_aimock(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr("rollout.experiments.peer.AIMOCK_CLI", tmp_path / "cli.js")
+    monkeypatch.setattr("rollout.experiments.bench.peer.AIMOCK_CLI", tmp_path / "cli.js")
     assert main(["bench", "aimock"]) == 0
     out = capsys.readouterr()
     assert out.out == ""
@@ -211,8 +213,8 @@ def test_the_aimock_bench_is_skipped_with_its_reason_without_aimock(
 async def test_the_aimock_bench_runs_both_servers_side_by_side() -> None:
     """A small run end to end when Node and aimock are here (tests/upstream, `npm ci`): both
     servers answer the same long and short prompts over SSE and WebSocket."""
-    from rollout.experiments.figures import Figure as F
-    from rollout.experiments.peer import missing, side_by_side
+    from rollout.experiments.bench.figure import Figure as F
+    from rollout.experiments.bench.peer import missing, side_by_side
 
     reason = missing()
     if reason is not None:

@@ -10,13 +10,13 @@ import pytest
 
 from rollout.cli import main
 from rollout.client import MODES, ONE_RESPONSE
-from rollout.experiments.compare import (
+from rollout.experiments.harness.compare import (
     Experiment,
     summarize,
     turn_overheads,
     write_results,
 )
-from rollout.experiments.workloads import WORKLOADS
+from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from support.compare import run_result as result
 

@@ -10,8 +10,7 @@ import orjson
 import pytest
 
 from rollout.cli import main
-from rollout.experiments.compare_cli import load_runs
-from rollout.experiments.plots import (
+from rollout.experiments.figures.plots import (
     agent_plot,
     chain_plot,
     end_to_end,
@@ -19,7 +18,8 @@ from rollout.experiments.plots import (
     per_turn,
     phases,
 )
-from rollout.experiments.results import CodexRun, Point, RunResult
+from rollout.experiments.harness.cli import load_runs
+from rollout.experiments.harness.results import CodexRun, Point, RunResult
 from support.compare import run_result as result
 
 
@@ -78,7 +78,7 @@ def test_replot_draws_a_runs_figures_from_its_results(
 
 def test_replot_draws_the_codex_figure_from_codex_json(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from rollout.experiments import codex
+    from rollout.experiments.sweeps import codex
 
     run = CodexRun("http", 0, 2.2, 4, 0.85, 0.95, 1.4, 3, 0, "three files")
     codex.write(tmp_path, [run], {"agent": "codex"})

@@ -1,7 +1,7 @@
-# Servers in child processes (rollout.experiments.procs), as bench and load start them: a child
-# imports the parent's `rollout`, also when run from a directory holding a `rollout/` folder
-# (which `python -c` would put first on the path); a child that does not start is a ChildError
-# with its stderr; the load run goes through the same launcher.
+# Servers in child processes (rollout.experiments.harness.procs), as bench and load start
+# them: a child imports the parent's `rollout`, also when run from a directory holding a
+# `rollout/` folder (which `python -c` would put first on the path); a child that does not
+# start is a ChildError with its stderr; the load run goes through the same launcher.
 from __future__ import annotations
 
 import subprocess
@@ -11,9 +11,15 @@ import pytest
 
 import rollout
 from rollout.client import HttpClient, collect
-from rollout.experiments.bench import _MEMORY_SERVER
-from rollout.experiments.load import LoadError, run_load
-from rollout.experiments.procs import ChildError, ChildServer, child_command, cpu_clock, running
+from rollout.experiments.bench.run import _MEMORY_SERVER
+from rollout.experiments.harness.procs import (
+    ChildError,
+    ChildServer,
+    child_command,
+    cpu_clock,
+    running,
+)
+from rollout.experiments.load.run import LoadError, run_load
 
 
 @pytest.fixture
@@ -65,7 +71,7 @@ async def test_a_child_that_prints_no_port_is_a_child_error() -> None:
 
 
 async def test_load_reports_a_server_that_did_not_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rollout.experiments.load._SERVER", "raise SystemExit('broken')")
+    monkeypatch.setattr("rollout.experiments.load.run._SERVER", "raise SystemExit('broken')")
     with pytest.raises(LoadError, match="did not start: broken"):
         await run_load(connections=1, calls=1, timeout=5)
 

@@ -12,8 +12,8 @@ import pytest
 import trio
 
 from rollout.cli import main
-from rollout.experiments import chains, perturn
-from rollout.experiments.procs import running
+from rollout.experiments.harness.procs import running
+from rollout.experiments.sweeps import chains, perturn
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 
 INSTANT = INFERENCE_PROFILES["instant"]

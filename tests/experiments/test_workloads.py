@@ -8,7 +8,7 @@ import orjson
 import pytest
 import trio
 
-from rollout.experiments.workloads import WORKLOADS, Latency, workload
+from rollout.experiments.workloads.catalog import WORKLOADS, Latency, workload
 from rollout.model.policy import CallStep, TextStep
 from rollout.model.tokens import count
 
@@ -85,7 +85,7 @@ def test_unknown_workload_is_a_clear_error() -> None:
 
 
 def test_published_workloads_draw_outputs_and_reasoning_from_their_distributions() -> None:
-    from rollout.experiments.workloads import _output
+    from rollout.experiments.workloads.catalog import _output
 
     for name in ("agentx-long", "swe-pro-codex"):
         w = WORKLOADS[name]
@@ -105,8 +105,8 @@ def test_published_workloads_draw_outputs_and_reasoning_from_their_distributions
 
 
 async def test_swe_pro_codex_grows_as_published() -> None:
-    from rollout.experiments.compare import run_one
-    from rollout.experiments.published import PUBLISHED, shape
+    from rollout.experiments.harness.compare import run_one
+    from rollout.experiments.workloads.published import PUBLISHED, shape
     from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 
     s = WORKLOADS["swe-pro-codex"].build(0)

@@ -12,7 +12,7 @@ import trio
 from trio_websocket import WebSocketRequest, serve_websocket
 
 from rollout.cli import main
-from rollout.experiments.load import LoadError, raise_nofile, run_load
+from rollout.experiments.load.run import LoadError, raise_nofile, run_load
 from support.waits import TIMEOUT
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from rollout.experiments import upstream_bench
-from rollout.experiments.bench import Figure
+from rollout.experiments.bench import upstream as upstream_bench
+from rollout.experiments.bench.run import Figure
 
 
 def test_both_clients_read_every_event(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 from _aimock import Aimock
 
-from rollout.experiments.compare import summarize
+from rollout.experiments.harness.compare import summarize
 from support.compare import upstream_experiment
 
 

@@ -18,7 +18,7 @@ import trio
 from openai import OpenAI
 
 from rollout.engine.engine import Engine
-from rollout.experiments.compare import summarize
+from rollout.experiments.harness.compare import summarize
 from rollout.testing.thread import ServerThread
 from rollout.upstream import UpstreamConfig, UpstreamModel
 from support.compare import upstream_experiment

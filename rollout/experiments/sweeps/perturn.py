@@ -14,9 +14,9 @@ import attrs
 import orjson
 
 from rollout.client import run_agent
-from rollout.experiments.compare import run_one
-from rollout.experiments.procs import running
-from rollout.experiments.workloads import Dist, Latency, Scenario, Tool, Workload
+from rollout.experiments.harness.compare import run_one
+from rollout.experiments.harness.procs import running
+from rollout.experiments.workloads.catalog import Dist, Latency, Scenario, Tool, Workload
 from rollout.model.profiles import COST_PROFILES, CostProfile, InferenceProfile
 
 #: The session of the sweep: short model steps, ~2,600-token tool outputs and no client latency,
@@ -39,7 +39,7 @@ SWEEP = Workload(
 _SERVER = """
 import functools, sys, trio, attrs
 from rollout.engine.engine import Engine
-from rollout.experiments.perturn import scenario
+from rollout.experiments.sweeps.perturn import scenario
 from rollout.model.profiles import cost_profile, inference_profile
 from rollout.server.listen import serve
 s = scenario(int(sys.argv[1]), int(sys.argv[2]))
@@ -198,7 +198,7 @@ def write(out: Path, sweep: Sweep, runs: Sequence[TurnRun]) -> list[Path]:
 
 
 def _plot(out: Path, data: dict[str, Any], runs: Sequence[TurnRun]) -> list[Path]:
-    from rollout.experiments.plots import per_turn
+    from rollout.experiments.figures.plots import per_turn
 
     modes = list(dict.fromkeys(r.mode for r in runs))
     series = {m: per_turn_rows(runs, m) for m in modes}

@@ -10,29 +10,29 @@ import attrs
 import trio
 
 from rollout.client import HttpClient
-from rollout.experiments.compare import run_one
-from rollout.experiments.concurrency import first_delta_under_load
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.firsttoken import first_token
-from rollout.experiments.peer import side_by_side
-from rollout.experiments.procs import running
-from rollout.experiments.streams import events_per_second
-from rollout.experiments.turncost import overhead_vs_history
-from rollout.experiments.upstream_bench import upstream_client
-from rollout.experiments.workloads import WORKLOADS
+from rollout.experiments.bench.concurrency import first_delta_under_load
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.bench.firsttoken import first_token
+from rollout.experiments.bench.peer import side_by_side
+from rollout.experiments.bench.streams import events_per_second
+from rollout.experiments.bench.turncost import overhead_vs_history
+from rollout.experiments.bench.upstream import upstream_client
+from rollout.experiments.harness.compare import run_one
+from rollout.experiments.harness.procs import running
+from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 
-# -- 1. per-turn server CPU against history length: rollout.experiments.turncost -------------
+# -- 1. per-turn server CPU against history length: rollout.experiments.bench.turncost -------------
 
 
-# -- 2. events per second on one connection: rollout.experiments.streams ----------------------
+# -- 2. events per second on one connection: rollout.experiments.bench.streams ---------------------
 
 
-# -- 3. memory of suspended append rollouts ------------------------------------------------------
+# -- 3. memory of suspended append rollouts --------------------------------------------------------
 
 _MEMORY_SERVER = """
 import sys, rollout
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 from rollout.service.config import ServerConfig
 # The model always calls the tool: every rollout stays suspended after its first step.
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.call("exec", {})))
@@ -81,10 +81,10 @@ async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 800
     report(Figure("memory.rss_with_suspended_rollouts", rss, "MB", "<=300", rss <= 300))
 
 
-# -- 4. time to first token on a warm connection: rollout.experiments.firsttoken --------------
+# -- 4. time to first token on a warm connection: rollout.experiments.bench.firsttoken -------------
 
 
-# -- 5. the ideal-rollout ratio -------------------------------------------------------------------
+# -- 5. the ideal-rollout ratio --------------------------------------------------------------------
 
 
 async def ideal_ratio(report: Report, repeats: int = 3) -> None:

@@ -14,13 +14,13 @@ import h11
 import orjson
 import trio
 
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import SERVE_HANDLE, running
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.harness.procs import SERVE_HANDLE, running
 
 # A rollout server streaming one long answer (argv[1] tokens), unpaced.
 ROLLOUT_SERVER = """
 import sys, rollout
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 from rollout.model.policy import TextStep
 text = " ".join(["word"] * int(sys.argv[1]))
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: TextStep(text=text)))

@@ -1,7 +1,8 @@
 # The figures of `rollout compare` (matplotlib, the optional `plot` extra), each showing the spread
 # of the interleaved repeats: end-to-end time split into API work, inference and client tools
 # relative to the ideal rollout, per-turn overhead against history length, and the figures of the
-# per-turn and chain-length sweeps. They read the sweeps' data (rollout.experiments.results).
+# per-turn and chain-length sweeps. They read the sweeps' data
+# (rollout.experiments.harness.results).
 from __future__ import annotations
 
 import statistics
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rollout.experiments.results import CodexRun, Point, RunResult
+from rollout.experiments.harness.results import CodexRun, Point, RunResult
 
 PHASES = (("inference", "#4c72b0"), ("client tools", "#55a868"), ("API work", "#c44e52"))
 

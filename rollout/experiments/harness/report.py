@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rollout.experiments.compare import Experiment, RunResult, Summary
-from rollout.experiments.published import PUBLISHED, beside, shape
-from rollout.experiments.workloads import Scenario
+from rollout.experiments.harness.compare import Experiment, RunResult, Summary
+from rollout.experiments.workloads.catalog import Scenario
+from rollout.experiments.workloads.published import PUBLISHED, beside, shape
 from rollout.model.profiles import CostProfile, InferenceProfile
 
 

@@ -1,6 +1,6 @@
 # What the sweeps of `rollout compare` measure, as plain data: a rollout in one mode (RunResult),
 # a point of the chain-length sweep (Point) and a Codex CLI run (CodexRun). The sweeps make them
-# and write them out; the figures (rollout.experiments.plots) read them; nothing here runs.
+# and write them out; the figures (rollout.experiments.figures.plots) read them; nothing here runs.
 from __future__ import annotations
 
 import statistics

@@ -15,13 +15,13 @@ import orjson
 import trio
 from trio_websocket import WebSocketConnection, open_websocket_url
 
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import SERVE_HANDLE, running
-from rollout.experiments.streams import ws_frames
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.bench.streams import ws_frames
+from rollout.experiments.harness.procs import SERVE_HANDLE, running
 
 TEXT_SERVER = """
 import rollout
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 engine = rollout.Engine(policy=rollout.ScriptedPolicy([rollout.text("ok")]))
 serve_engine(engine)
 """

@@ -17,10 +17,10 @@ import trio
 from rich.console import Console
 
 from rollout.client import MODES, SCENARIOS
-from rollout.experiments import chains, codex, perturn
-from rollout.experiments.plots import compare_plots
-from rollout.experiments.procs import ChildError
-from rollout.experiments.results import RunResult
+from rollout.experiments.figures.plots import compare_plots
+from rollout.experiments.harness.procs import ChildError
+from rollout.experiments.harness.results import RunResult
+from rollout.experiments.sweeps import chains, codex, perturn
 from rollout.model.profiles import (
     CostProfile,
     InferenceProfile,
@@ -107,7 +107,7 @@ def _replot(directory: Path) -> int:
 
 
 def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments.report import print_profiles, print_rows, progress_bar
+    from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
 
     profile = _one_profile(args.profiles, "instant", "--per-turn")
     if args.workload is not None:
@@ -144,8 +144,8 @@ def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
 
 
 def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments.report import print_profiles, print_rows, progress_bar
-    from rollout.experiments.workloads import workload
+    from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
+    from rollout.experiments.workloads.catalog import workload
 
     lengths = chains.parse_lengths(args.chain_lengths)
     if args.calls is not None:
@@ -190,7 +190,7 @@ def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
 
 
 def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
-    from rollout.experiments.report import print_profiles
+    from rollout.experiments.harness.report import print_profiles
 
     profile = _one_profile(args.profiles, "1000tps", "--agent")
     if args.modes is not None or args.workload is not None:

@@ -14,9 +14,9 @@ import trio
 
 from rollout.client import run_agent
 from rollout.client.agent import Turn
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import ChildServer, running
-from rollout.experiments.workloads import Latency, Scenario, Workload
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.harness.procs import ChildServer, running
+from rollout.experiments.workloads.catalog import Latency, Scenario, Workload
 
 MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
 GATED = ("ws-chain", "ws-append")  # history-independent by design: 100k <= 1.2 x 1k
@@ -50,8 +50,8 @@ def scenario(history_tokens: int, calls: int = CALLS) -> Scenario:
 # inference time, CPU-only costs.
 SERVER = """
 import sys, rollout
-from rollout.experiments.procs import serve_engine
-from rollout.experiments.turncost import scenario
+from rollout.experiments.harness.procs import serve_engine
+from rollout.experiments.bench.turncost import scenario
 engine = rollout.Engine(policy=scenario(int(sys.argv[1]), int(sys.argv[2])).policy())
 serve_engine(engine)
 """

@@ -15,8 +15,8 @@ import orjson
 
 from protocol.sse import SSEDecoder
 from rollout.client import HttpClient
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import SERVE_HANDLE, running
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.harness.procs import SERVE_HANDLE, running
 
 _SSE_SERVER = (
     """

@@ -24,9 +24,8 @@ import orjson
 import trio
 
 import rollout
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import running
-from rollout.experiments.streams import (
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.bench.streams import (
     CREATE,
     _ws_frame,
     _ws_open,
@@ -35,6 +34,7 @@ from rollout.experiments.streams import (
     ws_counter,
     ws_frames,
 )
+from rollout.experiments.harness.procs import running
 
 
 def _aimock_dir() -> Path:
@@ -56,7 +56,7 @@ LONG, SHORT = str(CREATE["input"]), "short answer"
 # rollout: the long answer (argv[1] tokens, one delta each) for argv[2], "ok" for anything else.
 ROLLOUT_SERVER = """
 import sys, rollout
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 from rollout.model.policy import TextStep
 long = TextStep(text=" ".join(["word"] * int(sys.argv[1])))
 short = TextStep(text="ok")

@@ -10,13 +10,13 @@ import time
 import orjson
 import trio
 
-from rollout.experiments.figures import Figure, Report
-from rollout.experiments.procs import running
-from rollout.experiments.streams import CREATE, WS_KEY, _ws_frame, next_frame
+from rollout.experiments.bench.figure import Figure, Report
+from rollout.experiments.bench.streams import CREATE, WS_KEY, _ws_frame, next_frame
+from rollout.experiments.harness.procs import running
 
 SERVER = """
 import rollout
-from rollout.experiments.procs import serve_engine
+from rollout.experiments.harness.procs import serve_engine
 from rollout.service.config import ServerConfig
 engine = rollout.Engine(policy=rollout.ScriptedPolicy(lambda ctx: rollout.text("ok")))
 serve_engine(engine)

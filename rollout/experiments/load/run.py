@@ -4,7 +4,7 @@
 # is `response.completed`, N pauses, no event of another response) and reports errors, lost and
 # duplicated events and the per-turn overhead (append sent -> first event of the next step,
 # measured by the client) in the bench format: `name value unit target pass|fail|info`. The
-# connections are rollout.experiments.load_client; the server runs in a child process (procs).
+# connections are rollout.experiments.load.client; the server runs in a child process (procs).
 from __future__ import annotations
 
 import logging
@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 import attrs
 import trio
 
-from rollout.experiments.bench import Figure
-from rollout.experiments.load_client import Conn, Phase, run_connection
-from rollout.experiments.procs import ChildError, ChildServer, serve_engine
+from rollout.experiments.bench.run import Figure
+from rollout.experiments.harness.procs import ChildError, ChildServer, serve_engine
+from rollout.experiments.load.client import Conn, Phase, run_connection
 
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
 FD_MARGIN = 64  # descriptors beyond one per connection (listener, pipes, logs, imports)
@@ -78,7 +78,9 @@ def serve_main(argv: Sequence[str]) -> None:
     serve_engine(engine, config)
 
 
-_SERVER = "import sys; from rollout.experiments.load import serve_main; serve_main(sys.argv[1:])"
+_SERVER = (
+    "import sys; from rollout.experiments.load.run import serve_main; serve_main(sys.argv[1:])"
+)
 
 
 # -- the run -------------------------------------------------------------------------------------

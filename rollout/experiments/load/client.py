@@ -2,7 +2,7 @@
 # the start signal, runs one append-shape rollout of N client tool calls and checks its event
 # stream as it goes (sequence numbers, one terminal event, N pauses, no event of another
 # response), then sends a fence frame whose error reply shows nothing followed the end. What it
-# saw is a `Conn`; `rollout.experiments.load` runs many and reports.
+# saw is a `Conn`; `rollout.experiments.load.run` runs many and reports.
 from __future__ import annotations
 
 import time

@@ -12,9 +12,9 @@ from typing import Any
 import attrs
 import orjson
 
-from rollout.experiments.compare import RunResult, run_one
-from rollout.experiments.results import Point
-from rollout.experiments.workloads import WORKLOADS, Scenario, Workload
+from rollout.experiments.harness.compare import RunResult, run_one
+from rollout.experiments.harness.results import Point
+from rollout.experiments.workloads.catalog import WORKLOADS, Scenario, Workload
 from rollout.model.profiles import CostProfile, InferenceProfile
 
 CHAIN_MODES = ("http-chain", "ws-chain")
@@ -209,7 +209,7 @@ def beside(ps: Sequence[Point], modes: Sequence[str] = CHAIN_MODES) -> list[list
 
 def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> list[Path]:
     """chains.json (every run, the points) and, with matplotlib, ttft-chain.png."""
-    from rollout.experiments.plots import chain_plot
+    from rollout.experiments.figures.plots import chain_plot
 
     out.mkdir(parents=True, exist_ok=True)
     ps = points(runs)
@@ -232,7 +232,7 @@ def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> l
 
 def replot(directory: Path) -> list[Path]:
     """ttft-chain.png again from the directory's chains.json."""
-    from rollout.experiments.plots import chain_plot
+    from rollout.experiments.figures.plots import chain_plot
 
     data = orjson.loads((directory / "chains.json").read_bytes())
     ps = [Point(**p) for p in data["points"]]

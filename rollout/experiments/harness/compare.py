@@ -18,8 +18,8 @@ import trio
 from rollout.client import MODES, ONE_RESPONSE, SCENARIOS, run_agent
 from rollout.engine.engine import Engine
 from rollout.engine.work import CPU, DECLARED, Stats, Work
-from rollout.experiments.results import RunResult
-from rollout.experiments.workloads import Scenario
+from rollout.experiments.harness.results import RunResult
+from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
 from rollout.upstream.config import UpstreamConfig
@@ -284,7 +284,7 @@ def write_results(
         path = out / f"trace-{mode}.json"
         path.write_bytes(orjson.dumps({"traceEvents": run.trace, "displayTimeUnit": "ms"}))
         written.append(path)
-    from rollout.experiments.plots import compare_plots
+    from rollout.experiments.figures.plots import compare_plots
 
     written += compare_plots(out, results, experiment.modes, w.name)
     return written

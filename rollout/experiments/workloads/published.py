@@ -8,8 +8,8 @@ from itertools import pairwise
 
 import attrs
 
-from rollout.experiments.compare import RunResult
-from rollout.experiments.workloads import Scenario
+from rollout.experiments.harness.compare import RunResult
+from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.policy import CallStep, ErrorStep
 from rollout.model.tokens import count
 

@@ -21,8 +21,8 @@ import trio
 
 from rollout.engine.engine import Engine
 from rollout.engine.work import Stats, Work
-from rollout.experiments.figures import Figure
-from rollout.experiments.results import CodexRun
+from rollout.experiments.bench.figure import Figure
+from rollout.experiments.harness.results import CodexRun
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
@@ -241,7 +241,7 @@ def figures(runs: Sequence[CodexRun], transports: Sequence[str] = TRANSPORTS) ->
 
 def write(out: Path, runs: Sequence[CodexRun], meta: dict[str, object]) -> list[Path]:
     """codex.json (every run) and, with matplotlib, codex.png."""
-    from rollout.experiments.plots import agent_plot
+    from rollout.experiments.figures.plots import agent_plot
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "codex.json"
@@ -253,7 +253,7 @@ def write(out: Path, runs: Sequence[CodexRun], meta: dict[str, object]) -> list[
 
 def replot(directory: Path) -> list[Path]:
     """codex.png again from the directory's codex.json."""
-    from rollout.experiments.plots import agent_plot
+    from rollout.experiments.figures.plots import agent_plot
 
     data = orjson.loads((directory / "codex.json").read_bytes())
     plot = agent_plot(directory / "codex.png", [CodexRun(**r) for r in data["runs"]])

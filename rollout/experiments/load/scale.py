@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 
 import trio
 
-from rollout.experiments.load import LoadError, LoadResult, _percentile, run_load
-from rollout.experiments.procs import stop
+from rollout.experiments.harness.procs import stop
+from rollout.experiments.load.run import LoadError, LoadResult, _percentile, run_load
 
 STARTUP_S = 60.0
 
@@ -170,7 +170,7 @@ def main(
 
 def command(args: argparse.Namespace) -> int:
     """`rollout load`: one load (against --url, or a server of its own), or a scaling run."""
-    from rollout.experiments.load import main as load_main
+    from rollout.experiments.load.run import main as load_main
 
     if args.workers is not None:
         try:
