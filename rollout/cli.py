@@ -10,18 +10,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import attrs
 import trio
 
 from rollout.cli_parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
-from rollout.experiments.harness.cli import NO_PLOTS, parse_modes
-from rollout.experiments.harness.compare import RunResult
-from rollout.experiments.workloads.catalog import workload
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
-    InferenceProfile,
     ProfileError,
     cost_profile,
     inference_profile,
@@ -97,70 +92,9 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from rollout.experiments.harness.cli import command
 
-    from rollout.experiments.harness.compare import Experiment, summarize, write_results
-    from rollout.experiments.harness.report import (
-        print_header,
-        print_published,
-        print_tables,
-        progress_bar,
-    )
-
-    if args.replot or args.per_turn or args.chain_lengths or args.agent:
-        from rollout.experiments.harness.cli import command
-
-        return command(args)
-    err = Console(stderr=True)
-    try:
-        w = workload(args.workload or "coding-agent")
-        calls = args.calls if args.calls is not None else (None if args.full else 6)
-        if calls is not None:
-            if calls < 0:
-                raise ValueError("--calls must be >= 0")
-            w = attrs.evolve(w, tool_calls=(calls, calls))
-        names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
-        profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
-        modes = parse_modes(args.modes)
-        if args.repeats < 1:
-            raise ValueError("--repeats must be >= 1")
-        costs = cost_profile(args.costs)
-        upstream = None
-        if args.upstream is not None:
-            upstream = upstream_config(args, os.environ, api="chat")
-            profiles = [InferenceProfile(name="upstream")]  # the engine sets the pace
-    except (ValueError, ProfileError, UpstreamError) as exc:
-        err.print(f"rollout compare: {exc}")
-        return 2
-    experiment = Experiment(
-        scenario=w.build(args.seed),
-        profiles=profiles,
-        costs=costs,
-        modes=modes,
-        repeats=args.repeats,
-        upstream=upstream,
-    )
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=120)
-    print_header(console, experiment)
-    with progress_bar(console) as bar:
-        task = bar.add_task("", total=experiment.total)
-
-        def advance(result: RunResult) -> None:
-            bar.update(
-                task, advance=1, description=f"{result.profile} {result.mode} {result.seconds:.2f}s"
-            )
-
-        results = trio.run(experiment.run, advance)
-    summaries = summarize(results)
-    print_tables(console, summaries)
-    print_published(console, experiment.scenario, results[0])
-    written = write_results(Path(args.out), experiment, results, summaries)
-    console.print("wrote " + ", ".join(str(p) for p in written))
-    if not any(p.suffix == ".png" for p in written):
-        console.print(NO_PLOTS)
-    return 0
+    return command(args, upstream_config)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from rollout.experiments.figures.plots import compare_plots
 from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.harness.results import RunResult
 from rollout.experiments.sweeps import chains, codex, perturn
+from rollout.experiments.workloads.catalog import workload
 from rollout.model.profiles import (
     CostProfile,
     InferenceProfile,
@@ -28,6 +29,7 @@ from rollout.model.profiles import (
     cost_profile,
     inference_profile,
 )
+from rollout.upstream.config import UpstreamConfig, UpstreamError
 
 #: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
 NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
@@ -64,7 +66,13 @@ def _wrote(console: Console, written: Sequence[Path]) -> None:
         console.print(NO_PLOTS)
 
 
-def command(args: argparse.Namespace) -> int:
+#: How `rollout compare` builds the upstream settings from its flags (rollout.cli's, passed in
+#: so that the harness does not import the command line).
+UpstreamFrom = Callable[[argparse.Namespace, Mapping[str, str], str], UpstreamConfig]
+
+
+def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
+    """`rollout compare`: the mode table, or the one sweep its flags choose."""
     err = Console(stderr=True)
     chosen = [
         f
@@ -77,6 +85,8 @@ def command(args: argparse.Namespace) -> int:
         if on
     ]
     try:
+        if not chosen:
+            return _table(args, upstream_from)
         if len(chosen) > 1:
             raise ValueError(f"{' and '.join(chosen)} are separate runs: choose one")
         if args.repeats < 1:
@@ -91,9 +101,61 @@ def command(args: argparse.Namespace) -> int:
         if args.chain_lengths:
             return _chains(args, costs)
         return _agent(args, costs)
-    except (ValueError, ProfileError, ChildError) as exc:
+    except (ValueError, ProfileError, ChildError, UpstreamError) as exc:
         err.print(f"rollout compare: {exc}")
         return 2
+
+
+def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
+    """The mode table: every mode of one workload, per inference profile and repeat."""
+    from rollout.experiments.harness.compare import Experiment, summarize, write_results
+    from rollout.experiments.harness.report import (
+        print_header,
+        print_published,
+        print_tables,
+        progress_bar,
+    )
+
+    w = workload(args.workload or "coding-agent")
+    calls = args.calls if args.calls is not None else (None if args.full else 6)
+    if calls is not None:
+        if calls < 0:
+            raise ValueError("--calls must be >= 0")
+        w = attrs.evolve(w, tool_calls=(calls, calls))
+    names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
+    profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
+    modes = parse_modes(args.modes)
+    if args.repeats < 1:
+        raise ValueError("--repeats must be >= 1")
+    costs = cost_profile(args.costs)
+    upstream = None
+    if args.upstream is not None:
+        upstream = upstream_from(args, os.environ, "chat")
+        profiles = [InferenceProfile(name="upstream")]  # the engine sets the pace
+    experiment = Experiment(
+        scenario=w.build(args.seed),
+        profiles=profiles,
+        costs=costs,
+        modes=modes,
+        repeats=args.repeats,
+        upstream=upstream,
+    )
+    console = _console()
+    print_header(console, experiment)
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=experiment.total)
+
+        def advance(result: RunResult) -> None:
+            bar.update(
+                task, advance=1, description=f"{result.profile} {result.mode} {result.seconds:.2f}s"
+            )
+
+        results = trio.run(experiment.run, advance)
+    summaries = summarize(results)
+    print_tables(console, summaries)
+    print_published(console, experiment.scenario, results[0])
+    _wrote(console, write_results(Path(args.out), experiment, results, summaries))
+    return 0
 
 
 def _replot(directory: Path) -> int:
