@@ -172,51 +172,67 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser(
         "compare",
-        help="run the same agent rollout in every protocol mode and compare (the main job)",
-        description="Run one workload's rollout in each mode (http-full, http-chain, ws-full, "
-        "ws-chain, ws-append, http-append) against an in-process server over loopback, for "
-        "each inference profile and repeat, and report end-to-end time, time to first token, "
-        "the phase breakdown and the server's work counters. The default is a quick run "
-        "(about a minute); --full runs the whole sweep.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="run the same agent rollout in each protocol mode and compare (the main job)",
+        description="Run one workload's rollout in each mode against a fresh in-process server "
+        "over loopback, for each inference profile and repeat, and report end-to-end time, "
+        "time to first token, the phase breakdown, the server's work counters and a verdict "
+        "line per profile (how much less time each mode takes than http-full, with the "
+        "spread). The quick default (about three minutes on 2 cores): the swe-pro-codex "
+        "session (30 turns, history to ~80k tokens) in http-full, ws-chain and ws-append at "
+        "1000tps and 4000tps, costs service, 3 repeats. --full: every mode at 65tps, 1000tps "
+        f"and 4000tps (about 45 minutes). Modes: {', '.join(MODES)}; scenarios: "
+        f"{', '.join(SCENARIOS)}. Each run writes a directory of its own under --out.",
     )
     c.add_argument(
         "--workload",
         default=None,
-        help=f"one of {', '.join(WORKLOADS)} (default: coding-agent; with --chain-lengths: "
-        "coding-chain, its short-step variant)",
+        help=f"one of {', '.join(WORKLOADS)} (default: swe-pro-codex; with --chain-lengths: "
+        "coding-chain, its short-step variant; --per-turn runs its own)",
     )
     c.add_argument(
         "--profiles",
         default=None,
-        help="comma-separated inference profiles (quick: 1000tps,4000tps; --full: "
-        "65tps,1000tps,4000tps)",
+        help="comma-separated inference profiles (default: 1000tps,4000tps; with --full: "
+        "65tps,1000tps,4000tps; --per-turn: instant)",
     )
     c.add_argument(
         "--modes",
         default=None,
-        help=f"comma-separated modes (default: {','.join(MODES)}; with --chain-lengths: "
-        f"http-chain,ws-chain; also the scenario {', '.join(SCENARIOS)})",
+        help="comma-separated modes (default: http-full,ws-chain,ws-append; with --full: all "
+        f"of {','.join(MODES)}; with --chain-lengths: http-chain,ws-chain; also the scenario "
+        f"{', '.join(SCENARIOS)})",
     )
-    c.add_argument("--repeats", type=int, default=3, help="rollouts per mode and profile")
-    c.add_argument("--seed", type=int, default=0, help="workload seed")
+    c.add_argument(
+        "--repeats", type=int, default=3, help="rollouts per mode and profile (default: 3)"
+    )
+    c.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     c.add_argument(
         "--calls",
         type=int,
         default=None,
-        help="tool calls per rollout (quick default: 6; otherwise the workload's range)",
+        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29)",
     )
     c.add_argument(
         "--costs",
-        default="cpu-only",
-        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file",
+        default=None,
+        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file "
+        "(default: service, the real service's stages around inference; the sweeps: "
+        "cpu-only, rollout's own CPU work alone)",
+    )
+    c.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="rollouts at once, each in a worker process of its own (default: one per core, at "
+        "most 2; each run mostly waits on declared latencies); 1 runs them one at a time",
     )
     c.add_argument(
         "--upstream",
         metavar="URL",
         help="pace the workload's script by this real engine (chat completions): each step's "
         "prompt is prefilled and each of its tokens decoded by the engine "
-        "(docs/real-inference.md); --profiles is then unused",
+        "(docs/real-inference.md); --profiles and --jobs are then unused",
     )
     c.add_argument(
         "--upstream-model",
@@ -231,9 +247,13 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=600.0,
         metavar="SECONDS",
-        help="the longest wait for the engine's next chunk",
+        help="the longest wait for the engine's next chunk (default: 600)",
     )
-    c.add_argument("--full", action="store_true", help="the full sweep (slow: ~30 minutes)")
+    c.add_argument(
+        "--full",
+        action="store_true",
+        help="the whole sweep: every mode at 65tps, 1000tps and 4000tps (about 45 minutes)",
+    )
     c.add_argument(
         "--chain-lengths",
         default=None,
@@ -262,9 +282,14 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
-        "per-turn.json, chains.json, codex.json); nothing is run",
+        "per-turn.json, chains.json, codex.json), in DIR; nothing is run",
     )
-    c.add_argument("--out", default="results", help="directory for results, plots, traces")
+    c.add_argument(
+        "--out",
+        default="results",
+        help="where runs go: each run writes OUT/YYYYmmdd-HHMMSS-NAME/ (results, figures, "
+        "traces) and points OUT/latest at it; earlier runs are kept (default: results)",
+    )
 
     b = sub.add_parser(
         "bench",

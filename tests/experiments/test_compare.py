@@ -7,6 +7,7 @@ from pathlib import Path
 import attrs
 import orjson
 import pytest
+import trio
 
 from rollout.cli import main
 from rollout.client import MODES, ONE_RESPONSE
@@ -81,7 +82,7 @@ async def test_every_mode_replays_the_same_rollout(tmp_path: Path) -> None:
     assert full.counts["scan"]["tokens"] > 2 * append.counts["scan"]["tokens"]
     assert by_mode["ws-chain"].counts["scan"]["tokens"] == append.counts["scan"]["tokens"]
     summaries = summarize(results)
-    written = write_results(tmp_path, experiment, results, summaries)
+    written = write_results(tmp_path, experiment, results, summaries, "rollout compare")
     data = orjson.loads((tmp_path / "results.json").read_bytes())
     assert {s["mode"] for s in data["summary"]} == set(MODES)
     assert data["cost_profile"]["name"] == "cpu-only"
@@ -102,6 +103,8 @@ def test_cli_compare_quick_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
             "1",
             "--modes",
             "http-full,ws-append",
+            "--costs",
+            "cpu-only",
             "--out",
             str(tmp_path),
         ]
@@ -109,7 +112,81 @@ def test_cli_compare_quick_run(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert code == 0
     assert "ws-append" in out and "costs cpu-only" in out
-    assert (tmp_path / "results.json").exists()
+    assert "verdict" in out and "ws-append: " in out
+    first = (tmp_path / "latest").resolve()
+    data = orjson.loads((first / "results.json").read_bytes())
+    assert data["command"].startswith("rollout ") or data["command"] is None
+    assert data["modes"] == ["http-full", "ws-append"]
+    # A second run gets a directory of its own; `latest` moves to it and the first stays.
+    assert (
+        main(
+            [
+                "compare",
+                "--profiles",
+                "instant",
+                "--calls",
+                "1",
+                "--repeats",
+                "1",
+                "--modes",
+                "ws-append",
+                "--jobs",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    second = (tmp_path / "latest").resolve()
+    assert second != first and (first / "results.json").exists()
+    assert (second / "results.json").exists()
+    runs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and not p.is_symlink())
+    assert len(runs) == 2
+
+
+def test_the_schedule_interleaves_modes_and_rotates_their_order() -> None:
+    scenario = attrs.evolve(WORKLOADS["chat"], tool_calls=(1, 1)).build(0)
+    profiles = [INFERENCE_PROFILES["1000tps"], INFERENCE_PROFILES["4000tps"]]
+    experiment = Experiment(
+        scenario=scenario,
+        profiles=profiles,
+        costs=COST_PROFILES["service"],
+        modes=["http-full", "ws-chain", "ws-append"],
+        repeats=3,
+    )
+    order = [(j.repeat, j.profile.name, j.mode) for j in experiment.schedule()]
+    assert len(order) == experiment.total == 18
+    firsts = [mode for repeat, profile, mode in order if profile == "1000tps"][::3]
+    assert firsts == ["http-full", "ws-chain", "ws-append"]
+    # Each repeat holds every mode of every profile before the next repeat starts.
+    assert [r for r, _, _ in order] == [0] * 6 + [1] * 6 + [2] * 6
+
+
+def test_workers_run_the_same_rollouts_as_this_process() -> None:
+    """Two worker processes (rollout compare's --jobs 2) give what a run in this process
+    gives: the same rollout, work counters, marks and trace, in the schedule's order."""
+    scenario = attrs.evolve(WORKLOADS["coding-agent"], tool_calls=(2, 2)).build(0)
+    common = dict(
+        scenario=scenario,
+        profiles=[INFERENCE_PROFILES["instant"]],
+        costs=COST_PROFILES["cpu-only"],
+        modes=["http-full", "ws-chain", "ws-append"],
+        repeats=2,
+    )
+    here = trio.run(Experiment(**common).run)
+    there = trio.run(Experiment(**common, jobs=2).run)
+    assert [(r.mode, r.repeat) for r in there] == [(r.mode, r.repeat) for r in here]
+    for a, b in zip(here, there, strict=True):
+        assert (a.text, a.calls, a.turns) == (b.text, b.calls, b.turns)
+        assert a.counts["scan"]["tokens"] == b.counts["scan"]["tokens"]
+        assert [name for name, _ in a.marks] == [name for name, _ in b.marks]
+        assert b.trace and all(isinstance(at, float) for _, at in b.marks)
+
+
+def test_a_summary_without_http_full_has_no_ratio_to_it() -> None:
+    summary = summarize([result("ws-chain", 1.0), result("ws-append", 0.9)])
+    assert {s.mode: s.vs_http_full for s in summary} == {"ws-chain": None, "ws-append": None}
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,8 +62,17 @@ def _console() -> Console:
     return console if console.is_terminal else Console(width=140)
 
 
-def _wrote(console: Console, written: Sequence[Path]) -> None:
-    console.print("wrote " + ", ".join(str(p) for p in written))
+def _wrote(console: Console, written: Sequence[Path], out: Path | None = None) -> None:
+    """The files a run wrote; with `out`, that they are its own directory under `out`, which
+    `out/latest` points to and which keeps the earlier runs."""
+    if written and out is not None:
+        run = written[0].parent
+        console.print(
+            f"wrote {run}/: " + ", ".join(p.name for p in written) + f" ({out / 'latest'} "
+            "points here; earlier runs are kept beside it)"
+        )
+    else:
+        console.print("wrote " + ", ".join(str(p) for p in written))
     if not any(p.suffix == ".png" for p in written):
         console.print(NO_PLOTS)
 
@@ -91,9 +102,9 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
             raise ValueError(f"{' and '.join(chosen)} are separate runs: choose one")
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
-        if args.upstream is not None or args.full:
-            raise ValueError(f"{chosen[0]} does not take --upstream or --full")
-        costs = cost_profile(args.costs)
+        if args.upstream is not None or args.full or args.jobs is not None:
+            raise ValueError(f"{chosen[0]} does not take --upstream, --full or --jobs")
+        costs = cost_profile(args.costs or SWEEP_COSTS)
         if args.replot:
             return _replot(Path(args.replot))
         if args.per_turn:
@@ -106,6 +117,54 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         return 2
 
 
+#: The mode table's defaults: the quick run, and --full (the whole sweep).
+QUICK = {
+    "workload": "swe-pro-codex",
+    "profiles": "1000tps,4000tps",
+    "modes": "http-full,ws-chain,ws-append",
+    "costs": "service",
+}
+FULL = {**QUICK, "profiles": "65tps,1000tps,4000tps", "modes": ",".join(MODES)}
+#: The sweeps' cost profile when --costs is not given (they time rollout's own work).
+SWEEP_COSTS = "cpu-only"
+
+
+def default_jobs() -> int:
+    """Rollouts at once: one per core, at most 2 (each run is mostly waiting on declared
+    latencies; two on two cores measured as one at a time, docs/experiments.md)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def command_line() -> str:
+    """The command as typed (`rollout compare ...`), for a run's provenance."""
+    return shlex.join(["rollout", *sys.argv[1:]])
+
+
+def run_directory(out: Path, label: str) -> Path:
+    """A new directory for one run under `out` (`YYYYmmdd-HHMMSS-label`, suffixed when taken),
+    with `out/latest` pointing at it; earlier runs stay beside it."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}-{label}"
+    n = 2
+    while (out / name).exists():
+        name = f"{stamp}-{label}-{n}"
+        n += 1
+    run = out / name
+    run.mkdir()
+    latest = out / "latest"
+    temporary = out / f".latest-{os.getpid()}"
+    try:
+        temporary.symlink_to(name, target_is_directory=True)
+        os.replace(temporary, latest)
+    except OSError:  # no symbolic links here (or `latest` is a directory): name the run instead
+        temporary.unlink(missing_ok=True)
+        if not latest.is_dir() or latest.is_symlink():
+            latest.unlink(missing_ok=True)
+            (out / "latest.txt").write_text(name + "\n")
+    return run
+
+
 def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     """The mode table: every mode of one workload, per inference profile and repeat."""
     from rollout.experiments.harness.compare import Experiment, summarize, write_results
@@ -113,21 +172,26 @@ def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         print_header,
         print_published,
         print_tables,
+        print_verdicts,
         progress_bar,
     )
+    from rollout.experiments.harness.verdict import verdicts
 
-    w = workload(args.workload or "coding-agent")
-    calls = args.calls if args.calls is not None else (None if args.full else 6)
-    if calls is not None:
-        if calls < 0:
+    defaults = FULL if args.full else QUICK
+    w = workload(args.workload or defaults["workload"])
+    if args.calls is not None:
+        if args.calls < 0:
             raise ValueError("--calls must be >= 0")
-        w = attrs.evolve(w, tool_calls=(calls, calls))
-    names = args.profiles or ("65tps,1000tps,4000tps" if args.full else "1000tps,4000tps")
+        w = attrs.evolve(w, tool_calls=(args.calls, args.calls))
+    names = args.profiles or defaults["profiles"]
     profiles = [inference_profile(n.strip()) for n in names.split(",") if n.strip()]
-    modes = parse_modes(args.modes)
+    modes = parse_modes(args.modes or defaults["modes"])
     if args.repeats < 1:
         raise ValueError("--repeats must be >= 1")
-    costs = cost_profile(args.costs)
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ValueError("--jobs must be >= 1")
+    costs = cost_profile(args.costs or defaults["costs"])
     upstream = None
     if args.upstream is not None:
         upstream = upstream_from(args, os.environ, "chat")
@@ -139,9 +203,10 @@ def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         modes=modes,
         repeats=args.repeats,
         upstream=upstream,
+        jobs=jobs,
     )
     console = _console()
-    print_header(console, experiment)
+    print_header(console, experiment, calls_flag=args.calls is not None)
     with progress_bar(console) as bar:
         task = bar.add_task("", total=experiment.total)
 
@@ -153,8 +218,12 @@ def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         results = trio.run(experiment.run, advance)
     summaries = summarize(results)
     print_tables(console, summaries)
-    print_published(console, experiment.scenario, results[0])
-    _wrote(console, write_results(Path(args.out), experiment, results, summaries))
+    if args.calls is None:  # a session cut by --calls has no published figures to match
+        print_published(console, experiment.scenario, results[0])
+    print_verdicts(console, verdicts(results, modes))
+    out = run_directory(Path(args.out), w.name)
+    written = write_results(out, experiment, results, summaries, command_line())
+    _wrote(console, written, Path(args.out))
     return 0
 
 
@@ -201,7 +270,11 @@ def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
     rows = perturn.table(runs, sweep.modes, (1_000, 10_000, 30_000, 60_000, 100_000))
     columns = ("mode", "history tokens", "wall ms/turn", "server CPU ms/turn")
     print_rows(console, "per turn (median (min-max) of the repeats)", columns, rows)
-    _wrote(console, perturn.write(Path(args.out), sweep, runs))
+    _wrote(
+        console,
+        perturn.write(run_directory(Path(args.out), "per-turn"), sweep, runs),
+        Path(args.out),
+    )
     return 0
 
 
@@ -247,7 +320,9 @@ def _chains(args: argparse.Namespace, costs: CostProfile) -> int:
         ("figure", "published", "ours"),
         chains.beside(points, modes),
     )
-    _wrote(console, chains.write(Path(args.out), run, runs))
+    _wrote(
+        console, chains.write(run_directory(Path(args.out), "chains"), run, runs), Path(args.out)
+    )
     return 0
 
 
@@ -304,20 +379,14 @@ def _agent(args: argparse.Namespace, costs: CostProfile) -> int:
         "cost_profile": attrs.asdict(costs),
         "repeats": args.repeats,
     }
-    _wrote(console, codex.write(Path(args.out), runs, meta))
+    _wrote(console, codex.write(run_directory(Path(args.out), "codex"), runs, meta), Path(args.out))
     return 0
 
 
 def load_runs(directory: Path) -> tuple[dict[str, Any], list[RunResult]]:
     """A results.json's data and its runs as RunResults (fields it lacks take their defaults)."""
     data = orjson.loads((directory / "results.json").read_bytes())
-    names = {f.name for f in attrs.fields(RunResult)} - {"trace", "marks"}
-    runs = []
-    for run in data["runs"]:
-        fields = {k: v for k, v in run.items() if k in names}
-        fields["calls"] = [tuple(c) for c in fields.get("calls", [])]
-        runs.append(RunResult(**fields))
-    return data, runs
+    return data, [RunResult.from_json(run) for run in data["runs"]]
 
 
 def replot(directory: Path) -> list[Path]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -163,7 +164,7 @@ class Summary:
     routing: float
     billing: float
     bytes_per_turn: float
-    vs_http_full: float
+    vs_http_full: float | None  # None: http-full is not in the run
     vs_ideal: float
     same_output: bool
     steer_s: float | None = None  # ws-steer: steer sent -> first token of its response
@@ -205,7 +206,7 @@ def summarize(results: Sequence[RunResult]) -> list[Summary]:
                 routing=median([r.counts["routing"]["calls"] for r in runs]),
                 billing=median([r.billed for r in runs]),
                 bytes_per_turn=median([r.bytes_sent + r.bytes_received for r in runs]) / turns,
-                vs_http_full=median(secs) / median([r.seconds for r in base]) if base else 1.0,
+                vs_http_full=median(secs) / median([r.seconds for r in base]) if base else None,
                 vs_ideal=median([r.seconds / r.ideal_s for r in runs]),
                 same_output=all(r.text == ref_text and r.calls == ref_calls for r in runs),
                 steer_s=median([r.steer_s for r in runs if r.steer_s is not None])
@@ -221,6 +222,15 @@ def summarize(results: Sequence[RunResult]) -> list[Summary]:
 # -- the experiment -----------------------------------------------------------------------------
 
 
+@attrs.frozen
+class Job:
+    """One measured rollout of an experiment: a mode, at a profile, in a repeat."""
+
+    profile: InferenceProfile
+    repeat: int
+    mode: str
+
+
 @attrs.define
 class Experiment:
     scenario: Scenario
@@ -229,33 +239,117 @@ class Experiment:
     modes: Sequence[str] = MODES
     repeats: int = 3
     upstream: UpstreamConfig | None = None  # a real engine paces the script (profiles unused)
+    #: Rollouts at once, each in a worker process of its own (harness/worker.py); 0 runs them
+    #: one at a time in this process (the tests' way, and the only one with an upstream).
+    jobs: int = 0
 
     @property
     def total(self) -> int:
         return len(self.profiles) * self.repeats * len(self.modes)
 
-    async def run(self, progress: Callable[[RunResult], None] | None = None) -> list[RunResult]:
-        results: list[RunResult] = []
-        for profile in self.profiles:
-            if self.upstream is not None:
-                # A real engine keeps its cache across runs: one unmeasured run first, so every
-                # measured run starts with the engine holding the previous (same) conversation.
-                await run_one(self.modes[0], self.scenario, profile, self.costs, -1, self.upstream)
-            for repeat in range(self.repeats):
-                # Modes side by side, rotated per repeat so none always runs first.
-                k = repeat % len(self.modes)
+    def schedule(self) -> list[Job]:
+        """Every measured rollout in the order they start: repeat by repeat, each profile's
+        modes side by side, rotated per repeat so that none always runs first."""
+        jobs = []
+        for repeat in range(self.repeats):
+            k = repeat % len(self.modes)
+            for profile in self.profiles:
                 for mode in [*self.modes[k:], *self.modes[:k]]:
-                    result = await run_one(
-                        mode, self.scenario, profile, self.costs, repeat, self.upstream
-                    )
-                    results.append(result)
-                    if progress is not None:
-                        progress(result)
+                    jobs.append(Job(profile, repeat, mode))
+        return jobs
+
+    async def run(self, progress: Callable[[RunResult], None] | None = None) -> list[RunResult]:
+        """Every job of the schedule (after a warm-up), in the schedule's order."""
+        if self.jobs > 0 and self.upstream is None:
+            results = await self._run_in_workers(progress)
+        else:
+            results = await self._run_here(progress)
+        order = {(j.profile.name, j.repeat, j.mode): i for i, j in enumerate(self.schedule())}
+        return sorted(results, key=lambda r: order[(r.profile, r.repeat, r.mode)])
+
+    async def _run_here(self, progress: Callable[[RunResult], None] | None) -> list[RunResult]:
+        from rollout.experiments.harness.worker import warm_up
+
+        if self.upstream is None:
+            await warm_up(self.scenario, self.costs, self.modes)
+        else:
+            # A real engine keeps its cache across runs: one unmeasured run first, so every
+            # measured run starts with the engine holding the previous (same) conversation.
+            await run_one(
+                self.modes[0], self.scenario, self.profiles[0], self.costs, -1, self.upstream
+            )
+        results: list[RunResult] = []
+        for job in self.schedule():
+            result = await run_one(
+                job.mode, self.scenario, job.profile, self.costs, job.repeat, self.upstream
+            )
+            results.append(result)
+            if progress is not None:
+                progress(result)
+        return results
+
+    async def _run_in_workers(
+        self, progress: Callable[[RunResult], None] | None
+    ) -> list[RunResult]:
+        from rollout.experiments.harness.worker import Worker, setup_of, workers
+
+        pending = list(reversed(self.schedule()))
+        results: list[RunResult] = []
+        setup = setup_of(self.scenario, self.profiles, self.costs, self.modes)
+
+        async def drain(worker: Worker) -> None:
+            while pending:
+                job = pending.pop()
+                result = await worker.run(job.mode, job.profile.name, job.repeat)
+                results.append(result)
+                if progress is not None:
+                    progress(result)
+
+        count = min(self.jobs, self.total)
+        async with workers(count, setup) as started, trio.open_nursery() as nursery:
+            for worker in started:
+                nursery.start_soon(drain, worker)
         return results
 
 
+def provenance(command: str | None = None) -> dict[str, Any]:
+    """Where a run's figures come from: the command (as typed, when known), the commit of the
+    checkout the `rollout` package was imported from (None outside a git checkout; `dirty`
+    when it had uncommitted changes) and the time."""
+    root = Path(__file__).resolve().parents[3]
+    commit = None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=10", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if head.returncode == 0:
+            commit = head.stdout.strip()
+            status = subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+            if status.stdout.strip():
+                commit += "-dirty"
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {
+        "command": command,
+        "commit": commit,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
 def write_results(
-    out: Path, experiment: Experiment, results: Sequence[RunResult], summaries: Sequence[Summary]
+    out: Path,
+    experiment: Experiment,
+    results: Sequence[RunResult],
+    summaries: Sequence[Summary],
+    command: str | None = None,
 ) -> list[Path]:
     """results.json, one trace per mode (first run of the fastest profile) and, if matplotlib is
     installed, the plots. Returns the files written."""
@@ -263,7 +357,9 @@ def write_results(
     written = []
     w = experiment.scenario.workload
     data = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **provenance(command),
+        "modes": list(experiment.modes),
+        "jobs": experiment.jobs,
         "workload": attrs.asdict(w) | {"calls": experiment.scenario.calls},
         "seed": experiment.scenario.seed,
         "inference_profiles": [attrs.asdict(p) for p in experiment.profiles],

@@ -10,6 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from rollout.experiments.harness.compare import Experiment, RunResult, Summary
+from rollout.experiments.harness.verdict import Verdict
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.experiments.workloads.published import PUBLISHED, beside, shape
 from rollout.model.profiles import CostProfile, InferenceProfile
@@ -30,12 +31,29 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:,.0f}"
 
 
-def print_header(console: Console, experiment: Experiment) -> None:
+def print_header(console: Console, experiment: Experiment, calls_flag: bool = False) -> None:
+    """What the run does, the workload, and every declared latency it simulates."""
     s = experiment.scenario
     w = s.workload
+    low, high = w.tool_calls
+    drawn = "set by --calls" if calls_flag else f"the workload draws {low}-{high}"
+    if low == high and not calls_flag:
+        drawn = "the workload's"
+    how = (
+        "one at a time in this process"
+        if experiment.jobs == 0 or experiment.upstream is not None
+        else f"{min(experiment.jobs, experiment.total)} at a time, each in a worker process"
+    )
     console.print(
-        f"[bold]workload[/] {w.name} ({s.calls} tool calls, seed {s.seed}): {w.description}; "
-        f"client tool latency {w.client_latency.describe()}"
+        f"[bold]rollout compare[/]: {len(experiment.modes)} modes x "
+        f"{len(experiment.profiles)} profiles x {experiment.repeats} repeats = "
+        f"{experiment.total} rollouts, {how}, after an unmeasured warm-up of each mode; modes "
+        "interleaved in each repeat, their order rotated"
+    )
+    console.print(
+        f"[bold]workload[/] {w.name} (seed {s.seed}): {w.description}; {s.calls} tool calls "
+        f"({drawn}), {len(s.script)} model turns; client tool latency "
+        f"{w.client_latency.describe()}"
     )
     if experiment.upstream is not None:
         console.print(
@@ -47,19 +65,49 @@ def print_header(console: Console, experiment: Experiment) -> None:
     )
 
 
+#: What each cost profile's latencies stand for, printed with every result.
+COSTS_MEANING = {
+    "cpu-only": "nothing declared: rollout's own CPU work only (validation, safety scan, "
+    "tokenization, encoding), none of the real service's latencies",
+    "service": "the real service's stages around inference, declared (simulated) latencies",
+}
+#: When each declared cost is paid.
+COSTS_WHEN = {
+    "routing_s": "per request (HTTP) or connection (WebSocket)",
+    "safety_base_s": "per scan",
+    "safety_per_token_s": "per token scanned",
+    "billing_s": "per response (per rollout in the append shapes)",
+    "web_search_s": "per hosted web search",
+    "connection_setup_s": "per new connection",
+}
+
+
+def profile_lines(profiles: Sequence[InferenceProfile], costs: CostProfile) -> list[str]:
+    """The declared inference profiles and cost profile a run simulated, a line each."""
+    lines = [
+        f"inference {p.name}: ttft {p.ttft_s * 1000:g} ms, prefill {p.prefill_tps:g} tok/s, "
+        f"decode {p.decode_tps:g} tok/s"
+        for p in profiles
+    ]
+    c = attrs.asdict(costs)
+    name = c.pop("name")
+    declared = ", ".join(
+        f"{k.removesuffix('_s')} {v * 1000:g} ms {COSTS_WHEN.get(k, '')}".rstrip()
+        for k, v in c.items()
+        if v
+    )
+    meaning = COSTS_MEANING.get(name, "declared latencies read from a file")
+    lines.append(f"costs {name}: {meaning}" + (f": {declared}" if declared else ""))
+    return lines
+
+
 def print_profiles(
     console: Console, profiles: Sequence[InferenceProfile], costs: CostProfile
 ) -> None:
     """The declared inference profiles and cost profile a run simulated, one line each."""
-    for p in profiles:
-        console.print(
-            f"[bold]inference[/] {p.name}: ttft {p.ttft_s * 1000:g} ms, prefill "
-            f"{p.prefill_tps:g} tok/s, decode {p.decode_tps:g} tok/s"
-        )
-    c = attrs.asdict(costs)
-    name = c.pop("name")
-    declared = ", ".join(f"{k} {v * 1000:g} ms" for k, v in c.items())
-    console.print(f"[bold]costs[/] {name}: {declared}")
+    for line in profile_lines(profiles, costs):
+        head, rest = line.split(" ", 1)
+        console.print(f"[bold]{head}[/] {rest}", highlight=False)
 
 
 def print_rows(
@@ -101,7 +149,14 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
         )
         work = _table(
             f"{profile}: server work (medians)",
-            ("mode", "scanned tok/turn", "tokenized tok/turn", "routing", "billing", "bytes/turn"),
+            (
+                "mode",
+                "scanned tok/turn",
+                "tokenized tok/turn",
+                "routing decisions",
+                "billing writes",
+                "bytes/turn",
+            ),
         )
         for s in rows:
             mode = s.mode + ("" if s.same_output else " (!)")
@@ -115,7 +170,7 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
                 _ms(s.client_s),
                 _ms(s.cpu_s),
                 _ms(s.declared_s),
-                f"{s.vs_http_full:.3f}",
+                "-" if s.vs_http_full is None else f"{s.vs_http_full:.3f}",
                 f"{s.vs_ideal:.3f}",
             )
             work.add_row(
@@ -137,8 +192,21 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
     console.print(
         "overhead: share of end-to-end time beyond inference + client time; cpu: server CPU "
         "stages; declared: simulated service latencies (billing may overlap); vs ideal: "
-        "end-to-end / (inference + client time). (!) marks a mode whose rollout differed."
+        "end-to-end / (inference + client time); routing decisions and billing writes: per "
+        "rollout. (!) marks a mode whose rollout differed."
     )
+
+
+def print_verdicts(console: Console, verdicts: Sequence[Verdict]) -> None:
+    """The answer: a line per comparison and profile."""
+    if not verdicts:
+        return
+    console.print(
+        "[bold]verdict[/] (end to end, medians of the repeats; a difference is called "
+        "only where the two modes' min-max do not overlap)"
+    )
+    for v in verdicts:
+        console.print(f"  {v.line()}")
 
 
 def print_published(console: Console, scenario: Scenario, run: RunResult) -> None:

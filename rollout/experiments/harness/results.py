@@ -44,13 +44,25 @@ class RunResult:
     def overhead_s(self) -> float:
         return self.seconds - self.ideal_s
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, full: bool = False) -> dict[str, Any]:
+        """Its fields as JSON values, with the derived overhead and ideal; the trace and the
+        marks only when `full` (a worker's answer; results.json leaves them out)."""
         data = attrs.asdict(self)
-        data.pop("trace")
-        data.pop("marks")
+        if not full:
+            data.pop("trace")
+            data.pop("marks")
         data["overhead_s"] = self.overhead_s
         data["ideal_s"] = self.ideal_s
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunResult:
+        """A RunResult from `to_json`'s output (fields it lacks take their defaults)."""
+        names = {f.name for f in attrs.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in names}
+        fields["calls"] = [tuple(c) for c in fields.get("calls", [])]
+        fields["marks"] = [tuple(m) for m in fields.get("marks", [])]
+        return cls(**fields)
 
 
 @attrs.frozen

@@ -116,8 +116,8 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload(
             name="coding-agent",
-            description="a coding agent: ~18 KB instructions, ~19 KB tool definitions, 20-30 "
-            "tool calls, outputs 0.2-4 KB, 50-300 output tokens per step",
+            description="a coding agent: ~18 KB instructions, ~19 KB tool definitions, tool "
+            "outputs 0.2-4 KB, 50-300 output tokens per step",
             tool_calls=(20, 30),
             instructions_bytes=18_000,
             tool_defs_bytes=19_000,
@@ -128,7 +128,7 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="chat",
-            description="a chat assistant: short instructions, 2 tool calls, short answers",
+            description="a chat assistant: short instructions, short answers",
             tool_calls=(2, 2),
             instructions_bytes=1_000,
             tool_defs_bytes=1_500,
@@ -139,7 +139,7 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="long",
-            description="a long session: 100k tokens of prior history, 5 tool calls",
+            description="a long session: 100k tokens of prior history",
             tool_calls=(5, 5),
             instructions_bytes=18_000,
             tool_defs_bytes=19_000,
@@ -151,8 +151,8 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="agentx-long",
-            description="a long coding session: 43 model turns (42 tool calls), the prompt "
-            "growing to ~142K tokens, ~444 output tokens per turn (reasoning included)",
+            description="a long coding session: the prompt growing to ~142K tokens, ~444 "
+            "output tokens per turn (reasoning included)",
             source="vLLM AgentX traces as quoted in vLLM RFC #57103: median 43 turns, ~142K "
             "input and ~444 output tokens, >96% prefix-cache hits",
             tool_calls=(42, 42),
@@ -169,8 +169,8 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="swe-pro-codex",
-            description="a SWE-bench-Pro-like Codex session: 30 turns, the prompt growing to "
-            "~80K tokens, input:output about 131:1",
+            description="a SWE-bench-Pro-like Codex session: the prompt growing to ~80K "
+            "tokens by turn 30, input:output about 131:1",
             source="SWE-bench Pro runs of Codex: ~80K tokens of context by turn 30, "
             "input:output tokens about 131:1",
             tool_calls=(29, 29),
