@@ -1,9 +1,10 @@
 # The next reader of a WebSocket connection, started ahead. A frame the session runs in the
 # reader's own task (a create that can start at once) hands the reading to a successor; starting
-# a trio task costs far more than waking a parked one (`scripts/cold_costs.py`: about 85 µs
-# against 3 µs with the caches as cold as between a client's turns), and the hand-over lies on
-# the way to the first token. So while a reader waits for data, a successor is started and parks;
-# a hand-over wakes it (or starts one, if none is parked yet); the end of the reading lets it go.
+# a trio task costs far more than waking a parked one (`scripts/cold_costs.py`, last at
+# 5d4eeb7: about 85 µs against 3 µs with the caches as cold as between a client's turns), and
+# the hand-over lies on the way to the first token. So while a reader waits for data, a
+# successor is started and parks; a hand-over wakes it (or starts one, if none is parked yet);
+# the end of the reading lets it go.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable

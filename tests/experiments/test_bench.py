@@ -34,6 +34,7 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
         "concurrency",
         "memory",
         "first-token",
+        "first-token-stages",
         "ideal",
         "upstream-client",
         "aimock",
@@ -165,6 +166,84 @@ async def test_the_first_token_bench_reports_both_echoes_and_the_replayed_frames
     ]
     assert all(f.value > 0 for f in figures)
     assert figures[2].passed == (figures[2].value <= 2)
+
+
+async def test_the_first_token_stages_bench_reports_each_stage_and_step() -> None:
+    """A small run end to end: the full server, its four cut copies and the replay each answer
+    every turn, and each stage and step is reported over the echo's round trip, without a
+    target."""
+    from rollout.experiments.bench.figure import Figure as F
+    from rollout.experiments.bench.stages import first_token_stages
+
+    figures: list[F] = []
+    await first_token_stages(figures.append, samples=3, warmup=1)
+    assert [(f.name, f.unit) for f in figures] == [
+        ("first_token_stages.echo_round_trip", "ms"),
+        *(
+            (f"first_token_stages.{stage}", "x")
+            for stage in ("replay", "decoded", "lane", "prepared", "loop", "full")
+        ),
+        *(
+            (f"first_token_stages.step.{step}", "x")
+            for step in ("decode", "to_lane", "prepare", "start_events", "sampling")
+        ),
+    ]
+    assert all(f.target == "-" and f.passed is None for f in figures)
+    assert all(f.value > 0 for f in figures[:7])
+
+
+async def test_each_cut_server_answers_with_the_recorded_frames() -> None:
+    """A cut server stops the create where its stage says: it answers with the full server's
+    recorded frames byte for byte (the response's id is the recorded one), except at `loop`,
+    where its own `created` and `in_progress` come first."""
+    import orjson
+    import trio
+
+    from rollout.experiments.bench.firsttoken import TEXT_SERVER, recorded_frames
+    from rollout.experiments.bench.stages import CUT_SERVER, STAGES
+    from rollout.experiments.bench.streams import ws_frames
+    from rollout.experiments.harness.procs import running
+
+    async with running(TEXT_SERVER) as server:
+        with await recorded_frames(server.port) as recorded:
+            frames = orjson.loads(Path(recorded.name).read_bytes())
+            for stage in STAGES:
+                got: list[str] = []
+
+                def collect(data: bytes, got: list[str] = got) -> bool:
+                    got.append(data.decode())
+                    return b'"response.completed"' in data[:40]
+
+                async with running(CUT_SERVER, [recorded.name, stage]) as cut:
+                    await trio.to_thread.run_sync(ws_frames, cut.port, collect)
+                if stage == "loop":
+                    assert got[2:] == frames[2:] and got[0] != frames[0]
+                else:
+                    assert got == frames, stage
+
+
+def test_first_token_stage_steps_are_the_differences_between_stages() -> None:
+    from rollout.experiments.bench.stages import figures
+
+    median = {"echo": 0.001, "replay": 0.001, "decoded": 0.0012, "lane": 0.0012}
+    median |= {"prepared": 0.0016, "loop": 0.0017, "full": 0.002}
+    lines = [f.line() for f in figures(median)]
+    assert lines[0] == "first_token_stages.echo_round_trip 1 ms - info"
+    assert lines[6] == "first_token_stages.full 2 x - info"
+    assert lines[7:] == [
+        "first_token_stages.step.decode 0.2 x - info",
+        "first_token_stages.step.to_lane 0 x - info",
+        "first_token_stages.step.prepare 0.4 x - info",
+        "first_token_stages.step.start_events 0.1 x - info",
+        "first_token_stages.step.sampling 0.3 x - info",
+    ]
+
+
+def test_a_cut_server_refuses_an_unknown_stage() -> None:
+    from rollout.experiments.bench.stages import serve_cut
+
+    with pytest.raises(ValueError, match="unknown stage 'nope'"):
+        serve_cut(__file__, "nope")
 
 
 def test_aimock_figures_judge_rollouts_share_of_aimocks_time() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Mapping
 from typing import IO
 
 import orjson
@@ -113,7 +114,13 @@ async def handle(stream):
 )
 
 
-async def first_delta(ws: WebSocketConnection, create: str) -> float | None:
+#: The create every first-token turn sends (a same-size message goes to the echoes).
+CREATE = orjson.dumps(
+    {"type": "response.create", "model": "m", "input": "hi", "store": False}
+).decode()
+
+
+async def first_delta(ws: WebSocketConnection, create: str = CREATE) -> float | None:
     """Send a create; seconds to its first text delta (read on to the completed event)."""
     start = time.perf_counter()
     await ws.send_message(create)
@@ -124,6 +131,36 @@ async def first_delta(ws: WebSocketConnection, create: str) -> float | None:
             first = time.perf_counter() - start
         if '"response.completed"' in message[:60]:
             return first
+
+
+async def round_trip(ws: WebSocketConnection, payload: str) -> float:
+    """Send `payload` to an echo; seconds to its answer."""
+    start = time.perf_counter()
+    await ws.send_message(payload)
+    await ws.get_message()
+    return time.perf_counter() - start
+
+
+async def interleaved(
+    creates: Mapping[str, WebSocketConnection],
+    echoes: Mapping[str, WebSocketConnection],
+    samples: int,
+    warmup: int,
+) -> dict[str, float]:
+    """Median seconds per connection, by name, over `samples` turns after `warmup` (which warm
+    every server up): each turn sends CREATE on each of `creates`, in order, timed to its first
+    delta, then a message of its size to each of `echoes`, timed to the answer."""
+    payload = "x" * len(CREATE)
+    times: dict[str, list[float]] = {name: [] for name in [*creates, *echoes]}
+    for i in range(samples + warmup):
+        got = {name: await first_delta(ws) for name, ws in creates.items()}
+        for name, ws in echoes.items():
+            got[name] = await round_trip(ws, payload)
+        if i >= warmup:
+            for name, value in got.items():
+                if value is not None:
+                    times[name].append(value)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 async def recorded_frames(port: int) -> IO[bytes]:
@@ -143,16 +180,11 @@ async def recorded_frames(port: int) -> IO[bytes]:
 
 
 async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> None:
-    create = orjson.dumps(
-        {"type": "response.create", "model": "m", "input": "hi", "store": False}
-    ).decode()
-    payload = "x" * len(create)
-    times: dict[str, list[float]] = {"ours": [], "echo": [], "minimal": [], "replay": []}
     async with running(TEXT_SERVER) as server:
         with await recorded_frames(server.port) as replayed:
             async with (
                 running(ECHO_SERVER) as echo,
-                running(MINIMAL_SERVER, [f"echo:{len(payload)}"]) as minimal,
+                running(MINIMAL_SERVER, [f"echo:{len(CREATE)}"]) as minimal,
                 running(MINIMAL_SERVER, [f"replay:{replayed.name}"]) as replay,
                 open_websocket_url(
                     f"ws://127.0.0.1:{server.port}/v1/responses", receive_buffer_size=256 * 1024
@@ -161,21 +193,10 @@ async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> N
                 open_websocket_url(f"ws://127.0.0.1:{echo.port}/") as ews,
                 open_websocket_url(f"ws://127.0.0.1:{minimal.port}/") as mws,
             ):
-                for i in range(samples + warmup):  # interleaved; the first turns warm all up
-                    got: dict[str, float | None] = {
-                        "ours": await first_delta(ws, create),
-                        "replay": await first_delta(rws, create),
-                    }
-                    for name, client in (("echo", ews), ("minimal", mws)):
-                        start = time.perf_counter()
-                        await client.send_message(payload)
-                        await client.get_message()
-                        got[name] = time.perf_counter() - start
-                    if i >= warmup:
-                        for name, value in got.items():
-                            if value is not None:
-                                times[name].append(value)
-    o, r, m, f = (statistics.median(times[k]) for k in ("ours", "echo", "minimal", "replay"))
+                median = await interleaved(
+                    {"ours": ws, "replay": rws}, {"echo": ews, "minimal": mws}, samples, warmup
+                )
+    o, r, m, f = (median[k] for k in ("ours", "echo", "minimal", "replay"))
     report(Figure("first_token.warm_connection", o * 1000, "ms"))
     report(Figure("first_token.raw_round_trip", r * 1000, "ms"))
     report(Figure("first_token.ratio", o / r, "x", "<=2", o / r <= 2))

@@ -14,6 +14,7 @@ from rollout.experiments.bench.concurrency import first_delta_under_load
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.bench.firsttoken import first_token
 from rollout.experiments.bench.peer import side_by_side
+from rollout.experiments.bench.stages import first_token_stages
 from rollout.experiments.bench.streams import events_per_second
 from rollout.experiments.bench.turncost import overhead_vs_history
 from rollout.experiments.bench.upstream import upstream_client
@@ -82,6 +83,7 @@ async def memory(report: Report, rollouts: int = 1000, context_tokens: int = 800
 
 
 # -- 4. time to first token on a warm connection: rollout.experiments.bench.firsttoken -------------
+# (where it goes, stage by stage: rollout.experiments.bench.stages, informational)
 
 
 # -- 5. the ideal-rollout ratio --------------------------------------------------------------------
@@ -116,6 +118,7 @@ BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
     "concurrency": first_delta_under_load,
     "memory": memory,
     "first-token": first_token,
+    "first-token-stages": first_token_stages,
     "ideal": ideal_ratio,
     "upstream-client": upstream_client,
     "aimock": side_by_side,

@@ -22,9 +22,9 @@ MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-ap
 GATED = ("ws-chain", "ws-append")  # history-independent by design: 100k <= 1.2 x 1k
 PER_TOKEN = ("http-full", "http-chain")  # resend (or re-read) the history: cost per token
 #: http-full at 100k tokens: <= 0.6 x the 118 ms of server CPU per turn that
-#: scripts/history_cpu.py measured at the commit before the streaming work (74bf0db^), side by
-#: side with main, on a history of the same size: 71 ms. That script's ratio decides; this is
-#: its figure carried over to the bench's own scenario.
+#: scripts/history_cpu.py (a one-off, last at 5d4eeb7) measured at the commit before the
+#: streaming work (74bf0db^), side by side with main, on a history of the same size: 71 ms, that
+#: comparison's figure carried over to the bench's own scenario.
 HTTP_FULL_100K_MS = 71
 CALLS = 12  # tool calls per rollout: the window is the 12 turns after the first
 SETTLE_S = 0.05  # after a window, for work the server does after its last event (billing, store)
