@@ -44,7 +44,7 @@ def test_without_codex_compare_says_how_to_get_it(
     assert main(["compare", "--agent", "codex", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "Codex CLI is not installed" in err and f"@openai/codex@{CODEX_VERSION}" in err
-    assert not (tmp_path / "codex.json").exists()
+    assert not (tmp_path / "latest").exists()
 
 
 @pytest.mark.skipif(CODEX is None, reason="the codex CLI is not installed")
@@ -62,7 +62,7 @@ def test_compare_drives_codex_over_each_transport(
         for name in ("e2e", "e2e_per_turn", "loop_per_turn", "per_turn.inference"):
             assert figures[f"codex.{t}.{name}"][2] == "ms"
     assert "codex.ws_vs_http.e2e_per_turn" in figures
-    data = orjson.loads((tmp_path / "codex.json").read_bytes())
+    data = orjson.loads((tmp_path / "latest" / "codex.json").read_bytes())
     assert sorted(r["transport"] for r in data["runs"]) == sorted(TRANSPORTS)
     assert all(r["failed_commands"] == 0 and r["final"] for r in data["runs"])
     assert data["inference_profile"]["name"] == "1000tps"

@@ -66,7 +66,16 @@ def test_cli_chain_lengths(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main([*args, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "coding-chain" in out and "costs cpu-only" in out and "PR #1770" in out
-    assert (tmp_path / "chains.json").exists()
+    assert (tmp_path / "latest" / "chains.json").exists()
+
+
+def test_cli_per_turn_with_its_default_costs(tmp_path: Path) -> None:
+    """--per-turn without --costs runs with the sweeps' cost profile (cpu-only), in a run
+    directory of its own."""
+    args = ["compare", "--per-turn", "--calls", "1", "--repeats", "1", "--modes", "ws-append"]
+    assert main([*args, "--out", str(tmp_path)]) == 0
+    data = orjson.loads((tmp_path / "latest" / "per-turn.json").read_bytes())
+    assert data["cost_profile"]["name"] == "cpu-only"
 
 
 async def test_a_per_turn_sweep_reads_the_server_process_cpu(tmp_path: Path) -> None:

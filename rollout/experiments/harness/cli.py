@@ -19,7 +19,7 @@ import trio
 from rich.console import Console
 
 from rollout.client import MODES, SCENARIOS
-from rollout.experiments.figures.plots import compare_plots
+from rollout.experiments.figures.plots import caption, compare_plots
 from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.harness.results import RunResult
 from rollout.experiments.sweeps import chains, codex, perturn
@@ -250,7 +250,7 @@ def _per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
         scenario=perturn.scenario(args.seed, calls),
         profile=profile,
         costs=costs,
-        costs_spec=args.costs,
+        costs_spec=args.costs or SWEEP_COSTS,
         modes=parse_modes(args.modes),
         repeats=args.repeats,
     )
@@ -401,7 +401,8 @@ def replot(directory: Path) -> list[Path]:
         seen = list(dict.fromkeys(r.mode for r in runs))
         order = {m: i for i, m in enumerate(MODES + SCENARIOS)}
         modes = sorted(seen, key=lambda m: order.get(m, 99))
-        written += compare_plots(directory, runs, modes, data["workload"]["name"])
+        title = caption(data["workload"]["name"], data["cost_profile"]["name"], data["repeats"])
+        written += compare_plots(directory, runs, modes, title)
     if (directory / "per-turn.json").is_file():
         found = True
         written += perturn.replot(directory)

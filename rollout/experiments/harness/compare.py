@@ -380,7 +380,8 @@ def write_results(
         path = out / f"trace-{mode}.json"
         path.write_bytes(orjson.dumps({"traceEvents": run.trace, "displayTimeUnit": "ms"}))
         written.append(path)
-    from rollout.experiments.figures.plots import compare_plots
+    from rollout.experiments.figures.plots import caption, compare_plots
 
-    written += compare_plots(out, results, experiment.modes, w.name)
+    title = caption(w.name, experiment.costs.name, experiment.repeats)
+    written += compare_plots(out, results, experiment.modes, title)
     return written

@@ -209,7 +209,7 @@ def beside(ps: Sequence[Point], modes: Sequence[str] = CHAIN_MODES) -> list[list
 
 def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> list[Path]:
     """chains.json (every run, the points) and, with matplotlib, ttft-chain.png."""
-    from rollout.experiments.figures.plots import chain_plot
+    from rollout.experiments.figures.plots import caption, chain_plot
 
     out.mkdir(parents=True, exist_ok=True)
     ps = points(runs)
@@ -226,16 +226,18 @@ def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> l
     }
     path = out / "chains.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    plot = chain_plot(out / "ttft-chain.png", ps, list(chains.modes), chains.workload.name)
+    title = caption(chains.workload.name, chains.costs.name, chains.repeats)
+    plot = chain_plot(out / "ttft-chain.png", ps, list(chains.modes), title)
     return [path] + ([plot] if plot is not None else [])
 
 
 def replot(directory: Path) -> list[Path]:
     """ttft-chain.png again from the directory's chains.json."""
-    from rollout.experiments.figures.plots import chain_plot
+    from rollout.experiments.figures.plots import caption, chain_plot
 
     data = orjson.loads((directory / "chains.json").read_bytes())
     ps = [Point(**p) for p in data["points"]]
     modes = list(dict.fromkeys(p.mode for p in ps))
-    plot = chain_plot(directory / "ttft-chain.png", ps, modes, data["workload"]["name"])
+    title = caption(data["workload"]["name"], data["cost_profile"]["name"], data["repeats"])
+    plot = chain_plot(directory / "ttft-chain.png", ps, modes, title)
     return [] if plot is None else [plot]

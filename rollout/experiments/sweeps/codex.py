@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 import orjson
@@ -247,8 +248,18 @@ def write(out: Path, runs: Sequence[CodexRun], meta: dict[str, object]) -> list[
     path = out / "codex.json"
     data = meta | {"runs": [attrs.asdict(r) for r in runs]}
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
-    plot = agent_plot(out / "codex.png", runs)
+    plot = agent_plot(out / "codex.png", runs, _caption(meta))
     return [path] + ([plot] if plot is not None else [])
+
+
+def _caption(meta: Mapping[str, Any]) -> str:
+    """The figure's title: the task, the profile, the costs and the repeats."""
+    from rollout.experiments.figures.plots import caption
+
+    profile = meta.get("inference_profile", {}).get("name", "?")
+    costs = meta.get("cost_profile", {}).get("name", "?")
+    task = repr(meta.get("prompt", "codex"))
+    return f"{caption(task, costs, int(meta.get('repeats', 0)))}, {profile}"
 
 
 def replot(directory: Path) -> list[Path]:
@@ -256,5 +267,6 @@ def replot(directory: Path) -> list[Path]:
     from rollout.experiments.figures.plots import agent_plot
 
     data = orjson.loads((directory / "codex.json").read_bytes())
-    plot = agent_plot(directory / "codex.png", [CodexRun(**r) for r in data["runs"]])
+    runs = [CodexRun(**r) for r in data["runs"]]
+    plot = agent_plot(directory / "codex.png", runs, _caption(data))
     return [] if plot is None else [plot]

@@ -198,12 +198,12 @@ def write(out: Path, sweep: Sweep, runs: Sequence[TurnRun]) -> list[Path]:
 
 
 def _plot(out: Path, data: dict[str, Any], runs: Sequence[TurnRun]) -> list[Path]:
-    from rollout.experiments.figures.plots import per_turn
+    from rollout.experiments.figures.plots import caption, per_turn
 
     modes = list(dict.fromkeys(r.mode for r in runs))
     series = {m: per_turn_rows(runs, m) for m in modes}
-    title = f"{data['workload']['name']}, {data['inference_profile']['name']}, "
-    title += data["cost_profile"]["name"]
+    title = caption(data["workload"]["name"], data["cost_profile"]["name"], data["repeats"])
+    title += f", {data['inference_profile']['name']}"
     plot = per_turn(out / "per-turn.png", series, title)
     return [] if plot is None else [plot]
 
