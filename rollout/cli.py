@@ -10,6 +10,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import attrs
 import trio
 
 from rollout.cli_parser import parser as _parser
@@ -26,9 +27,9 @@ from rollout.model.recorded import RecordingError, is_recording, script_from_rec
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve, tune_gc
-from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
+from rollout.store import MissingExtra
 from rollout.store.sqlite import SqliteStore, open_store
 from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
@@ -43,10 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = list(argv) if argv is not None else sys.argv[1:]
     args = _parser().parse_args(raw)
     if args.command == "serve":
+        logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(message)s")
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream request
         if args.workers != 1 and args.worker_index is None:
-            from rollout.server.workers import supervise
-
-            return supervise(args, raw)
+            return _supervise(args, raw)
         return _serve(args)
     if args.command == "compare":
         return _compare(args)
@@ -97,9 +98,22 @@ def _compare(args: argparse.Namespace) -> int:
     return command(args, upstream_config)
 
 
-def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream request
+@attrs.frozen
+class _Setup:
+    """What `rollout serve`'s flags make: the engine (its store opened) and the server's
+    configuration (its worker id is the listener's, set when it listens)."""
+
+    engine: Engine
+    config: ServerConfig
+
+    def close(self) -> None:
+        if isinstance(self.engine.store, SqliteStore):
+            self.engine.store.close()
+
+
+def _setup(args: argparse.Namespace) -> _Setup | int:
+    """Check every flag of `rollout serve` and build what they ask for, a Redis store checked
+    to answer; or print one line saying what is wrong and return the exit status (2)."""
     if args.tool_calls < 0 or args.parallel < 1:
         print("rollout: --tool-calls must be >= 0 and --parallel >= 1", file=sys.stderr)
         return 2
@@ -157,11 +171,62 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         engine.store = open_store(args.store)
+    except MissingExtra as exc:
+        print(f"rollout: --store {args.store}: {exc}", file=sys.stderr)
+        return 2
     except ValueError as exc:
         print(f"rollout: --store: {exc}", file=sys.stderr)
         return 2
+    if args.store.startswith("redis:"):
+        from rollout.store.redis import RedisStore, StoreUnreachable
+
+        assert isinstance(engine.store, RedisStore)
+        try:
+            trio.run(engine.store.check)
+        except StoreUnreachable as exc:
+            print(f"rollout: --store {args.store}: {exc}", file=sys.stderr)
+            return 2
+    config = ServerConfig(
+        shutdown_grace_s=args.shutdown_grace,
+        api_keys=keys,
+        max_open_connections=args.max_open_connections,
+        max_body_bytes_in_flight=args.max_body_bytes_in_flight,
+        ws_idle_timeout_s=args.ws_idle_timeout,
+    )
+    return _Setup(engine, config)
+
+
+def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
+    """`rollout serve --workers N`: every flag is checked and the store reached here, once,
+    before any worker starts, so that a wrong setting is one line and exit status 2, not N
+    workers failing at their start (workers.py does not restart a worker that fails so)."""
+    from rollout.server.workers import supervise, workers_problem
+
+    problem = workers_problem(args)
+    if problem is not None:
+        print(f"rollout: {problem}", file=sys.stderr)
+        return 2
+    setup = _setup(args)
+    if isinstance(setup, int):
+        return setup
+    setup.close()
+    return supervise(args, raw)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    setup = _setup(args)
+    if isinstance(setup, int):
+        return setup
+    try:
+        return _run(args, setup)
+    finally:
+        setup.close()
+
+
+def _run(args: argparse.Namespace, setup: _Setup) -> int:
     from rollout.server.workers import worker_listener
 
+    engine = setup.engine
     model = f"profile {engine.inference.name}"
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
@@ -173,15 +238,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 1
     if args.worker_index is not None:
         banner = ""  # the parent said where it serves
+    config = attrs.evolve(setup.config, worker_id=worker_id)
     try:
-        config = ServerConfig(
-            shutdown_grace_s=args.shutdown_grace,
-            api_keys=keys,
-            max_open_connections=args.max_open_connections,
-            max_body_bytes_in_flight=args.max_body_bytes_in_flight,
-            ws_idle_timeout_s=args.ws_idle_timeout,
-            worker_id=worker_id,
-        )
         tune_gc()
         forced = trio.run(
             _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
@@ -193,9 +251,6 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if isinstance(engine.store, SqliteStore):
-            engine.store.close()
     return 0 if forced is None else 128 + forced
 
 
@@ -273,6 +328,8 @@ async def _serve_until_signalled(
     async def server(task_status: trio.TaskStatus[int]) -> None:
         service = Service(engine, config)
         if config.worker_id is not None:  # over Redis: the cluster layer (many workers)
+            from rollout.service.cluster import clustered
+
             service = clustered(service, config.worker_id)
         await serve(
             host=host,

@@ -4,7 +4,13 @@
 # win most); the parent holds the port bound (not listening) so that port 0 resolves once, and
 # serves nothing itself. It supervises: a worker that exits while the server runs is started
 # again (with a growing pause if it keeps dying at once); SIGINT/SIGTERM is passed on to every
-# worker, which shut down gracefully.
+# worker, which shut down gracefully. The parent checks every flag and reaches the store once
+# before it starts any worker (rollout.cli); a worker checks again at its start and exits with
+# CONFIG_ERROR when a check fails. Such a worker is not started again forever: at its first
+# start (the setting is wrong, or the store went away a moment ago) it is not restarted at all;
+# at a restart (the store went away while it served) it is, for up to CONFIG_RETRY_S, so that a
+# restart of Redis does not take the workers down for good. When none is left, the parent exits
+# with CONFIG_ERROR.
 from __future__ import annotations
 
 import argparse
@@ -18,12 +24,12 @@ from collections.abc import Sequence
 import attrs
 import trio
 
-from rollout.store.sqlite import open_store
-
 log = logging.getLogger("rollout.workers")
 BACKLOG = 4096
 RESTART_PAUSE_S = (0.2, 5.0)  # the first pause before a restart, and the most it grows to
 QUICK_EXIT_S = 5.0  # a worker that dies sooner than this after its start doubles the pause
+CONFIG_ERROR = 2  # the exit status of `rollout serve` for a wrong setting or unreachable store
+CONFIG_RETRY_S = 60.0  # how long a restarted worker may go on failing its checks at its start
 
 
 def reuseport_socket(host: str, port: int, *, listen: bool) -> socket.socket:
@@ -51,25 +57,32 @@ class Supervisor:
     sock: socket.socket
     workers: int
     stop_grace_s: float = 15.0
+    pauses: tuple[float, float] = RESTART_PAUSE_S
+    config_retry_s: float = CONFIG_RETRY_S
     stopping: bool = False
     procs: dict[int, trio.Process] = attrs.field(factory=dict)
     starts: int = 0  # worker processes started, restarts included
+    given_up: set[int] = attrs.field(factory=set)  # indexes not started again (CONFIG_ERROR)
     emptied: trio.Event = attrs.field(factory=trio.Event)  # every worker exited, when stopping
 
     def worker_command(self, index: int) -> list[str]:
         port = str(self.sock.getsockname()[1])
         return [*self.command, "--port", port, "--worker-index", str(index)]
 
-    async def run(self) -> None:
+    async def run(self) -> int:
+        """Until SIGINT/SIGTERM (then 0), or until every worker was given up (CONFIG_ERROR)."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._signals, nursery.cancel_scope)
             async with trio.open_nursery() as workers:
                 for index in range(self.workers):
                     workers.start_soon(self._keep, index)
             nursery.cancel_scope.cancel()
+        return 0 if self.stopping else CONFIG_ERROR
 
     async def _keep(self, index: int) -> None:
-        pause = RESTART_PAUSE_S[0]
+        pause = self.pauses[0]
+        ran = False  # a process of this index got past its start-up checks
+        failing_since: float | None = None  # since when its restarts fail those checks
         while not self.stopping:
             started = trio.current_time()
             proc = await trio.lowlevel.open_process(self.worker_command(index))
@@ -81,9 +94,36 @@ class Supervisor:
                 if not self.procs:
                     self.emptied.set()
                 return
-            log.warning("worker %d (pid %d) exited with code %s; restarting", index, proc.pid, code)
+            if code != CONFIG_ERROR:
+                ran, failing_since = True, None
+                log.warning(
+                    "worker %d (pid %d) exited with code %s; restarting", index, proc.pid, code
+                )
+            else:  # it said why on our stderr
+                failing_since = started if failing_since is None else failing_since
+                if not ran or trio.current_time() - failing_since >= self.config_retry_s:
+                    self.given_up.add(index)
+                    left = self.workers - len(self.given_up)
+                    log.error(
+                        "worker %d (pid %d) failed its start-up checks (exit code %d); not "
+                        "restarting it (%d of %d workers left)",
+                        index,
+                        proc.pid,
+                        code,
+                        left,
+                        self.workers,
+                    )
+                    return
+                log.warning(
+                    "worker %d (pid %d) failed its start-up checks (exit code %d); restarting "
+                    "(for up to %g s of such failures)",
+                    index,
+                    proc.pid,
+                    code,
+                    self.config_retry_s,
+                )
             quick = trio.current_time() - started < QUICK_EXIT_S
-            pause = min(pause * 2, RESTART_PAUSE_S[1]) if quick else RESTART_PAUSE_S[0]
+            pause = min(pause * 2, self.pauses[1]) if quick else self.pauses[0]
             await trio.sleep(pause)
 
     async def _signals(self, scope: trio.CancelScope) -> None:
@@ -108,24 +148,23 @@ class Supervisor:
                     proc.kill()
 
 
-def supervise(args: argparse.Namespace, raw: list[str]) -> int:
-    """`--workers N`: bind once, then run and supervise N worker processes."""
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s %(message)s")
+def workers_problem(args: argparse.Namespace) -> str | None:
+    """Why `--workers N` cannot run with these flags (for the user), or None."""
     if args.workers < 1:
-        print("rollout: --workers must be >= 1", file=sys.stderr)
-        return 2
+        return f"--workers must be >= 1, not {args.workers}"
     if not args.store.startswith("redis://"):
-        print(
-            "rollout: --workers N needs a shared store: --store redis://HOST:PORT/DB",
-            file=sys.stderr,
+        return (
+            "--workers N needs a shared store: --store redis://HOST:PORT/DB "
+            f"(not --store {args.store})"
         )
-        return 2
+    return None
+
+
+def supervise(args: argparse.Namespace, raw: list[str]) -> int:
+    """`--workers N`: bind once, then run and supervise N worker processes. The caller has
+    checked `args` (workers_problem, then every flag and the store: rollout.cli)."""
     try:
-        open_store(args.store)
         sock = reuseport_socket(args.host, args.port, listen=False)
-    except ValueError as exc:
-        print(f"rollout: --store: {exc}", file=sys.stderr)
-        return 2
     except OSError as exc:
         print(f"rollout: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
@@ -154,13 +193,28 @@ def worker_listener(args: argparse.Namespace) -> tuple[socket.socket | None, str
 
 
 def run_workers(command: Sequence[str], sock: socket.socket, workers: int, grace: float) -> int:
-    """Supervise `workers` processes until SIGINT/SIGTERM; returns the exit code."""
+    """Supervise `workers` processes until SIGINT/SIGTERM (0), or until every one of them
+    exited with CONFIG_ERROR (that status)."""
     supervisor = Supervisor(command, sock, workers, stop_grace_s=grace + 5)
     try:
-        trio.run(supervisor.run)
+        code = trio.run(supervisor.run)
     finally:
         sock.close()
-    return 0
+    if code == CONFIG_ERROR:
+        print(
+            f"rollout: no worker could start (each failed its start-up checks, as said above); "
+            f"exiting with code {CONFIG_ERROR}",
+            file=sys.stderr,
+        )
+    return code
 
 
-__all__ = ["Supervisor", "reuseport_socket", "run_workers", "supervise", "worker_listener"]
+__all__ = [
+    "CONFIG_ERROR",
+    "Supervisor",
+    "reuseport_socket",
+    "run_workers",
+    "supervise",
+    "worker_listener",
+    "workers_problem",
+]

@@ -4,12 +4,17 @@
 # hashes of API keys, never the keys. It owns the coredis
 # client (built on anyio, so it runs under trio) and its lifetime (`async with store.connect()`);
 # the cluster layer (rollout.service.cluster) borrows the client for leases, delivery and logs.
+# `check()` is the start-up check `rollout serve` makes before it serves (one connection, no
+# retries: StoreUnreachable says where and why). coredis is the `redis` extra's: this module is
+# imported only once a `redis://` store is asked for (rollout.store.require_redis first).
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import hmac
+import os
 import secrets
+import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -17,6 +22,8 @@ from urllib.parse import parse_qs, urlsplit
 import attrs
 import coredis
 import orjson
+import trio
+from coredis.retry import NoRetryPolicy
 
 from protocol import codec
 from protocol.errors import ProtocolError, overloaded
@@ -67,6 +74,33 @@ class RedisUrl:
             raise ValueError(f"the database in {spec!r} must be a number, e.g. redis://host:6379/0")
         prefix = parse_qs(split.query).get("prefix", ["rollout:"])[-1]
         return cls(host=split.hostname, port=port, db=int(path), prefix=prefix)
+
+
+CHECK_TIMEOUT_S = 5.0  # the longest a start-up check waits for Redis to answer
+
+
+class StoreUnreachable(Exception):
+    """Redis did not answer a start-up check; `str()` says where and why (for the user)."""
+
+
+def _bottom(exc: BaseException) -> BaseException:
+    """What lies under `exc`: the first of each exception group, then each cause."""
+    while True:
+        if isinstance(exc, BaseExceptionGroup):
+            exc = exc.exceptions[0]
+        elif exc.__cause__ is not None:
+            exc = exc.__cause__
+        else:
+            return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """An error for a person: `Connection refused`, not the path through the libraries."""
+    if isinstance(exc, socket.gaierror) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, OSError) and exc.errno is not None and exc.errno > 0:
+        return os.strerror(exc.errno)
+    return str(exc) or type(exc).__name__
 
 
 def unavailable(exc: BaseException) -> ProtocolError:
@@ -139,6 +173,34 @@ class RedisStore:
                 yield self
             finally:
                 self._client = None
+
+    async def check(self, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        """Connect once (no retries), select the database and ping, then disconnect:
+        StoreUnreachable, saying where and why, when that fails. For a server's start, before
+        it takes any request (a running server's errors are 503s: `unavailable`)."""
+        u = self.url
+        where = f"Redis at {f'[{u.host}]' if ':' in u.host else u.host}:{u.port}"
+        client: coredis.Redis[bytes] = coredis.Redis(
+            host=u.host,
+            port=u.port,
+            db=u.db,
+            connect_timeout=timeout_s,
+            stream_timeout=timeout_s,
+            retry_policy=NoRetryPolicy(),
+        )
+        try:
+            with trio.fail_after(timeout_s):
+                async with client:
+                    await client.ping()
+        except trio.TooSlowError:
+            raise StoreUnreachable(f"{where} did not answer in {timeout_s:g} s") from None
+        except Exception as exc:  # coredis raises from a task group: look under the group
+            bottom = _bottom(exc)
+            if isinstance(bottom, OSError | coredis.exceptions.ConnectionError):
+                raise StoreUnreachable(f"cannot connect to {where}: {_reason(bottom)}") from exc
+            if isinstance(bottom, coredis.exceptions.RedisError):
+                raise StoreUnreachable(f"{where} failed: {_reason(bottom)}") from exc
+            raise
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -224,4 +286,4 @@ def items_of(values: list[Any]) -> list[Item]:
     return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
 
 
-__all__ = ["RedisStore", "RedisUrl", "items_of", "unavailable"]
+__all__ = ["RedisStore", "RedisUrl", "StoreUnreachable", "items_of", "unavailable"]

@@ -23,6 +23,7 @@ import trio
 from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
+from rollout.store import require_redis
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 
 T = TypeVar("T")
@@ -250,16 +251,14 @@ def open_store(spec: str) -> Store:
     """The store a `--store` spec names: `memory` (the default), `sqlite:PATH` (parent
     directories are made) or `redis://HOST:PORT/DB` (shared by every worker; connected when the
     server starts). Anything else, or a file that cannot be opened as a database, is a
-    ValueError with a message for the user."""
+    ValueError with a message for the user (MissingExtra, one too, for a Redis store without
+    coredis installed)."""
     if spec == "memory":
         return MemoryStore()
     if spec.startswith("redis:"):
-        try:
-            from rollout.store.redis import RedisStore
-        except ImportError:
-            raise ValueError(
-                "the Redis store needs coredis: pip install 'rollout[redis]'"
-            ) from None
+        require_redis()  # MissingExtra (a ValueError) without coredis
+        from rollout.store.redis import RedisStore
+
         return RedisStore(spec)
     kind, sep, rest = spec.partition(":")
     if kind == "sqlite" and sep:

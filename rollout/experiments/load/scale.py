@@ -21,6 +21,7 @@ import trio
 
 from rollout.experiments.harness.procs import stop
 from rollout.experiments.load.run import LoadError, LoadResult, _percentile, run_load
+from rollout.store import MissingExtra, require_redis
 
 STARTUP_S = 60.0
 
@@ -173,6 +174,11 @@ def command(args: argparse.Namespace) -> int:
     from rollout.experiments.load.run import main as load_main
 
     if args.workers is not None:
+        try:
+            require_redis()  # the workers' store
+        except MissingExtra as exc:
+            print(f"rollout load: --workers: {exc}", file=sys.stderr)
+            return 2
         try:
             counts = [int(n) for n in args.workers.split(",") if n.strip()]
         except ValueError:
