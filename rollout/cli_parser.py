@@ -12,6 +12,20 @@ from rollout.service.config import ServerConfig
 from rollout.upstream.config import APIS
 
 
+class DefaultsOnceHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Says each flag's default once: `(default: X)` after its help, unless the help already
+    names it (`default:` or `%(default)s` in it) or the default says nothing (None, False, an
+    empty string or list: a flag that is unset or off unless given)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text, default = action.help, action.default
+        if text is None or "default:" in text.lower() or "%(default)" in text:
+            return text
+        if default is None or default is False or default in ("", [], ()):
+            return text
+        return super()._get_help_string(action)
+
+
 def config_flag(s: argparse.ArgumentParser, flag: str, field: str, metavar: str, help: str) -> None:
     """A flag that sets a ServerConfig field: its default and its type are the field's."""
     default = getattr(ServerConfig(), field)
@@ -27,10 +41,11 @@ def parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     s = sub.add_parser(
         "serve",
-        help="serve the Responses API (HTTP + SSE) with a simulated model",
-        description="Serve /v1/responses on one port. Point any Responses client at "
-        "http://HOST:PORT/v1.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        help="serve the Responses API (HTTP, SSE and WebSocket on one port) with a simulated model",
+        description="Serve the Responses API on one port: HTTP requests and SSE streams at "
+        "http://HOST:PORT/v1/responses, WebSocket mode at ws://HOST:PORT/v1/responses. Point "
+        "any Responses client at http://HOST:PORT/v1.",
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
     s.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
@@ -51,8 +66,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="function-tool calls the default model makes before answering",
     )
-    s.add_argument("--parallel", type=int, default=1, help="function calls per model step")
-    s.add_argument("--seed", type=int, default=0, help="seed of the simulated model")
+    s.add_argument(
+        "--parallel", type=int, default=1, metavar="N", help="function calls per model step"
+    )
+    s.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the simulated model")
     s.add_argument(
         "--store",
         default="memory",
@@ -64,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--script",
         metavar="FILE",
-        help="play these model steps (JSON or TOML; see rollout/script.py) instead of the "
+        help="play these model steps (JSON or TOML; see rollout/model/script.py) instead of the "
         "default tool-using model; a recording (a --record directory or one of its .jsonl "
         "files) replays the recorded model: each conversation turn gets its recorded step",
     )
@@ -129,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument(
         "--fault-latency", type=float, default=0.0, metavar="SECONDS", help="added latency"
     )
-    s.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws")
+    s.add_argument("--fault-seed", type=int, default=0, metavar="N", help="seed of the fault draws")
     s.add_argument(
         "--shutdown-grace",
         type=float,
@@ -168,7 +185,14 @@ def parser() -> argparse.ArgumentParser:
         "needs --store redis://...: responses, chains and live rollouts are shared there)",
     )
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
-    s.add_argument("--log-level", default="INFO", help="logging level")
+    s.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        default="INFO",
+        metavar="LEVEL",
+        help="the server's log: DEBUG, INFO, WARNING or ERROR",
+    )
 
     c = sub.add_parser(
         "compare",
@@ -293,16 +317,21 @@ def parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser(
         "bench",
-        help="measure the engine's limits against their targets",
+        help="measure the engine's limits against their targets (about 2.5 minutes)",
         description="Measure each engine limit in one run, against a baseline measured side by "
-        "side where there is one. Prints one line per figure: name value unit target verdict.",
+        "side where there is one. Prints one line per figure: name value unit target verdict; "
+        "the exit status is 1 when a figure misses its target. All of them take about 2.5 "
+        "minutes on 2 cores; each bench's time is in NAME's help.",
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     b.add_argument(
         "names",
         nargs="*",
         metavar="NAME",
-        help="benches to run (default: all): overhead, events, concurrency, memory, "
-        "first-token, ideal, upstream-client, aimock (skipped without Node and aimock)",
+        help="benches to run (default: all), with roughly how long each takes on 2 cores: "
+        "overhead (40 s), events (10 s), concurrency (4 s), memory (7 s), first-token (4 s), "
+        "first-token-stages (12 s), ideal (50 s), upstream-client (10 s), aimock (8 s; "
+        "skipped at once without Node and aimock)",
     )
 
     ld = sub.add_parser(
@@ -316,7 +345,7 @@ def parser() -> argparse.ArgumentParser:
         "lost and duplicated events, p50/p99 per-turn overhead measured by the client). Exit "
         "code 0 only with no errors and no lost or duplicated events. By default the server is "
         "started in its own process (instant profile, max connections raised to fit).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     ld.add_argument(
         "--connections", type=int, default=1000, metavar="N", help="concurrent connections"
@@ -338,13 +367,16 @@ def parser() -> argparse.ArgumentParser:
         "http://127.0.0.1:8000/v1 (start it with `rollout serve --tool-calls N` matching "
         "--calls; its max connections is 1000 per worker)",
     )
-    ld.add_argument("--api-key", default=None, help="API key for the server at --url, if any")
+    ld.add_argument(
+        "--api-key", default=None, metavar="KEY", help="API key for the server at --url, if any"
+    )
     ld.add_argument(
         "--workers",
         default=None,
         metavar="N,M,...",
         help="a scaling run: the same load against `rollout serve --workers N` for each count, "
-        "one after the other, over one Redis; prints the figures side by side",
+        "one after the other, over one Redis (needs the redis extra); prints the figures side "
+        "by side",
     )
     ld.add_argument(
         "--redis",
@@ -358,5 +390,6 @@ def parser() -> argparse.ArgumentParser:
         description="Print the simulated model's profile table: each model name (or prefix), "
         "its context window, whether it reasons and its default reasoning effort, then the "
         "reasoning tokens per effort.",
+        formatter_class=DefaultsOnceHelpFormatter,
     )
     return parser

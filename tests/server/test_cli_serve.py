@@ -10,7 +10,7 @@ import sys
 import httpx2 as httpx
 from rich.console import Console
 
-from rollout import cli
+from rollout.experiments.harness.cli import NO_PLOTS
 
 
 def test_port_zero_prints_the_bound_port() -> None:
@@ -42,5 +42,5 @@ def test_port_zero_prints_the_bound_port() -> None:
 
 def test_the_no_plots_hint_keeps_its_brackets() -> None:
     out = io.StringIO()
-    Console(file=out, width=200).print(cli.NO_PLOTS)
+    Console(file=out, width=200).print(NO_PLOTS)
     assert "pip install 'rollout[plot]'" in out.getvalue()
