@@ -6,6 +6,8 @@
 # asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
 # or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
 # with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
+# This layer (with lost, owning, eventlog and writer) needs coredis, the `redis` extra: rollout.cli
+# imports it only for a server over Redis, so the base install never does.
 from __future__ import annotations
 
 import math
