@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import attrs
@@ -13,10 +17,12 @@ from rollout.cli import main
 from rollout.client import MODES, ONE_RESPONSE
 from rollout.experiments.harness.compare import (
     Experiment,
+    provenance,
     summarize,
     turn_overheads,
     write_results,
 )
+from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from support.compare import run_result as result
@@ -82,7 +88,7 @@ async def test_every_mode_replays_the_same_rollout(tmp_path: Path) -> None:
     assert full.counts["scan"]["tokens"] > 2 * append.counts["scan"]["tokens"]
     assert by_mode["ws-chain"].counts["scan"]["tokens"] == append.counts["scan"]["tokens"]
     summaries = summarize(results)
-    written = write_results(tmp_path, experiment, results, summaries, "rollout compare")
+    written = write_results(tmp_path, experiment, results, summaries)
     data = orjson.loads((tmp_path / "results.json").read_bytes())
     assert {s["mode"] for s in data["summary"]} == set(MODES)
     assert data["cost_profile"]["name"] == "cpu-only"
@@ -184,6 +190,20 @@ def test_workers_run_the_same_rollouts_as_this_process() -> None:
         assert b.trace and all(isinstance(at, float) for _, at in b.marks)
 
 
+def test_a_worker_that_fails_is_a_child_error_with_its_stderr() -> None:
+    scenario = attrs.evolve(WORKLOADS["chat"], tool_calls=(1, 1)).build(0)
+    experiment = Experiment(
+        scenario=scenario,
+        profiles=[INFERENCE_PROFILES["instant"]],
+        costs=COST_PROFILES["cpu-only"],
+        modes=["ws-telepathy"],  # the worker's warm-up fails on it
+        repeats=1,
+        jobs=1,
+    )
+    with pytest.raises(ChildError, match="ws-telepathy"):
+        trio.run(experiment.run)
+
+
 def test_a_summary_without_http_full_has_no_ratio_to_it() -> None:
     summary = summarize([result("ws-chain", 1.0), result("ws-append", 0.9)])
     assert {s.mode: s.vs_http_full for s in summary} == {"ws-chain": None, "ws-append": None}
@@ -222,3 +242,50 @@ async def test_the_steering_scenario_times_steer_to_first_token() -> None:
     assert steer.counts["scan"]["tokens"] > by_mode["ws-chain"].counts["scan"]["tokens"]
     summary = {s.mode: s for s in summarize(results)}
     assert summary["ws-steer"].steer_s == steer.steer_s
+
+
+def test_an_interrupted_compare_says_so_and_leaves_no_worker(tmp_path: Path) -> None:
+    """Ctrl-C during the runs: one line, exit 128 + SIGINT, nothing written, no worker left."""
+    args = ["compare", "--profiles", "1000tps", "--repeats", "1", "--out", str(tmp_path)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rollout.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group: the signal reaches it and its workers only
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    while line and not line.startswith("costs"):  # the header's last line: the runs start
+        line = proc.stdout.readline()
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, (out, err)
+    assert "rollout compare: interrupted" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "latest").exists()
+    left = subprocess.run(["pgrep", "-g", str(proc.pid)], capture_output=True, text=True)
+    assert left.stdout.strip() == "", left.stdout
+
+
+def test_provenance_names_the_checkout_the_package_came_from() -> None:
+    """The commit of the checkout `rollout` was imported from, `-dirty` with uncommitted
+    changes; None when the package is installed outside a checkout (pip install .)."""
+    import rollout
+
+    origin = provenance("rollout compare")
+    assert origin["command"] == "rollout compare" and origin["created"].endswith("Z")
+    root = Path(rollout.__file__).resolve().parents[1]
+    head = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True
+    )
+    if head.returncode != 0:
+        assert origin["commit"] is None
+        return
+    status = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    )
+    dirty = "-dirty" if status.stdout.strip() else ""
+    assert origin["commit"] == head.stdout.strip() + dirty

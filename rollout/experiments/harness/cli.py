@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -115,6 +116,9 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     except (ValueError, ProfileError, ChildError, UpstreamError) as exc:
         err.print(f"rollout compare: {exc}")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: the workers are gone; a run writes only at its end
+        err.print("rollout compare: interrupted")
+        return 128 + signal.SIGINT
 
 
 #: The mode table's defaults: the quick run, and --full (the whole sweep).
@@ -167,7 +171,12 @@ def run_directory(out: Path, label: str) -> Path:
 
 def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     """The mode table: every mode of one workload, per inference profile and repeat."""
-    from rollout.experiments.harness.compare import Experiment, summarize, write_results
+    from rollout.experiments.harness.compare import (
+        Experiment,
+        provenance,
+        summarize,
+        write_results,
+    )
     from rollout.experiments.harness.report import (
         print_header,
         print_published,
@@ -205,6 +214,7 @@ def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         upstream=upstream,
         jobs=jobs,
     )
+    origin = provenance(command_line())  # the checkout as the run starts
     console = _console()
     print_header(console, experiment, calls_flag=args.calls is not None)
     with progress_bar(console) as bar:
@@ -222,7 +232,7 @@ def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         print_published(console, experiment.scenario, results[0])
     print_verdicts(console, verdicts(results, modes))
     out = run_directory(Path(args.out), w.name)
-    written = write_results(out, experiment, results, summaries, command_line())
+    written = write_results(out, experiment, results, summaries, origin)
     _wrote(console, written, Path(args.out))
     return 0
 

@@ -291,24 +291,32 @@ class Experiment:
     async def _run_in_workers(
         self, progress: Callable[[RunResult], None] | None
     ) -> list[RunResult]:
+        from rollout.experiments.harness.procs import ChildError
         from rollout.experiments.harness.worker import Worker, setup_of, workers
 
         pending = list(reversed(self.schedule()))
         results: list[RunResult] = []
+        failed: list[ChildError] = []
         setup = setup_of(self.scenario, self.profiles, self.costs, self.modes)
 
-        async def drain(worker: Worker) -> None:
-            while pending:
-                job = pending.pop()
-                result = await worker.run(job.mode, job.profile.name, job.repeat)
-                results.append(result)
-                if progress is not None:
-                    progress(result)
+        async def drain(worker: Worker, scope: trio.CancelScope) -> None:
+            try:
+                while pending:
+                    job = pending.pop()
+                    result = await worker.run(job.mode, job.profile.name, job.repeat)
+                    results.append(result)
+                    if progress is not None:
+                        progress(result)
+            except ChildError as exc:  # a worker died: the run stops, with its stderr
+                failed.append(exc)
+                scope.cancel()
 
         count = min(self.jobs, self.total)
         async with workers(count, setup) as started, trio.open_nursery() as nursery:
             for worker in started:
-                nursery.start_soon(drain, worker)
+                nursery.start_soon(drain, worker, nursery.cancel_scope)
+        if failed:
+            raise failed[0]
         return results
 
 
@@ -349,15 +357,16 @@ def write_results(
     experiment: Experiment,
     results: Sequence[RunResult],
     summaries: Sequence[Summary],
-    command: str | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> list[Path]:
     """results.json, one trace per mode (first run of the fastest profile) and, if matplotlib is
-    installed, the plots. Returns the files written."""
+    installed, the plots. Returns the files written. `origin`: the run's provenance, taken as
+    it started (the checkout may change while it runs); without it, taken now."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     w = experiment.scenario.workload
     data = {
-        **provenance(command),
+        **(origin if origin is not None else provenance()),
         "modes": list(experiment.modes),
         "jobs": experiment.jobs,
         "workload": attrs.asdict(w) | {"calls": experiment.scenario.calls},
