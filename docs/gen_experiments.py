@@ -49,7 +49,11 @@ sys.path.insert(0, str(ROOT))
 
 from rollout.experiments.harness.cli import QUICK, load_runs  # noqa: E402
 from rollout.experiments.harness.compare import summarize  # noqa: E402
-from rollout.experiments.harness.report import profile_lines  # noqa: E402
+from rollout.experiments.harness.report import (  # noqa: E402
+    WORK_COLUMNS,
+    profile_lines,
+    work_row,
+)
 from rollout.experiments.harness.verdict import verdicts  # noqa: E402
 from rollout.experiments.workloads.catalog import Workload  # noqa: E402
 from rollout.experiments.workloads.published import beside, shape  # noqa: E402
@@ -130,27 +134,7 @@ def compare_block(name: str) -> list[str]:
             rows,
         )
         lines += [""]
-        lines += _table(
-            (
-                "mode",
-                "scanned tok/turn",
-                "tokenized tok/turn",
-                "routing decisions",
-                "billing writes",
-                "bytes/turn",
-            ),
-            [
-                [
-                    s.mode,
-                    f"{s.scanned_per_turn:,.0f}",
-                    f"{s.tokenized_per_turn:,.0f}",
-                    f"{s.routing:g}",
-                    f"{s.billing:g}",
-                    f"{s.bytes_per_turn:,.0f}",
-                ]
-                for s in mine
-            ],
-        )
+        lines += _table(WORK_COLUMNS, [work_row(s) for s in mine])
     found = verdicts(runs, modes)
     if found:
         lines += ["", "The verdict, as the run printed it:", ""]

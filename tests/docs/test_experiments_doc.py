@@ -4,7 +4,6 @@ that is not what `rollout compare` runs by default fails here."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import shutil
 import subprocess
@@ -15,17 +14,15 @@ from types import ModuleType
 import orjson
 import pytest
 
+from support.generators import generator as load_generator
+
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "docs" / "gen_experiments.py"
 DOC = ROOT / "docs" / "experiments.md"
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_experiments", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("gen_experiments")
 
 
 def test_the_page_is_what_its_runs_say() -> None:

@@ -4,7 +4,6 @@ changed flag, ServerConfig field or field comment fails here until the page is r
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import attrs
 
 from rollout.cli import _parser
 from rollout.service.config import ServerConfig
+from support.generators import generator as load_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = ROOT / "docs" / "gen_reference.py"
@@ -21,11 +21,7 @@ REFERENCE = ROOT / "docs" / "reference.md"
 
 
 def generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("gen_reference", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_generator("gen_reference")
 
 
 def test_reference_is_up_to_date() -> None:

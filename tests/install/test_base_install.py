@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from rollout.cli_parser import parser
+from support.processes import served_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300  # a hang guard for each step (pip's install is most of the test's time)
@@ -143,17 +143,9 @@ def test_serve_answers_a_request(venv: Path, tmp_path: Path) -> None:
         text=True,
     )
     try:
-        assert proc.stderr is not None
-        lines: list[str] = []
-        match = None
-        while match is None and len(lines) < 50:  # log lines come first; bounded
-            lines.append(proc.stderr.readline())
-            if not lines[-1]:  # it exited
-                break
-            match = re.search(r"^rollout: serving (http://127\.0\.0\.1:\d+/v1)", lines[-1])
-        assert match, lines
+        port = served_port(proc)
         request = urllib.request.Request(
-            f"{match.group(1)}/responses",
+            f"http://127.0.0.1:{port}/v1/responses",
             data=json.dumps({"model": "m", "input": "hi"}).encode(),
             headers={"content-type": "application/json"},
         )

@@ -109,6 +109,21 @@ def serve_process(
         proc.wait()
 
 
+def served_port(proc: subprocess.Popen[str], most: int = 50) -> int:
+    """The port of `rollout serve --port 0` (a process whose stderr is a text pipe): the one
+    its line "serving http://127.0.0.1:PORT/v1" names, read past the log lines before it (at
+    most `most` lines; AssertionError with them if it exits or says nothing of the kind)."""
+    assert proc.stderr is not None
+    lines: list[str] = []
+    while len(lines) < most:
+        lines.append(proc.stderr.readline())
+        assert lines[-1], lines  # it exited
+        match = re.search(r"serving http://127\.0\.0\.1:(\d+)/v1", lines[-1])
+        if match:
+            return int(match.group(1))
+    raise AssertionError(lines)
+
+
 @contextlib.contextmanager
 def serve_on_any_port(*args: str) -> Iterator[ServeProcess]:
     """`rollout serve --port 0 ARGS` for the block: the port is the one its log line names
@@ -122,14 +137,7 @@ def serve_on_any_port(*args: str) -> Iterator[ServeProcess]:
         text=True,
     )
     try:
-        assert proc.stderr is not None
-        lines: list[str] = []
-        match = None
-        while match is None:  # the line saying where it serves (log lines may come first)
-            lines.append(proc.stderr.readline())
-            assert lines[-1], lines
-            match = re.search(r"serving http://127\.0\.0\.1:(\d+)/v1", lines[-1])
-        yield ServeProcess(proc, int(match.group(1)))
+        yield ServeProcess(proc, served_port(proc))
     finally:
         if proc.poll() is None:
             finish(proc, signal.SIGKILL)

@@ -128,6 +128,29 @@ def _table(title: str, columns: Sequence[str]) -> Table:
     return table
 
 
+#: The server-work table's columns (a row: work_row).
+WORK_COLUMNS = (
+    "mode",
+    "scanned tok/turn",
+    "tokenized tok/turn",
+    "routing decisions",
+    "billing writes",
+    "bytes/turn",
+)
+
+
+def work_row(s: Summary) -> list[str]:
+    """A mode's row of the server-work table: per turn, or per rollout for routing and billing."""
+    return [
+        s.mode,
+        f"{s.scanned_per_turn:,.0f}",
+        f"{s.tokenized_per_turn:,.0f}",
+        f"{s.routing:g}",
+        f"{s.billing:g}",
+        f"{s.bytes_per_turn:,.0f}",
+    ]
+
+
 def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
     for profile in dict.fromkeys(s.profile for s in summaries):
         rows = [s for s in summaries if s.profile == profile]
@@ -147,17 +170,7 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
                 "vs ideal",
             ),
         )
-        work = _table(
-            f"{profile}: server work (medians)",
-            (
-                "mode",
-                "scanned tok/turn",
-                "tokenized tok/turn",
-                "routing decisions",
-                "billing writes",
-                "bytes/turn",
-            ),
-        )
+        work = _table(f"{profile}: server work (medians)", WORK_COLUMNS)
         for s in rows:
             mode = s.mode + ("" if s.same_output else " (!)")
             timing.add_row(
@@ -173,14 +186,7 @@ def print_tables(console: Console, summaries: Sequence[Summary]) -> None:
                 "-" if s.vs_http_full is None else f"{s.vs_http_full:.3f}",
                 f"{s.vs_ideal:.3f}",
             )
-            work.add_row(
-                mode,
-                f"{s.scanned_per_turn:,.0f}",
-                f"{s.tokenized_per_turn:,.0f}",
-                f"{s.routing:g}",
-                f"{s.billing:g}",
-                f"{s.bytes_per_turn:,.0f}",
-            )
+            work.add_row(mode, *work_row(s)[1:])
         console.print(timing)
         console.print(work)
         for s in rows:
