@@ -47,8 +47,8 @@ BLOCK = re.compile(
 )
 sys.path.insert(0, str(ROOT))
 
-from rollout.experiments.harness.cli import QUICK, load_runs  # noqa: E402
-from rollout.experiments.harness.compare import summarize  # noqa: E402
+from rollout.experiments.command import QUICK  # noqa: E402
+from rollout.experiments.harness.compare import load_runs, summarize  # noqa: E402
 from rollout.experiments.harness.report import (  # noqa: E402
     WORK_COLUMNS,
     profile_lines,
@@ -249,7 +249,7 @@ def per_turn_block(name: str) -> list[str]:
 
 
 def chains_block(name: str) -> list[str]:
-    from rollout.experiments.harness.results import Point
+    from rollout.experiments.results import Point
     from rollout.experiments.sweeps.chains import beside as chain_beside
     from rollout.experiments.sweeps.chains import columns, table
 
@@ -276,7 +276,7 @@ CODEX_ROWS = (
 def codex_block(name: str) -> list[str]:
     """Per phase, ms per model turn for each transport (medians of the repeats), then the
     figure lines `rollout compare --agent codex` prints for the ratio."""
-    from rollout.experiments.harness.results import CodexRun
+    from rollout.experiments.results import CodexRun
     from rollout.experiments.sweeps.codex import TRANSPORTS, figures
 
     data = orjson.loads((RESULTS / name / "codex.json").read_bytes())

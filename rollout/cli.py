@@ -93,7 +93,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from rollout.experiments.harness.cli import command
+    from rollout.experiments.command import command
 
     return command(args, upstream_config)
 

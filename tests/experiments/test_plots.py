@@ -29,8 +29,8 @@ from rollout.experiments.figures.plots import (
     phases,
 )
 from rollout.experiments.figures.sweeps import Series
-from rollout.experiments.harness.cli import load_runs
-from rollout.experiments.harness.results import CodexRun, Point, RunResult
+from rollout.experiments.harness.compare import load_runs
+from rollout.experiments.results import CodexRun, Point, RunResult
 from support.compare import run_result as result
 
 MODES = ["http-full", "ws-chain", "ws-append"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rollout.experiments.harness.results import RunResult
 from rollout.experiments.harness.verdict import compare, verdicts
+from rollout.experiments.results import RunResult
 from support.compare import run_result
 
 

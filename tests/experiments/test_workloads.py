@@ -105,7 +105,7 @@ def test_published_workloads_draw_outputs_and_reasoning_from_their_distributions
 
 
 async def test_swe_pro_codex_grows_as_published() -> None:
-    from rollout.experiments.harness.compare import run_one
+    from rollout.experiments.harness.run import run_one
     from rollout.experiments.workloads.published import PUBLISHED, shape
     from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 

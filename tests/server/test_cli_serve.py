@@ -10,7 +10,7 @@ import sys
 import httpx2 as httpx
 from rich.console import Console
 
-from rollout.experiments.harness.cli import NO_PLOTS
+from rollout.experiments.harness.report import NO_PLOTS
 
 
 def test_port_zero_prints_the_bound_port() -> None:

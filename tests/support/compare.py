@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import attrs
 
 from rollout.experiments.harness.compare import Experiment
-from rollout.experiments.harness.results import RunResult
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario, workload
 from rollout.model.profiles import COST_PROFILES, InferenceProfile
 from rollout.upstream.config import UpstreamConfig

@@ -18,8 +18,8 @@ from rollout.experiments.bench.stages import first_token_stages
 from rollout.experiments.bench.streams import events_per_second
 from rollout.experiments.bench.turncost import overhead_vs_history
 from rollout.experiments.bench.upstream import upstream_client
-from rollout.experiments.harness.compare import run_one
 from rollout.experiments.harness.procs import running
+from rollout.experiments.harness.run import run_one
 from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 

@@ -28,7 +28,7 @@ from rollout.experiments.figures.common import (
     title,
     trend,
 )
-from rollout.experiments.harness.results import RunResult
+from rollout.experiments.results import RunResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -28,7 +28,7 @@ from rollout.experiments.figures.common import (
     title,
     trend,
 )
-from rollout.experiments.harness.results import CodexRun, Point
+from rollout.experiments.results import CodexRun, Point
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

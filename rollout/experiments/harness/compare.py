@@ -1,10 +1,10 @@
 # `rollout compare`: the experiment. For each inference profile, each repeat and each mode (side by
-# side, interleaved), one rollout of a named workload runs against a fresh in-process server over
-# real loopback sockets with the client library's agent runner. Results: a table per profile and
-# mode, a JSON file, PNG plots (with the `plot` extra) and a Chrome trace per mode.
+# side, interleaved), one rollout of a named workload (harness/run.py), here or in worker
+# processes (harness/worker.py); the summaries per profile and mode; what a run writes: a JSON
+# file, PNG plots (with the `plot` extra) and a Chrome trace per mode.
 from __future__ import annotations
 
-import functools
+import os
 import statistics
 import subprocess
 import time
@@ -16,107 +16,14 @@ import attrs
 import orjson
 import trio
 
-from rollout.client import MODES, ONE_RESPONSE, SCENARIOS, run_agent
-from rollout.engine.engine import Engine
-from rollout.engine.work import CPU, DECLARED, Stats, Work
-from rollout.experiments.harness.results import RunResult
+from rollout.client import MODES, SCENARIOS
+from rollout.experiments.harness.procs import ChildError
+from rollout.experiments.harness.run import run_one
+from rollout.experiments.harness.worker import Worker, setup_of, warm_up, workers
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
-from rollout.server.listen import serve
 from rollout.upstream.config import UpstreamConfig
-from rollout.upstream.paced import EnginePaced
-
-COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
-
-
-async def run_one(
-    mode: str,
-    scenario: Scenario,
-    profile: InferenceProfile,
-    costs: CostProfile,
-    repeat: int = 0,
-    upstream: UpstreamConfig | None = None,
-) -> RunResult:
-    """One rollout against a fresh server (fresh caches), measured from the client. With
-    `upstream`, a real engine paces the script (rollout.upstream.paced)."""
-    stats = Stats(totals=Work(keep_spans=True))
-    engine = Engine(policy=scenario.policy(), inference=profile, costs=costs, stats=stats)
-    if upstream is not None:
-        engine.model = EnginePaced(engine.policy, upstream)
-    async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(serve, engine, port=0))
-        result = await run_agent(
-            mode, f"http://127.0.0.1:{port}/v1", scenario.request, scenario.tools
-        )
-        expected = 1 if mode in ONE_RESPONSE else len(result.turns)
-        with trio.move_on_after(10):  # background billing completes (it is never lost)
-            while stats.responses < expected:
-                await trio.sleep(0.002)
-        nursery.cancel_scope.cancel()
-    totals = stats.totals
-    counts = {k: attrs.asdict(v) for k, v in totals.counts.items()}
-    return RunResult(
-        mode=mode,
-        profile=profile.name,
-        repeat=repeat,
-        seconds=result.seconds,
-        client_s=result.client_seconds,
-        inference_s=totals.ideal_inference_s,
-        cpu_s=sum(totals.counts[s].seconds for s in CPU),
-        declared_s=sum(totals.counts[s].seconds for s in DECLARED),
-        turns=len(result.turns),
-        ttft_s=[t.first_token_s for t in result.turns if t.first_token_s is not None],
-        turn_s=[t.seconds for t in result.turns],
-        step_prompt=[p for p, _ in totals.steps],
-        step_ideal_s=[s for _, s in totals.steps],
-        counts=counts,
-        billed=stats.billed,
-        bytes_sent=result.bytes_sent,
-        bytes_received=result.bytes_received,
-        text=result.text,
-        calls=result.calls,
-        steer_s=result.steer_to_first_token_s,
-        trace=_trace(mode, totals, result.spans),
-        marks=sorted(totals.marks, key=lambda m: m[1]),
-    )
-
-
-def _trace(
-    mode: str, work: Work, client: Sequence[tuple[str, float, float]]
-) -> list[dict[str, Any]]:
-    """Chrome trace events (Perfetto): the client on one track, server stages on others."""
-    spans = [("client", name, a, b) for name, a, b in client]
-    for span in work.spans:
-        track = (
-            "inference"
-            if span.stage == "inference"
-            else ("services (declared)" if span.stage in DECLARED else "server CPU")
-        )
-        spans.append((track, span.stage, span.start, span.end))
-    if not spans:
-        return []
-    t0 = min(a for _, _, a, _ in spans)
-    tracks = {name: i + 1 for i, name in enumerate(dict.fromkeys(s[0] for s in spans))}
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": f"rollout {mode}"}}
-    ]
-    events += [
-        {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": name}}
-        for name, tid in tracks.items()
-    ]
-    for track, name, a, b in spans:
-        events.append(
-            {
-                "ph": "X",
-                "name": name,
-                "pid": 1,
-                "tid": tracks[track],
-                "ts": round((a - t0) * 1e6, 1),
-                "dur": round((b - a) * 1e6, 1),
-            }
-        )
-    return events
-
 
 # -- aggregation --------------------------------------------------------------------------------
 
@@ -268,8 +175,6 @@ class Experiment:
         return sorted(results, key=lambda r: order[(r.profile, r.repeat, r.mode)])
 
     async def _run_here(self, progress: Callable[[RunResult], None] | None) -> list[RunResult]:
-        from rollout.experiments.harness.worker import warm_up
-
         if self.upstream is None:
             await warm_up(self.scenario, self.costs, self.modes)
         else:
@@ -291,8 +196,6 @@ class Experiment:
     async def _run_in_workers(
         self, progress: Callable[[RunResult], None] | None
     ) -> list[RunResult]:
-        from rollout.experiments.harness.procs import ChildError
-        from rollout.experiments.harness.worker import Worker, setup_of, workers
 
         pending = list(reversed(self.schedule()))
         results: list[RunResult] = []
@@ -394,3 +297,43 @@ def write_results(
     title = caption(w.name, experiment.costs.name, experiment.repeats)
     written += compare_plots(out, results, experiment.modes, title)
     return written
+
+
+def parse_modes(text: str | None, default: Sequence[str] = MODES) -> list[str]:
+    """`--modes`: comma-separated modes (default: `default`); ValueError naming the unknown."""
+    modes = list(default) if text is None else [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES + SCENARIOS]
+    if unknown or not modes:
+        raise ValueError(f"unknown modes {unknown}; choose from {', '.join(MODES + SCENARIOS)}")
+    return modes
+
+
+def run_directory(out: Path, label: str) -> Path:
+    """A new directory for one run under `out` (`YYYYmmdd-HHMMSS-label`, suffixed when taken),
+    with `out/latest` pointing at it; earlier runs stay beside it."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}-{label}"
+    n = 2
+    while (out / name).exists():
+        name = f"{stamp}-{label}-{n}"
+        n += 1
+    run = out / name
+    run.mkdir()
+    latest = out / "latest"
+    temporary = out / f".latest-{os.getpid()}"
+    try:
+        temporary.symlink_to(name, target_is_directory=True)
+        os.replace(temporary, latest)
+    except OSError:  # no symbolic links here (or `latest` is a directory): name the run instead
+        temporary.unlink(missing_ok=True)
+        if not latest.is_dir() or latest.is_symlink():
+            latest.unlink(missing_ok=True)
+            (out / "latest.txt").write_text(name + "\n")
+    return run
+
+
+def load_runs(directory: Path) -> tuple[dict[str, Any], list[RunResult]]:
+    """A results.json's data and its runs as RunResults (fields it lacks take their defaults)."""
+    data = orjson.loads((directory / "results.json").read_bytes())
+    return data, [RunResult.from_json(run) for run in data["runs"]]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import attrs
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rollout.experiments.harness.compare import Experiment, RunResult, Summary
+from rollout.experiments.harness.compare import Experiment, Summary
 from rollout.experiments.harness.verdict import Verdict
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.experiments.workloads.published import PUBLISHED, beside, shape
 from rollout.model.profiles import CostProfile, InferenceProfile
@@ -226,3 +228,27 @@ def print_published(console: Console, scenario: Scenario, run: RunResult) -> Non
     for row in beside(name, shape(scenario, run)):
         table.add_row(*row)
     console.print(table)
+
+
+#: Printed (through rich markup, hence the escaped bracket) when matplotlib is missing.
+NO_PLOTS = "(no plots: install the plot extra, pip install 'rollout\\[plot]')"
+
+
+def console() -> Console:
+    found = Console()
+    return found if found.is_terminal else Console(width=140)
+
+
+def wrote(console: Console, written: Sequence[Path], out: Path | None = None) -> None:
+    """The files a run wrote; with `out`, that they are its own directory under `out`, which
+    `out/latest` points to and which keeps the earlier runs."""
+    if written and out is not None:
+        run = written[0].parent
+        console.print(
+            f"wrote {run}/: " + ", ".join(p.name for p in written) + f" ({out / 'latest'} "
+            "points here; earlier runs are kept beside it)"
+        )
+    else:
+        console.print("wrote " + ", ".join(str(p) for p in written))
+    if not any(p.suffix == ".png" for p in written):
+        console.print(NO_PLOTS)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import attrs
 
 from rollout.client import SCENARIOS
-from rollout.experiments.harness.results import RunResult
+from rollout.experiments.results import RunResult
 
 BASELINE = "http-full"
 #: Comparisons beyond each mode against the baseline: (mode, against).

@@ -18,7 +18,8 @@ import orjson
 import trio
 
 from rollout.experiments.harness.procs import ChildError, child_command
-from rollout.experiments.harness.results import RunResult
+from rollout.experiments.harness.run import run_one
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Latency, Scenario, Workload
 from rollout.model.profiles import INFERENCE_PROFILES, CostProfile, InferenceProfile
 
@@ -55,8 +56,6 @@ def warm_up_scenario(scenario: Scenario) -> Scenario:
 
 async def warm_up(scenario: Scenario, costs: CostProfile, modes: Sequence[str]) -> None:
     """One short unmeasured rollout per mode (see WARM_UP_CALLS)."""
-    from rollout.experiments.harness.compare import run_one
-
     short = warm_up_scenario(scenario)
     for mode in modes:
         await run_one(mode, short, INFERENCE_PROFILES["instant"], costs, -1)
@@ -64,8 +63,6 @@ async def warm_up(scenario: Scenario, costs: CostProfile, modes: Sequence[str]) 
 
 def main() -> None:
     """A worker's main: the setup line, the warm-up, `ready`, then a result line per job."""
-    from rollout.experiments.harness.compare import run_one
-
     setup = orjson.loads(sys.stdin.buffer.readline())
     workload = _converter.structure(setup["workload"], Workload)
     scenario = workload.build(setup["seed"])

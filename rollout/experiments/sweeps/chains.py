@@ -12,8 +12,8 @@ from typing import Any
 import attrs
 import orjson
 
-from rollout.experiments.harness.compare import RunResult, run_one
-from rollout.experiments.harness.results import Point
+from rollout.experiments.harness.run import run_one
+from rollout.experiments.results import Point, RunResult
 from rollout.experiments.workloads.catalog import WORKLOADS, Scenario, Workload
 from rollout.model.profiles import CostProfile, InferenceProfile
 

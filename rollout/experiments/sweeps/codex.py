@@ -23,7 +23,7 @@ import trio
 from rollout.engine.engine import Engine
 from rollout.engine.work import Stats, Work
 from rollout.experiments.bench.figure import Figure
-from rollout.experiments.harness.results import CodexRun
+from rollout.experiments.results import CodexRun
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve

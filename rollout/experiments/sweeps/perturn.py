@@ -14,8 +14,8 @@ import attrs
 import orjson
 
 from rollout.client import run_agent
-from rollout.experiments.harness.compare import run_one
 from rollout.experiments.harness.procs import running
+from rollout.experiments.harness.run import run_one
 from rollout.experiments.workloads.catalog import Dist, Latency, Scenario, Tool, Workload
 from rollout.model.profiles import COST_PROFILES, CostProfile, InferenceProfile
 

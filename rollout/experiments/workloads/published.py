@@ -1,14 +1,15 @@
 # Published statistics of real agent sessions beside the same figures measured on a workload's
 # rollout: turns, the prompt's length at a turn, output tokens per turn, input:output tokens
 # and the share of prompt tokens a prefix cache can serve within the session. Pure arithmetic
-# over a RunResult (compare.py) and the workload's script; docs/experiments.md cites each source.
+# over a RunResult (rollout.experiments.results) and the workload's script; docs/experiments.md
+# cites each source.
 from __future__ import annotations
 
 from itertools import pairwise
 
 import attrs
 
-from rollout.experiments.harness.compare import RunResult
+from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.policy import CallStep, ErrorStep
 from rollout.model.tokens import count
