@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import signal
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -21,7 +19,12 @@ from rich.console import Console
 
 from rollout.client import MODES, SCENARIOS
 from rollout.experiments.figures.plots import caption, compare_plots
-from rollout.experiments.harness.compare import load_runs, parse_modes, run_directory
+from rollout.experiments.harness.compare import (
+    command_line,
+    load_runs,
+    parse_modes,
+    run_directory,
+)
 from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.harness.report import console as _console
 from rollout.experiments.harness.report import wrote as _wrote
@@ -91,11 +94,6 @@ def default_jobs() -> int:
     """Rollouts at once: one per core, at most 2 (each run is mostly waiting on declared
     latencies; two on two cores measured as one at a time, docs/experiments.md)."""
     return max(1, min(2, os.cpu_count() or 1))
-
-
-def command_line() -> str:
-    """The command as typed (`rollout compare ...`), for a run's provenance."""
-    return shlex.join(["rollout", *sys.argv[1:]])
 
 
 def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:

@@ -76,6 +76,7 @@ def test_cli_per_turn_with_its_default_costs(tmp_path: Path) -> None:
     assert main([*args, "--out", str(tmp_path)]) == 0
     data = orjson.loads((tmp_path / "latest" / "per-turn.json").read_bytes())
     assert data["cost_profile"]["name"] == "cpu-only"
+    assert {"command", "commit", "created"} <= data.keys()  # its provenance, as for compare
 
 
 async def test_a_per_turn_sweep_reads_the_server_process_cpu(tmp_path: Path) -> None:

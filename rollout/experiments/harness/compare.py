@@ -5,8 +5,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -221,6 +223,11 @@ class Experiment:
         if failed:
             raise failed[0]
         return results
+
+
+def command_line() -> str:
+    """The command as typed (`rollout compare ...`), for a run's provenance."""
+    return shlex.join(["rollout", *sys.argv[1:]])
 
 
 def provenance(command: str | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 import orjson
 
+from rollout.experiments.harness.compare import provenance
 from rollout.experiments.harness.run import run_one
 from rollout.experiments.results import Point, RunResult
 from rollout.experiments.workloads.catalog import WORKLOADS, Scenario, Workload
@@ -207,13 +208,19 @@ def beside(ps: Sequence[Point], modes: Sequence[str] = CHAIN_MODES) -> list[list
     return rows
 
 
-def write(out: Path, chains: Chains, runs: Sequence[tuple[int, RunResult]]) -> list[Path]:
+def write(
+    out: Path,
+    chains: Chains,
+    runs: Sequence[tuple[int, RunResult]],
+    origin: dict[str, Any] | None = None,
+) -> list[Path]:
     """chains.json (every run, the points) and, with matplotlib, ttft-chain.png."""
     from rollout.experiments.figures.plots import caption, chain_plot
 
     out.mkdir(parents=True, exist_ok=True)
     ps = points(runs)
     data: dict[str, Any] = {
+        **(origin if origin is not None else provenance()),
         "workload": attrs.asdict(chains.workload),
         "seed": chains.seed,
         "chain_lengths": list(chains.lengths),

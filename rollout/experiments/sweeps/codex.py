@@ -23,6 +23,7 @@ import trio
 from rollout.engine.engine import Engine
 from rollout.engine.work import Stats, Work
 from rollout.experiments.bench.figure import Figure
+from rollout.experiments.harness.compare import provenance
 from rollout.experiments.results import CodexRun
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile
@@ -240,13 +241,19 @@ def figures(runs: Sequence[CodexRun], transports: Sequence[str] = TRANSPORTS) ->
     return out
 
 
-def write(out: Path, runs: Sequence[CodexRun], meta: dict[str, object]) -> list[Path]:
+def write(
+    out: Path,
+    runs: Sequence[CodexRun],
+    meta: dict[str, object],
+    origin: dict[str, Any] | None = None,
+) -> list[Path]:
     """codex.json (every run) and, with matplotlib, codex.png."""
     from rollout.experiments.figures.plots import agent_plot
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / "codex.json"
-    data = meta | {"runs": [attrs.asdict(r) for r in runs]}
+    data = (origin if origin is not None else provenance()) | meta
+    data |= {"runs": [attrs.asdict(r) for r in runs]}
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     plot = agent_plot(out / "codex.png", runs, _caption(meta))
     return [path] + ([plot] if plot is not None else [])

@@ -12,7 +12,12 @@ from typing import Any
 import attrs
 import trio
 
-from rollout.experiments.harness.compare import parse_modes, run_directory
+from rollout.experiments.harness.compare import (
+    command_line,
+    parse_modes,
+    provenance,
+    run_directory,
+)
 from rollout.experiments.harness.report import console as _console
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.results import RunResult
@@ -32,6 +37,7 @@ def _one_profile(text: str | None, default: str, flag: str) -> InferenceProfile:
 
 
 def per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
+    origin = provenance(command_line())  # the checkout as the run starts
     from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
 
     profile = _one_profile(args.profiles, "instant", "--per-turn")
@@ -66,13 +72,14 @@ def per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
     print_rows(console, "per turn (median (min-max) of the repeats)", columns, rows)
     _wrote(
         console,
-        perturn.write(run_directory(Path(args.out), "per-turn"), sweep, runs),
+        perturn.write(run_directory(Path(args.out), "per-turn"), sweep, runs, origin),
         Path(args.out),
     )
     return 0
 
 
 def chain_lengths(args: argparse.Namespace, costs: CostProfile) -> int:
+    origin = provenance(command_line())  # the checkout as the run starts
     from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
     from rollout.experiments.workloads.catalog import workload
 
@@ -115,12 +122,15 @@ def chain_lengths(args: argparse.Namespace, costs: CostProfile) -> int:
         chains.beside(points, modes),
     )
     _wrote(
-        console, chains.write(run_directory(Path(args.out), "chains"), run, runs), Path(args.out)
+        console,
+        chains.write(run_directory(Path(args.out), "chains"), run, runs, origin),
+        Path(args.out),
     )
     return 0
 
 
 def agent(args: argparse.Namespace, costs: CostProfile) -> int:
+    origin = provenance(command_line())  # the checkout as the run starts
     from rollout.experiments.harness.report import print_profiles
 
     profile = _one_profile(args.profiles, "1000tps", "--agent")
@@ -173,5 +183,6 @@ def agent(args: argparse.Namespace, costs: CostProfile) -> int:
         "cost_profile": attrs.asdict(costs),
         "repeats": args.repeats,
     }
-    _wrote(console, codex.write(run_directory(Path(args.out), "codex"), runs, meta), Path(args.out))
+    written = codex.write(run_directory(Path(args.out), "codex"), runs, meta, origin)
+    _wrote(console, written, Path(args.out))
     return 0

@@ -14,6 +14,7 @@ import attrs
 import orjson
 
 from rollout.client import run_agent
+from rollout.experiments.harness.compare import provenance
 from rollout.experiments.harness.procs import running
 from rollout.experiments.harness.run import run_one
 from rollout.experiments.workloads.catalog import Dist, Latency, Scenario, Tool, Workload
@@ -180,10 +181,13 @@ def _cell(values: Sequence[float]) -> str:
     return f"{mid:,.1f} ({min(values) * 1000:,.1f}-{max(values) * 1000:,.1f})"
 
 
-def write(out: Path, sweep: Sweep, runs: Sequence[TurnRun]) -> list[Path]:
+def write(
+    out: Path, sweep: Sweep, runs: Sequence[TurnRun], origin: dict[str, Any] | None = None
+) -> list[Path]:
     """per-turn.json (every run) and, with matplotlib, per-turn.png."""
     out.mkdir(parents=True, exist_ok=True)
     data = {
+        **(origin if origin is not None else provenance()),
         "workload": attrs.asdict(sweep.scenario.workload) | {"calls": sweep.scenario.calls},
         "seed": sweep.scenario.seed,
         "inference_profile": attrs.asdict(sweep.profile),
