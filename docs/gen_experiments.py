@@ -322,7 +322,10 @@ def render(text: str) -> str:
         kind, name = m.group("kind"), m.group("name")
         if kind not in KINDS:
             raise SystemExit(f"gen_experiments: unknown block kind {kind!r}")
-        body = "\n".join(KINDS[kind](name))
+        try:
+            body = "\n".join(KINDS[kind](name))
+        except FileNotFoundError as exc:
+            raise SystemExit(f"gen_experiments: block {kind} {name}: no run ({exc})") from None
         return f"{m.group(1)}{body}\n{m.group(5)}"
 
     return BLOCK.sub(block, text)
