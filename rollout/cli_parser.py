@@ -204,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
         "spread). The quick default (about three minutes on 2 cores): the swe-pro-codex "
         "session (30 turns, history to ~80k tokens) in http-full, ws-chain and ws-append at "
         "1000tps and 4000tps, costs service, 3 repeats. --full: every mode at 65tps, 1000tps "
-        f"and 4000tps (about 45 minutes). Modes: {', '.join(MODES)}; scenarios: "
+        f"and 4000tps (about 40 minutes). Modes: {', '.join(MODES)}; scenarios: "
         f"{', '.join(SCENARIOS)}. Each run writes a directory of its own under --out.",
     )
     c.add_argument(
@@ -276,7 +276,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--full",
         action="store_true",
-        help="the whole sweep: every mode at 65tps, 1000tps and 4000tps (about 45 minutes)",
+        help="the whole sweep: every mode at 65tps, 1000tps and 4000tps (about 40 minutes)",
     )
     c.add_argument(
         "--chain-lengths",
