@@ -20,14 +20,26 @@ from rich.console import Console
 from rollout.client import MODES, SCENARIOS
 from rollout.experiments.figures.plots import caption, compare_plots
 from rollout.experiments.harness.compare import (
+    Experiment,
     command_line,
     load_runs,
     parse_modes,
+    provenance,
     run_directory,
+    summarize,
+    write_results,
 )
 from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.harness.report import console as _console
+from rollout.experiments.harness.report import (
+    print_header,
+    print_published,
+    print_tables,
+    print_verdicts,
+    progress_bar,
+)
 from rollout.experiments.harness.report import wrote as _wrote
+from rollout.experiments.harness.verdict import verdicts
 from rollout.experiments.results import RunResult
 from rollout.experiments.sweeps import chains, codex, perturn
 from rollout.experiments.sweeps import command as sweep_command
@@ -98,20 +110,6 @@ def default_jobs() -> int:
 
 def _table(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     """The mode table: every mode of one workload, per inference profile and repeat."""
-    from rollout.experiments.harness.compare import (
-        Experiment,
-        provenance,
-        summarize,
-        write_results,
-    )
-    from rollout.experiments.harness.report import (
-        print_header,
-        print_published,
-        print_tables,
-        print_verdicts,
-        progress_bar,
-    )
-    from rollout.experiments.harness.verdict import verdicts
 
     defaults = FULL if args.full else QUICK
     w = workload(args.workload or defaults["workload"])

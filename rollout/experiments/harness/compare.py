@@ -19,6 +19,7 @@ import orjson
 import trio
 
 from rollout.client import MODES, SCENARIOS
+from rollout.experiments.figures.plots import caption, compare_plots
 from rollout.experiments.harness.procs import ChildError
 from rollout.experiments.harness.run import run_one
 from rollout.experiments.harness.worker import Worker, setup_of, warm_up, workers
@@ -299,8 +300,6 @@ def write_results(
         path = out / f"trace-{mode}.json"
         path.write_bytes(orjson.dumps({"traceEvents": run.trace, "displayTimeUnit": "ms"}))
         written.append(path)
-    from rollout.experiments.figures.plots import caption, compare_plots
-
     title = caption(w.name, experiment.costs.name, experiment.repeats)
     written += compare_plots(out, results, experiment.modes, title)
     return written

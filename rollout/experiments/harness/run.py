@@ -21,8 +21,6 @@ from rollout.server.listen import serve
 from rollout.upstream.config import UpstreamConfig
 from rollout.upstream.paced import EnginePaced
 
-COUNTERS = ("scan", "tokenize", "routing", "billing", "store")
-
 
 async def run_one(
     mode: str,

@@ -19,9 +19,11 @@ from rollout.experiments.harness.compare import (
     run_directory,
 )
 from rollout.experiments.harness.report import console as _console
+from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.results import RunResult
 from rollout.experiments.sweeps import chains, codex, perturn
+from rollout.experiments.workloads.catalog import workload
 from rollout.model.profiles import CostProfile, InferenceProfile, inference_profile
 
 
@@ -38,7 +40,6 @@ def _one_profile(text: str | None, default: str, flag: str) -> InferenceProfile:
 
 def per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
     origin = provenance(command_line())  # the checkout as the run starts
-    from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
 
     profile = _one_profile(args.profiles, "instant", "--per-turn")
     if args.workload is not None:
@@ -80,8 +81,6 @@ def per_turn(args: argparse.Namespace, costs: CostProfile) -> int:
 
 def chain_lengths(args: argparse.Namespace, costs: CostProfile) -> int:
     origin = provenance(command_line())  # the checkout as the run starts
-    from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
-    from rollout.experiments.workloads.catalog import workload
 
     lengths = chains.parse_lengths(args.chain_lengths)
     if args.calls is not None:
@@ -131,7 +130,6 @@ def chain_lengths(args: argparse.Namespace, costs: CostProfile) -> int:
 
 def agent(args: argparse.Namespace, costs: CostProfile) -> int:
     origin = provenance(command_line())  # the checkout as the run starts
-    from rollout.experiments.harness.report import print_profiles
 
     profile = _one_profile(args.profiles, "1000tps", "--agent")
     if args.modes is not None or args.workload is not None:
