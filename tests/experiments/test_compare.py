@@ -217,6 +217,8 @@ def test_a_summary_without_http_full_has_no_ratio_to_it() -> None:
         ["--repeats", "0"],
         ["--costs", "nope"],
         ["--workload", "nope"],
+        ["--jobs", "0"],
+        ["--per-turn", "--jobs", "2"],
     ],
 )
 def test_cli_compare_refuses_bad_flags(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
