@@ -12,17 +12,16 @@ from rollout.client import (
     run_agent,
 )
 from rollout.client.replay import normalize, replay_session
-from rollout.engine.context import Context
+from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults
 from rollout.model.policy import (
     CallStep,
     DefaultPolicy,
     ErrorStep,
-    FunctionCallSpec,
     ScriptedPolicy,
     TextStep,
-    WebSearchSpec,
     call,
     refusal,
     search,

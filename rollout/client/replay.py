@@ -25,7 +25,7 @@ from rollout.client.http import HttpClient
 from rollout.model.recorded import by_connection, load, payload
 from rollout.service.capture import parse
 
-# Ids the server makes (rollout.engine.ids.new_id: a prefix and 48 hex digits).
+# Ids the server makes (rollout.conversation.ids.new_id: a prefix and 48 hex digits).
 ID = re.compile(r"\b(resp|msg|fco|fc|call|ws|req|rs)_[0-9a-f]{16,}\b")
 # WebSocket events after which a recorded client may have reacted (sent its next frame).
 BOUNDARY = frozenset(

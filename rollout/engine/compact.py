@@ -14,10 +14,10 @@ from protocol.items import Compaction, Item, Message
 from protocol.reasoning import Sealed, seal
 from protocol.request import CreateRequest
 from protocol.response import Usage
-from rollout.engine.context import Context
+from rollout.conversation import tokens
+from rollout.conversation.context import Context
+from rollout.conversation.ids import new_id
 from rollout.engine.engine import Engine
-from rollout.engine.ids import new_id
-from rollout.model import tokens
 
 #: A compacted item keeps this share of its rendered text (at least MIN_KEPT characters).
 KEPT_SHARE = 0.125

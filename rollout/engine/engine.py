@@ -31,10 +31,11 @@ from protocol.items import (
 )
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
-from rollout.engine.context import Context, Route, fit
+from rollout.conversation.context import Context, Route, fit
+from rollout.conversation.ids import new_id
+from rollout.conversation.work import Stats, Work
 from rollout.engine.executors import Deferred, WebSearch
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, Faults, Plan
-from rollout.engine.ids import new_id
 from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
     DEFAULT_SECRET,
@@ -52,7 +53,6 @@ from rollout.engine.loop import (
 from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
-from rollout.engine.work import Stats, Work
 from rollout.model import profiles, reasoning
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy

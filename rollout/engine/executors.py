@@ -14,8 +14,8 @@ import attrs
 import trio
 
 from protocol.items import Item, SearchAction, UrlSource, WebSearchCall
+from rollout.conversation.calls import WebSearchSpec
 from rollout.engine.loop import Call, Rollout
-from rollout.model.policy import WebSearchSpec
 from rollout.model.profiles import CostProfile
 
 

@@ -20,8 +20,8 @@ from protocol.items import (
     text_of,
 )
 from protocol.reasoning import unseal
-from rollout.engine.context import Context
-from rollout.engine.work import Work
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 
 #: Input whose text is at least this many characters is scanned and tokenized in a worker thread,
 #: so one huge request never stalls the event loop for every other client.

@@ -17,12 +17,12 @@ from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.engine.context import Context, Route
+from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context, Route
+from rollout.conversation.work import Work
 from rollout.engine.mailbox import Mailbox
-from rollout.engine.work import Work
 from rollout.model import pieces as p
 from rollout.model.inference import CacheOptions
-from rollout.model.policy import FunctionCallSpec, WebSearchSpec
 from rollout.model.reasoning import ReasoningPlan
 
 DEFAULT_SECRET = b"rollout: reasoning items"  # seals encrypted_content; Engine.secret overrides

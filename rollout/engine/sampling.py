@@ -12,10 +12,10 @@
 from __future__ import annotations
 
 from protocol.items import FunctionCall
-from rollout.engine.context import fit
+from rollout.conversation.calls import WebSearchSpec
+from rollout.conversation.context import fit
 from rollout.engine.loop import Executor, LoopEnv, Rollout
-from rollout.engine.step import Outcome, Step, ToolCall
-from rollout.model.policy import WebSearchSpec
+from rollout.engine.step import Outcome, StepRunner, ToolCall
 
 
 async def _boundary(r: Rollout, env: LoopEnv) -> None:
@@ -38,7 +38,7 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         if r.mailbox.stop is not None and r.stream.response.output:
             return Outcome("incomplete", reason=r.mailbox.stop)
         stream, r.opened = r.opened or env.model.sample(r), None
-        ended = await Step(r, env).run(stream)
+        ended = await StepRunner(r, env).run(stream)
         if isinstance(ended, Outcome):
             return ended
         hosted = [c for c in ended if isinstance(c.spec, WebSearchSpec)]

@@ -10,11 +10,12 @@ from collections.abc import Callable
 import attrs
 import trio
 
+from rollout.conversation.calls import WebSearchSpec
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.choice import constrain
-from rollout.model.inference import Pacer, PrefixCache, pieces, prefill
-from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep, WebSearchSpec
+from rollout.model.inference import Pacer, PrefixCache, prefill, token_deltas
+from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep
 from rollout.model.profiles import InferenceProfile
 from rollout.model.reasoning import think
 
@@ -45,7 +46,7 @@ class SimulatedModel:
                 if isinstance(step, TextStep) and r.reasoning is None and _all_due(r, pacer):
                     # (the common answer, streamed without a generator of its own)
                     yield p.MessageStart(refusal=step.refusal, citations=step.citations)
-                    if deltas := pieces(step.text):
+                    if deltas := token_deltas(step.text):
                         yield p.Text(deltas)
                     return
                 async for piece in self.output(r, step, pacer):
@@ -102,7 +103,7 @@ class SimulatedModel:
                 yield p.Finish("length")
                 return
         if plan.summary:
-            yield p.Summary(pieces(summary))
+            yield p.Summary(token_deltas(summary))
         yield p.ReasoningEnd(hidden)
 
 
@@ -138,7 +139,7 @@ async def _decode(
     output budget (`Finish("length")` where it runs out). The deltas due by now leave as one
     piece; the pacer sleeps only to deadlines more than a millisecond away."""
     left = r.budget_left
-    deltas = pieces(text)
+    deltas = token_deltas(text)
     if _all_due(r, pacer):  # all of it is due now
         if deltas:
             yield make(deltas)

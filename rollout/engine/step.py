@@ -15,9 +15,9 @@ import trio
 from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
 from protocol.reasoning import Sealed, seal
-from rollout.engine.ids import new_id
+from rollout.conversation.calls import Citation, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.ids import new_id
 from rollout.model import pieces as p
-from rollout.model.policy import Citation, FunctionCallSpec, WebSearchSpec
 
 if TYPE_CHECKING:
     from rollout.engine.loop import LoopEnv, Pieces, Rollout
@@ -64,7 +64,7 @@ def remember(thoughts: dict[str, str], item_id: str, hidden: str) -> None:
 
 
 @attrs.define(eq=False)
-class Step:
+class StepRunner:
     """One sampling step: the model's pieces turned into events, the context and usage."""
 
     r: Rollout

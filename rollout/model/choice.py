@@ -10,19 +10,10 @@ import random
 import attrs
 import orjson
 
-from rollout.engine.context import Context
+from rollout.conversation.calls import CallSpec, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context
 from rollout.model.args import UnsupportedSchema, generate_arguments
-from rollout.model.policy import (
-    CallSpec,
-    CallStep,
-    ErrorStep,
-    FunctionCallSpec,
-    Step,
-    TextStep,
-    WebSearchSpec,
-    answer_text,
-    search_step,
-)
+from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text, search_step
 
 ANSWER_TOKENS = 40  # the length of an answer made up when the step's calls were all ruled out
 

@@ -13,7 +13,7 @@ import attrs
 import orjson
 
 from protocol.items import FunctionCall, FunctionCallOutput, Message, WebSearchCall, text_of
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.model.args.vocabulary import Vocabulary
 
 OUTPUT_CHARS: Final = 8_000  # of each tool output read

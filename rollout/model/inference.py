@@ -14,9 +14,9 @@ import attrs
 import trio
 
 from protocol.deltas import plain
-from rollout.engine.context import BLOCK, Context
+from rollout.conversation import tokens as tok
+from rollout.conversation.context import BLOCK, Context
 from rollout.model import pieces as p
-from rollout.model import tokens as tok
 from rollout.model.profiles import CACHE_TTL_S, DEFAULT_RETENTION, InferenceProfile
 
 MIN_CACHED_PROMPT = 1024  # prompts shorter than this never hit the cache (as the real API)
@@ -209,7 +209,7 @@ def _ascii_texts(ids: Sequence[int]) -> list[str]:
     return cast(list[str], texts)
 
 
-def pieces(text: str) -> p.Deltas:
+def token_deltas(text: str) -> p.Deltas:
     """`text` split at token boundaries as a model streams it, a delta per token, or several
     tokens where one character's UTF-8 spans them."""
     ids = tok.encoded(text)

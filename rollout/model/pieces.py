@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from rollout.model.policy import Citation
+from rollout.conversation.calls import Citation
 
 
 @attrs.frozen

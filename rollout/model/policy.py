@@ -8,26 +8,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 import orjson
 
-from rollout.engine.context import Context
+from protocol.items import FunctionTool, SearchAction, WebSearchCall
+from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context
+from rollout.model import prose
 from rollout.model.args import UnsupportedSchema, generate_arguments
-
-if TYPE_CHECKING:
-    from protocol.items import FunctionTool
-    from rollout.model.grounding import Grounding
-    from rollout.model.toolpick import Ranked
-
-
-@attrs.frozen(kw_only=True)
-class Citation:
-    url: str
-    title: str
-    start_index: int
-    end_index: int
+from rollout.model.commands import next_command
+from rollout.model.grounding import Grounding, ground
+from rollout.model.toolpick import Ranked, candidates, rank_tools
 
 
 @attrs.frozen(kw_only=True)
@@ -37,20 +30,6 @@ class TextStep:
     delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
     refusal: bool = False  # the message is a `refusal` content part
     reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
-
-
-@attrs.frozen(kw_only=True)
-class FunctionCallSpec:
-    name: str
-    arguments: str  # JSON text, streamed as argument deltas
-
-
-@attrs.frozen(kw_only=True)
-class WebSearchSpec:
-    query: str
-
-
-CallSpec = FunctionCallSpec | WebSearchSpec
 
 
 @attrs.frozen(kw_only=True)
@@ -173,8 +152,6 @@ def answer_text(ctx: Context, rng: random.Random, tokens: int) -> str | ErrorSte
     grounded in the tool results since the prompt, a JSON object (`json_object`), or JSON valid
     for the format's schema (`json_schema`; strict schemas list every property as required and
     allow no others, so the value has exactly those), with values from the conversation."""
-    from rollout.model import prose
-    from rollout.model.grounding import ground
 
     g = ground(ctx)
     fmt = ctx.format
@@ -245,8 +222,6 @@ class DefaultPolicy:
         return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
 
     def next_step(self, ctx: Context) -> Step:
-        from rollout.model.grounding import ground
-        from rollout.model.toolpick import rank_tools
 
         rng = self._rng(ctx)
         g = ground(ctx)
@@ -275,7 +250,6 @@ class DefaultPolicy:
 
 def search_step(ctx: Context) -> CallStep:
     """A hosted web search for the latest user message (its content words)."""
-    from rollout.model.grounding import ground
 
     g = ground(ctx)
     words = [*g.places[:2], *(w for w in g.words if w.lower() not in {p.lower() for p in g.places})]
@@ -304,9 +278,6 @@ def plan_calls(
     """The next `n` calls (after a sentence of commentary): the candidate tools in turn, shell
     tools with the next planned command, none that repeats a call made since the prompt. None
     when every candidate would only repeat itself."""
-    from rollout.model import prose
-    from rollout.model.commands import next_command
-    from rollout.model.toolpick import candidates
 
     pool = candidates(list(ranked))
     made = {(o.tool, _canonical(o.arguments)) for o in g.observations}
@@ -349,7 +320,6 @@ def _canonical(arguments: str) -> str:
 
 def cited_answer(body: str, ctx: Context) -> TextStep:
     """`body` followed by a citation of each source of the latest web search."""
-    from protocol.items import SearchAction, WebSearchCall
 
     sources: list[str] = []
     for item in reversed(ctx.items):

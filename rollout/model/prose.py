@@ -8,7 +8,7 @@ import re
 from random import Random
 from typing import Final
 
-from rollout.model import tokens as tok
+from rollout.conversation import tokens as tok
 from rollout.model.grounding import LONE_PATH, Grounding, Observation, exit_code, listed
 
 __all__ = ["answer", "commentary"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.model.policy import sentence
 from rollout.model.profiles import REASONING_TOKENS, ModelProfile
 

@@ -16,19 +16,10 @@ import orjson
 from protocol import codec
 from protocol.input import normalize_input
 from protocol.items import Item, Message, WebSearchCall, text_of
-from rollout.engine.context import Context, is_model_item
-from rollout.engine.ids import new_id
-from rollout.model.policy import (
-    CallSpec,
-    CallStep,
-    Citation,
-    ErrorStep,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    Step,
-    TextStep,
-    WebSearchSpec,
-)
+from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context, is_model_item
+from rollout.conversation.ids import new_id
+from rollout.model.policy import CallStep, ErrorStep, ScriptedPolicy, Step, TextStep
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
 

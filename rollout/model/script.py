@@ -20,16 +20,8 @@ from typing import Any
 
 import orjson
 
-from rollout.model.policy import (
-    CallSpec,
-    CallStep,
-    ErrorStep,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    Step,
-    TextStep,
-    WebSearchSpec,
-)
+from rollout.conversation.calls import CallSpec, FunctionCallSpec, WebSearchSpec
+from rollout.model.policy import CallStep, ErrorStep, ScriptedPolicy, Step, TextStep
 
 
 class ScriptError(ValueError):

@@ -19,8 +19,8 @@ import trio
 from protocol import errors
 from protocol.errors import ProtocolError
 from protocol.validate import betas_of
+from rollout.conversation.ids import new_id
 from rollout.engine.engine import Engine
-from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected
 from rollout.server import logs
 from rollout.server.admission import authorize, check_connections, check_handshake, is_upgrade

@@ -11,8 +11,8 @@ import orjson
 import trio
 
 from protocol.errors import ProtocolError, overloaded
-from rollout.engine.ids import new_id
-from rollout.engine.work import Stats
+from rollout.conversation.ids import new_id
+from rollout.conversation.work import Stats
 from rollout.server.closing import linger_close
 
 REFUSING_MAX = 64  # connections being refused politely at once; past it they are just closed

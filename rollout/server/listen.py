@@ -13,8 +13,8 @@ from typing import Any
 import trio
 
 from protocol.lifetime import WAITING
+from rollout.conversation import tokens
 from rollout.engine.engine import Engine
-from rollout.model import tokens
 from rollout.server.closing import LINGER_S
 from rollout.server.http import HttpConnection
 from rollout.server.limits import Limits

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rollout.engine.work import BUCKETS, STAGES, Histogram, Stats
+from rollout.conversation.work import BUCKETS, STAGES, Histogram, Stats
 
 
 def _escape(value: str) -> str:

@@ -23,8 +23,8 @@ from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.items import Item
 from protocol.lifetime import State, response_not_suspended
+from rollout.conversation.ids import new_id
 from rollout.engine.engine import Prepared
-from rollout.engine.ids import new_id
 from rollout.engine.loop import Disconnected, Sink
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost

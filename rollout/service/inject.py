@@ -12,9 +12,9 @@ from protocol.events import Event, InjectError, InjectFailedEvent
 from protocol.lanes import Lane
 from protocol.lifetime import State
 from protocol.request import InjectRequest
+from rollout.conversation.work import Work
 from rollout.engine.loop import Sink
 from rollout.engine.mailbox import Note
-from rollout.engine.work import Work
 from rollout.service.live import response_not_found
 from rollout.service.service import Service
 from rollout.service.steer import Known, Steerer

@@ -24,12 +24,12 @@ from protocol.input import normalize_input
 from protocol.items import FunctionCall, Item
 from protocol.lifetime import WAITING, Lifetime, State, response_not_suspended
 from protocol.lifetime import Event as Step
+from rollout.conversation.ids import new_id
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.faults import Plan
-from rollout.engine.ids import new_id
 from rollout.engine.loop import Call, Cancel, Disconnected, EndRollout, Rollout, Sink
 from rollout.engine.mailbox import Note
-from rollout.engine.work import Work
 from rollout.service.config import ServerConfig
 
 log = logging.getLogger("rollout.service.live")

@@ -24,11 +24,11 @@ from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.stream import ResponseStream
 from protocol.validate import check_betas, validate_create
-from rollout.engine.context import Context, Route
+from rollout.conversation.context import Context, Route
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import NullSink, PassOn, Sink
-from rollout.engine.work import Work
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.live import Hold, Live, LiveRollouts, response_not_found

@@ -20,9 +20,9 @@ from protocol.events import Event
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
 from protocol.validate import check_betas
-from rollout.engine.context import Context, Route
+from rollout.conversation.context import Context, Route
+from rollout.conversation.work import Work
 from rollout.engine.loop import Disconnected, Sink
-from rollout.engine.work import Work
 from rollout.service import frames
 from rollout.service.inject import inject
 from rollout.service.service import OFF_LOOP_BYTES, Hold, Service, off_loop

@@ -24,7 +24,7 @@ from protocol.lifetime import (
     steer_items,
 )
 from protocol.request import CreateRequest
-from rollout.engine.ids import new_id
+from rollout.conversation.ids import new_id
 from rollout.engine.loop import Rollout
 from rollout.engine.mailbox import Note
 

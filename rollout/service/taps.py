@@ -11,7 +11,7 @@ import attrs
 import trio
 
 from protocol.errors import ProtocolError
-from rollout.engine.work import Stats
+from rollout.conversation.work import Stats
 from rollout.service.capture import Captured, parse
 from rollout.service.record import HttpIn, Recorder
 

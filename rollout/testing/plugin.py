@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import trio
 
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.faults import MESSAGES, Faults, Plan
 from rollout.model.policy import ScriptedPolicy, Step

@@ -19,7 +19,7 @@ from protocol.items import (
     OutputText,
     text_of,
 )
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream.config import UpstreamConfig

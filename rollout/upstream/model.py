@@ -14,10 +14,10 @@ from typing import Any, Protocol
 import httpx
 import orjson
 
+from rollout.conversation import tokens as tok
+from rollout.conversation.work import Work
 from rollout.engine.loop import Pieces, Rollout
-from rollout.engine.work import Work
 from rollout.model import pieces as p
-from rollout.model import tokens as tok
 from rollout.upstream import chat, responses
 from rollout.upstream.config import UpstreamConfig
 from rollout.upstream.http import Broken, Refused, UpstreamHttp, close, events

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from protocol.items import FunctionCallOutput
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.model.policy import ScriptedPolicy, Step, call, search, text
 from rollout.testing.plugin import RolloutServer
 from support.events import TERMINAL, assert_contiguous, pending_ids, response_id_of, types

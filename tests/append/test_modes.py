@@ -12,9 +12,9 @@ import pytest
 
 from protocol.items import Message, OutputText
 from rollout.client import MODES, ONE_RESPONSE, AgentResult, run_agent
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
-from rollout.engine.work import Work
 from support.accounting import decode_items, decode_tools
 from support.servers import serving
 from support.tools import EXEC_TOOL, FINAL, INSTRUCTIONS, MODEL, cmd, tool_script

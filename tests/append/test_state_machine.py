@@ -26,7 +26,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from websockets.sync.client import ClientConnection, connect
 
 from protocol.items import Message, text_of
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
 from rollout.model.policy import ScriptedPolicy, Step, text
 from rollout.testing.thread import ServerThread
 from support.events import PAUSE_OR_END, TERMINAL

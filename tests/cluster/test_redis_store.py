@@ -12,9 +12,9 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import Item, Message
 from protocol.response import Response
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
-from rollout.engine.work import Work
 from rollout.model.policy import ScriptedPolicy, text
 from rollout.store.memory import ChainBroken, StoredResponse
 from rollout.store.redis import RedisStore, RedisUrl

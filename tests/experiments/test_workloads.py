@@ -8,9 +8,9 @@ import orjson
 import pytest
 import trio
 
+from rollout.conversation.tokens import count
 from rollout.experiments.workloads.catalog import WORKLOADS, Latency, workload
 from rollout.model.policy import CallStep, TextStep
-from rollout.model.tokens import count
 
 
 def test_same_seed_same_scenario_and_other_seed_differs() -> None:

@@ -6,15 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rollout.model.policy import (
-    CallStep,
-    DefaultPolicy,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    call,
-    search,
-    text,
-)
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.model.policy import CallStep, DefaultPolicy, ScriptedPolicy, call, search, text
 from support.knobs import Serve, calls, kinds, tool
 
 TOOLS = [tool("alpha"), tool("beta"), tool("gamma")]

@@ -14,9 +14,10 @@ import pytest
 from _pause_helpers import BETA, EXEC_TOOL, LOOKUP_TOOL, MODEL, events, output, sdk
 
 from protocol.items import FunctionCallOutput, text_of
-from rollout.engine.context import Context
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
-from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, Step, TextStep
+from rollout.model.policy import CallStep, ScriptedPolicy, Step, TextStep
 from rollout.testing.thread import ServerThread
 
 LOOKUP = FunctionCallSpec(name="lookup", arguments='{"q": "weather"}')

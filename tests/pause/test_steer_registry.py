@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from protocol import codec
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
-from rollout.engine.work import Work
 from rollout.service.steer import Steerer
 
 

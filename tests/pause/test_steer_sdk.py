@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from _pause_helpers import BETA, EXEC_TOOL, LOOKUP_TOOL, MODEL, events, output, sdk
 
-from rollout.engine.context import Context
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
-from rollout.model.policy import CallStep, FunctionCallSpec, Step, TextStep
+from rollout.model.policy import CallStep, Step, TextStep
 from rollout.service.config import ServerConfig
 from rollout.testing.thread import ServerThread
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
-from rollout.model.policy import CallStep, ErrorStep, FunctionCallSpec, TextStep, WebSearchSpec
+from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.model.policy import CallStep, ErrorStep, TextStep
 from rollout.model.script import ScriptError, load, steps
 
 

@@ -16,7 +16,8 @@ import trio
 from openai import OpenAI
 
 from rollout.client.replay import normalize, replay_session
-from rollout.model.policy import CallStep, FunctionCallSpec, Policy, ScriptedPolicy, TextStep
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.model.policy import CallStep, Policy, ScriptedPolicy, TextStep
 from rollout.model.recorded import (
     RecordedModel,
     recorded_events,

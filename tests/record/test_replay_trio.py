@@ -13,8 +13,9 @@ import trio
 from rollout import CallStep, ErrorStep, ScriptedPolicy, TextStep, search
 from rollout.client import ClientError, HttpClient, collect, connect_ws
 from rollout.client.replay import normalize, replay_session
-from rollout.engine.context import Context
-from rollout.model.policy import Citation, FunctionCallSpec, Step
+from rollout.conversation.calls import Citation, FunctionCallSpec
+from rollout.conversation.context import Context
+from rollout.model.policy import Step
 from rollout.model.recorded import (
     RecordedModel,
     is_recording,

@@ -1,7 +1,8 @@
-# The conversation context (rollout.engine.context): `extend` renders, scans and tokenizes only
-# the new items; the token array is exactly the o200k tokens of header + renders; block hashes
-# depend only on the token prefix; `set_header` re-renders only a changed header; the derived
-# conversation state (turns, calls, open calls) follows the items; `fork` is independent.
+# The conversation context (rollout.conversation.context): `extend` renders, scans and
+# tokenizes only the new items; the token array is exactly the o200k tokens of header +
+# renders; block hashes depend only on the token prefix; `set_header` re-renders only a
+# changed header; the derived conversation state (turns, calls, open calls) follows the
+# items; `fork` is independent.
 from array import array
 from typing import Any
 
@@ -19,9 +20,9 @@ from protocol.items import (
     UrlSource,
     WebSearchCall,
 )
-from rollout.engine.context import BLOCK, Context, render, render_header
-from rollout.engine.work import Work
-from rollout.model import tokens as tok
+from rollout.conversation import tokens as tok
+from rollout.conversation.context import BLOCK, Context, render, render_header
+from rollout.conversation.work import Work
 from rollout.model.policy import sentence
 
 TOOLS = (
@@ -295,7 +296,7 @@ def test_fork_is_independent() -> None:
 def test_an_unchanged_header_decoded_anew_is_recognized_without_encoding(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import rollout.engine.context as context_module
+    import rollout.conversation.context as context_module
 
     ctx = Context()
     ctx.set_header(INSTRUCTIONS, TOOLS, Work())

@@ -20,9 +20,10 @@ from protocol.items import (
     UrlSource,
     WebSearchCall,
 )
-from rollout.engine.context import Context
-from rollout.engine.work import Work
-from rollout.model.policy import CallStep, DefaultPolicy, FunctionCallSpec, TextStep, WebSearchSpec
+from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
+from rollout.model.policy import CallStep, DefaultPolicy, TextStep
 
 CODEX_TOOLS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "codex-0.171-tools.json").read_text()
@@ -204,7 +205,7 @@ def test_deterministic_under_the_seed() -> None:
 
 
 def test_answer_length_follows_the_profile() -> None:
-    from rollout.model import tokens as tok
+    from rollout.conversation import tokens as tok
 
     for n in (20, 80):
         _, final = run("Tell me about trio.", [], policy=DefaultPolicy(answer_tokens=n))

@@ -10,8 +10,8 @@ import pytest
 from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.items import FunctionCall, Item, ItemReference, Message
-from rollout.engine.context import Context, Route, render, render_header
-from rollout.model import tokens as tok
+from rollout.conversation import tokens as tok
+from rollout.conversation.context import Context, Route, render, render_header
 from rollout.model.policy import call, text
 from support.drive import drive, prepare, scripted
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 
-from rollout.engine import ids
+from rollout.conversation import ids
 
 
 def test_ids_are_unique_across_pool_refills_and_threads() -> None:

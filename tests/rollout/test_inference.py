@@ -13,12 +13,12 @@ import trio
 from protocol import codec
 from protocol.events import Event
 from protocol.response import Response, Usage
-from rollout.engine.context import BLOCK, Context, Route
+from rollout.conversation import tokens as tok
+from rollout.conversation.context import BLOCK, Context, Route
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.engine.work import Work
-from rollout.model import tokens as tok
-from rollout.model.inference import MIN_CACHED_PROMPT, Pacer, PrefixCache, pieces
+from rollout.model.inference import MIN_CACHED_PROMPT, Pacer, PrefixCache, token_deltas
 from rollout.model.policy import ScriptedPolicy, TextStep, sentence
 from rollout.model.profiles import InferenceProfile
 
@@ -227,7 +227,7 @@ async def test_pacer_uses_trio_time(autojump_clock: trio.testing.MockClock) -> N
 
 def test_pieces_rebuild_the_text_and_count_its_tokens() -> None:
     for text in (ANSWER, "日本語 🦜 ok", "", 'say "hi"\n'):
-        deltas = pieces(text)
+        deltas = token_deltas(text)
         assert "".join(deltas.texts) == text
         assert deltas.tokens == len(tok.encode(text))
         assert sum(deltas.count(i) for i in range(len(deltas))) == deltas.tokens

@@ -11,12 +11,13 @@ from protocol import codec
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message, WebSearchCall
 from protocol.response import Response
 from rollout import CallStep, ErrorStep, ScriptedPolicy, call, search, text
-from rollout.engine.context import Context
+from rollout.conversation import tokens as tok
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.executors import WebSearch
 from rollout.engine.loop import Call, Executor, Rollout
-from rollout.model import tokens as tok
-from rollout.model.policy import FunctionCallSpec, Step, cited_answer
+from rollout.model.policy import Step, cited_answer
 from rollout.model.profiles import CostProfile
 from support.drive import Ran, scripted
 from support.drive import drive as run

@@ -8,10 +8,10 @@ from typing import Any
 
 from protocol import codec
 from protocol.events import Event
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import CallbackSink
-from rollout.engine.work import Work
 from rollout.model import profiles
 from rollout.model.inference import PrefixCache
 from rollout.model.policy import ScriptedPolicy, text

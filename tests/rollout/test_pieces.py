@@ -13,10 +13,10 @@ import attrs
 from protocol import codec
 from protocol.events import Event
 from protocol.items import FunctionCall, Message
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import Pieces, Rollout
-from rollout.engine.work import Work
 from rollout.model import pieces as p
 
 

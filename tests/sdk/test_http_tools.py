@@ -18,7 +18,7 @@ from openai.types.responses import (
     ResponseOutputItemDoneEvent,
 )
 
-from rollout.model import tokens
+from rollout.conversation import tokens
 from rollout.model.policy import DefaultPolicy, ScriptedPolicy, call, text
 from rollout.testing.thread import ServerThread
 from support.sdk import assert_event_class, function_calls

@@ -13,8 +13,8 @@ import trio.testing
 import rollout
 from protocol.events import Event
 from protocol.lanes import Lane
+from rollout.conversation.work import Stats
 from rollout.engine.loop import CallbackSink
-from rollout.engine.work import Stats
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.service.session import Session

@@ -10,7 +10,7 @@ import trio
 
 from protocol.events import ResponseEvent
 from protocol.response import Response
-from rollout.engine.work import Stats
+from rollout.conversation.work import Stats
 from rollout.server.sockio import write_now
 from rollout.server.sse import SseBroken, SseSink
 from rollout.service.taps import Taps

@@ -15,9 +15,10 @@ from protocol import codec
 from protocol.items import Item
 from protocol.reasoning import Sealed, seal
 from rollout import CallStep, ErrorStep, ScriptedPolicy, TextStep, call, search, text
+from rollout.conversation.calls import Citation, FunctionCallSpec
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.loop import DEFAULT_SECRET
-from rollout.model.policy import Citation, FunctionCallSpec, Step
+from rollout.model.policy import Step
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
 from rollout.store.sqlite import SCHEMA, VERSION, SqliteStore, open_store
 from support.drive import drive

@@ -7,8 +7,8 @@ from typing import Any
 
 from protocol import codec
 from protocol.items import Item, Tool
-from rollout.engine.context import render, render_header
-from rollout.model import tokens
+from rollout.conversation import tokens
+from rollout.conversation.context import render, render_header
 from support.tools import MODEL
 
 

@@ -9,11 +9,11 @@ import attrs
 from protocol import codec
 from protocol.events import Event
 from protocol.response import Response
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import Executor
-from rollout.engine.work import Work
 from rollout.model.policy import ScriptedPolicy, Step
 
 

@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 from protocol.items import FunctionCallOutput
-from rollout.model.policy import CallStep, FunctionCallSpec, ScriptedPolicy, Step, call, text
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.model.policy import CallStep, ScriptedPolicy, Step, call, text
 
 MODEL = "gpt-test"
 FINAL = "All done: the suite is green."

@@ -8,9 +8,9 @@ from typing import Any
 
 from protocol import codec
 from protocol.choices import ToolChoice
-from rollout.engine.context import Context
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
-from rollout.engine.work import Work
 from rollout.model import pieces as p
 from rollout.upstream import chat, responses
 from rollout.upstream.config import UpstreamConfig

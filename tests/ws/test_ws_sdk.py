@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from rollout.engine.context import Context
-from rollout.engine.work import Work
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
 from rollout.model.policy import Policy
 from rollout.testing.thread import ServerThread
 from support.accounting import decode_items, decode_tools, header_tokens, item_tokens

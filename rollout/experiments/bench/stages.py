@@ -22,11 +22,11 @@ from trio_websocket import open_websocket_url
 
 import rollout
 from protocol.request import CreateRequest
+from rollout.conversation.work import Work
 from rollout.engine import engine as engine_module
 from rollout.engine.engine import Prepared
 from rollout.engine.loop import EndRollout, Executor
 from rollout.engine.step import Outcome
-from rollout.engine.work import Work
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.bench.firsttoken import (
     ECHO_SERVER,

@@ -12,8 +12,8 @@ import attrs
 import trio
 
 from rollout.client import ONE_RESPONSE, run_agent
+from rollout.conversation.work import CPU, DECLARED, Stats, Work
 from rollout.engine.engine import Engine
-from rollout.engine.work import CPU, DECLARED, Stats, Work
 from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile

@@ -20,8 +20,8 @@ import attrs
 import orjson
 import trio
 
+from rollout.conversation.work import Stats, Work
 from rollout.engine.engine import Engine
-from rollout.engine.work import Stats, Work
 from rollout.experiments.bench.figure import Figure
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.results import CodexRun

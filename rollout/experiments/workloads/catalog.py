@@ -14,16 +14,10 @@ import attrs
 import orjson
 import trio
 
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.tokens import count
 from rollout.model.args import generate_arguments
-from rollout.model.policy import (
-    CallStep,
-    FunctionCallSpec,
-    ScriptedPolicy,
-    Step,
-    TextStep,
-    sentence,
-)
-from rollout.model.tokens import count
+from rollout.model.policy import CallStep, ScriptedPolicy, Step, TextStep, sentence
 
 
 @attrs.frozen(kw_only=True)

@@ -9,10 +9,10 @@ from itertools import pairwise
 
 import attrs
 
+from rollout.conversation.tokens import count
 from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.policy import CallStep, ErrorStep
-from rollout.model.tokens import count
 
 #: What each published source reports, by workload name (figure -> value).
 PUBLISHED: dict[str, dict[str, float]] = {

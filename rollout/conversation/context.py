@@ -29,9 +29,9 @@ from protocol.items import (
     WebSearchCall,
     text_of,
 )
-from rollout.engine.scan import findings as scan_findings
-from rollout.engine.work import Work
-from rollout.model import tokens as tok
+from rollout.conversation import tokens as tok
+from rollout.conversation.scan import findings as scan_findings
+from rollout.conversation.work import Work
 
 NO_CHOICE = ToolChoice()
 TEXT_FORMAT = OutputFormat()
