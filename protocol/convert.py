@@ -171,14 +171,7 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
     """Structure a union by the JSON kind of the value, then by its `type` discriminator."""
     members = tuple(m for m in get_args(t) if m is not type(None))
     nullable = len(members) != len(get_args(t))
-    by_type: dict[str, type] = {}
-    fallback: type | None = None
-    for m in members:
-        if attrs.has(m):
-            literals = _type_literals(m)
-            by_type.update(dict.fromkeys(literals, m))
-            if not literals:
-                fallback = m
+    by_type, fallback = _discriminated(members)
     seq = next((m for m in members if _is_sequence(m)), None)
     mapping = next((m for m in members if _is_dict(m)), None)
     scalars = [m for m in members if m in (str, bool, int, float)]
@@ -186,33 +179,12 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
     expected = _describe(members)
     supported = ", ".join(repr(k) for k in by_type)
 
-    def by_discriminator(value: dict[str, Any]) -> Any:
-        tag = value.get("type")
-        if tag is None and Message in by_type.values() and "role" in value:
-            tag = "message"
-        if tag is None:
-            if fallback is None:
-                raise at_path(("type",), missing())
-            tag = ""
-        if not isinstance(tag, str):
-            raise at_path(("type",), wrong_type("a string", tag))
-        cls = by_type.get(tag, fallback)
-        if cls is None:
-            raise Invalid(
-                ("type",),
-                f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
-                "invalid_value",
-            )
-        if tag == "message" and "type" not in value:
-            value = {**value, "type": "message"}
-        return converter.structure(value, cls)
-
     def hook(value: object, _: object) -> Any:
         if value is None and nullable:
             return None
         if isinstance(value, dict):
             if by_type or fallback is not None:
-                return by_discriminator(value)
+                return _by_discriminator(value, by_type, fallback, supported)
             if mapping is not None:
                 return converter.structure(value, mapping)
         elif isinstance(value, list) and seq is not None:
@@ -228,6 +200,46 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
         raise wrong_type(expected, value)
 
     return hook
+
+
+def _discriminated(members: tuple[Any, ...]) -> tuple[dict[str, type], type | None]:
+    """The union's attrs members by their `type` literals, and the member without one (taken
+    for a tag no member names), if any."""
+    by_type: dict[str, type] = {}
+    fallback: type | None = None
+    for m in members:
+        if attrs.has(m):
+            literals = _type_literals(m)
+            by_type.update(dict.fromkeys(literals, m))
+            if not literals:
+                fallback = m
+    return by_type, fallback
+
+
+def _by_discriminator(
+    value: dict[str, Any], by_type: Mapping[str, type], fallback: type | None, supported: str
+) -> Any:
+    """A JSON object structured as the member its `type` names (a `role` without `type` is a
+    message; no `type` at all, the fallback member)."""
+    tag = value.get("type")
+    if tag is None and Message in by_type.values() and "role" in value:
+        tag = "message"
+    if tag is None:
+        if fallback is None:
+            raise at_path(("type",), missing())
+        tag = ""
+    if not isinstance(tag, str):
+        raise at_path(("type",), wrong_type("a string", tag))
+    cls = by_type.get(tag, fallback)
+    if cls is None:
+        raise Invalid(
+            ("type",),
+            f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
+            "invalid_value",
+        )
+    if tag == "message" and "type" not in value:
+        value = {**value, "type": "message"}
+    return converter.structure(value, cls)
 
 
 def _attrs_hook(cls: type) -> Callable[[object, object], Any]:

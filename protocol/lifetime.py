@@ -1,9 +1,9 @@
 # The lifetime of a live rollout (the append and multi-agent shapes: one response that waits for
 # client tool outputs), as a table, and the steering of a WebSocket response (below). Everything
-# that moves a rollout between states lives here: which events are legal in which state, and the
+# that moves a rollout between states lives here: which moves are legal in which state, and the
 # one compound rule that must be atomic, accepting tool outputs (check and
 # record in one step, so of two racing appends exactly one wins). Sans-IO, like h11's _state.py:
-# no tasks, no clocks; the service layer feeds events in and acts on the state that comes out.
+# no tasks, no clocks; the service layer feeds moves in and acts on the state that comes out.
 #
 # Theory of operation. A rollout starts RUNNING with a client attached. When a sampling step ends
 # with client tool calls it PAUSEs and is SUSPENDED: it waits for one output per pending call.
@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from protocol import codec
 from protocol.errors import ProtocolError, clip
 from protocol.items import FunctionCallOutput, InputFile, InputImage, InputText, Item, Message
 
@@ -34,7 +35,9 @@ class State(enum.StrEnum):
     FINISHED = "finished"
 
 
-class Event(enum.StrEnum):
+class Move(enum.StrEnum):
+    """What moves a rollout from one state to the next (TRANSITIONS says where)."""
+
     PAUSE = "pause"  # the loop streamed client calls and waits for their outputs
     RESUME = "resume"  # every pending call has its output
     RELEASE = "release"  # the attached client let go at a boundary (HTTP)
@@ -46,25 +49,25 @@ class Event(enum.StrEnum):
 
 R, S, P, F = State.RUNNING, State.SUSPENDED, State.PARKED, State.FINISHED
 
-#: state -> event -> next state. A pair that is not here is illegal.
-TRANSITIONS: dict[State, dict[Event, State]] = {
+#: state -> move -> next state. A pair that is not here is illegal.
+TRANSITIONS: dict[State, dict[Move, State]] = {
     R: {
-        Event.PAUSE: S,
-        Event.ATTACH: R,
-        Event.RELEASE: R,
-        Event.DETACH: R,
-        Event.FINISH: F,
-        Event.LATE_OUTPUT: R,
+        Move.PAUSE: S,
+        Move.ATTACH: R,
+        Move.RELEASE: R,
+        Move.DETACH: R,
+        Move.FINISH: F,
+        Move.LATE_OUTPUT: R,
     },
     S: {
-        Event.RESUME: R,
-        Event.ATTACH: S,
-        Event.RELEASE: S,
-        Event.DETACH: P,
-        Event.FINISH: F,
-        Event.LATE_OUTPUT: S,
+        Move.RESUME: R,
+        Move.ATTACH: S,
+        Move.RELEASE: S,
+        Move.DETACH: P,
+        Move.FINISH: F,
+        Move.LATE_OUTPUT: S,
     },
-    P: {Event.RESUME: R, Event.ATTACH: S, Event.FINISH: F, Event.LATE_OUTPUT: P},
+    P: {Move.RESUME: R, Move.ATTACH: S, Move.FINISH: F, Move.LATE_OUTPUT: P},
     F: {},
 }
 
@@ -73,19 +76,19 @@ WAITING = frozenset({S, P})
 
 
 class IllegalTransition(RuntimeError):
-    """An event the table does not allow in the current state (a server bug, not bad input)."""
+    """A move the table does not allow in the current state (a server bug, not bad input)."""
 
 
 _S = TypeVar("_S", bound=enum.Enum)
-_E = TypeVar("_E", bound=enum.Enum)
+_M = TypeVar("_M", bound=enum.Enum)
 
 
-def _next(table: Mapping[_S, Mapping[_E, _S]], now: _S, event: _E, what: str) -> _S:
-    """Where `event` leads from `now` in `table` (`what` a row is called, for the error)."""
+def _next(table: Mapping[_S, Mapping[_M, _S]], now: _S, move: _M, what: str) -> _S:
+    """Where `move` leads from `now` in `table` (`what` a row is called, for the error)."""
     try:
-        return table[now][event]
+        return table[now][move]
     except KeyError:
-        raise IllegalTransition(f"{event.value} in {what} {now.value}") from None
+        raise IllegalTransition(f"{move.value} in {what} {now.value}") from None
 
 
 def response_not_suspended(response_id: str, state: State) -> ProtocolError:
@@ -109,14 +112,14 @@ class Lifetime:
     late_outputs: list[Item] = attrs.field(factory=list)  # async outputs not yet taken
     _late_ids: set[str] = attrs.field(factory=set)  # async calls whose output was accepted
 
-    def handle(self, event: Event) -> State:
-        """Apply `event`; returns the new state or raises IllegalTransition."""
-        self.state = _next(TRANSITIONS, self.state, event, "state")
+    def handle(self, move: Move) -> State:
+        """Apply `move`; returns the new state or raises IllegalTransition."""
+        self.state = _next(TRANSITIONS, self.state, move, "state")
         return self.state
 
     def pause(self, calls: dict[str, str]) -> None:
         """The loop waits for outputs of `calls` (call_id -> name)."""
-        self.handle(Event.PAUSE)
+        self.handle(Move.PAUSE)
         self.pending = dict(calls)
         self.received = []
         self._answered = set()
@@ -170,7 +173,7 @@ class Lifetime:
         late_ids = {item.call_id for item in late if isinstance(item, FunctionCallOutput)}
         self._late_ids |= late_ids
         if late:
-            self.handle(Event.LATE_OUTPUT)
+            self.handle(Move.LATE_OUTPUT)
             self.late_outputs.extend(late)
         now = [x for x, flag in zip(items, is_late, strict=True) if not flag]
         if not now:
@@ -178,7 +181,7 @@ class Lifetime:
         self._answered |= seen - late_ids
         self.received.extend(now)
         if self._answered >= self.pending.keys():
-            self.handle(Event.RESUME)
+            self.handle(Move.RESUME)
             return True
         return False
 
@@ -305,7 +308,6 @@ def steer_items(raw: Any) -> list[Message]:
     """The user messages a steering input stands for, or SteerRefused(`invalid_input`): a
     non-empty string, or a non-empty list of messages with only `type` ("message"), `role`
     ("user") and `content` (a string or input_text / input_image / input_file parts)."""
-    from protocol import codec  # the codec imports the request types; late, to stay acyclic
 
     def bad(message: str) -> SteerRefused:
         return SteerRefused("invalid_input", message)
@@ -350,9 +352,9 @@ __all__ = [
     "STEER_TRANSITIONS",
     "TRANSITIONS",
     "WAITING",
-    "Event",
     "IllegalTransition",
     "Lifetime",
+    "Move",
     "Phase",
     "State",
     "SteerRefused",

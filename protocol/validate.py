@@ -35,6 +35,22 @@ INVALID_STREAM_ID = (
 #: Tool types that take `async: true` (the model does not wait for their output).
 ASYNC_TYPES = frozenset({"function", "custom"})
 
+#: Sampling numbers held to a closed range: (field, lowest, highest), checked in this order.
+RANGES: tuple[tuple[str, float, float], ...] = (
+    ("temperature", 0.0, 2.0),
+    ("presence_penalty", -2.0, 2.0),
+    ("frequency_penalty", -2.0, 2.0),
+    ("top_p", 0.0, 1.0),
+    ("top_logprobs", 0, 20),
+)
+#: Counts held to a least value: (field, least), checked after RANGES.
+AT_LEAST: tuple[tuple[str, int], ...] = (
+    ("max_output_tokens", 1),
+    ("max_tool_calls", 0),
+)
+#: `metadata`: at most this many keys, of at most KEY_CHARS, with values of at most VALUE_CHARS.
+METADATA_KEYS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
+
 
 def _range(value: float | None, low: float, high: float, param: str) -> None:
     if value is not None and not low <= value <= high:
@@ -57,7 +73,32 @@ def check_stream_id(stream_id: str | None) -> None:
 
 
 def validate_create(req: CreateRequest, *, websocket: bool) -> None:
-    """Rules for both transports; `websocket` selects the WS-only fields' rules."""
+    """Rules for both transports; `websocket` selects the WS-only fields' rules. The first rule
+    broken, in this order, is the error."""
+    _check_refused_fields(req, websocket=websocket)
+    _check_model_and_input(req)
+    for field, low, high in RANGES:
+        _range(getattr(req, field), low, high, field)
+    for field, least in AT_LEAST:
+        _at_least(getattr(req, field), least, field)
+    _check_metadata(req.metadata)
+    _check_tools(req)
+    _check_multi_agent(req)
+    if req.shape == "append" and not websocket and not req.stream:
+        raise invalid(
+            "The append shape streams over HTTP: send 'stream: true'.",
+            param="stream",
+            code="invalid_value",
+        )
+    _check_tool_choice(req)
+    check_text(req.text)
+    check_reasoning(req.reasoning)
+    _check_caching(req)
+    one_of(req.truncation, ("auto", "disabled"), "truncation")
+
+
+def _check_refused_fields(req: CreateRequest, *, websocket: bool) -> None:
+    """Fields this server does not support, and those only a WebSocket connection accepts."""
     if req.background:
         raise invalid(
             "Background responses are not supported by this server; omit 'background'.",
@@ -86,6 +127,10 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             param="generate",
             code="unsupported_parameter",
         )
+
+
+def _check_model_and_input(req: CreateRequest) -> None:
+    """A model name, and an input unless the request only warms up (`generate: false`)."""
     if req.model == "":
         raise invalid("'model' must not be empty.", param="model", code="invalid_value")
     if req.generate is not False:
@@ -97,38 +142,25 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
             )
         if req.input in ("", ()):
             raise invalid("'input' must not be empty.", param="input", code="empty_input")
-    _range(req.temperature, 0.0, 2.0, "temperature")
-    _range(req.presence_penalty, -2.0, 2.0, "presence_penalty")
-    _range(req.frequency_penalty, -2.0, 2.0, "frequency_penalty")
-    _range(req.top_p, 0.0, 1.0, "top_p")
-    _range(req.top_logprobs, 0, 20, "top_logprobs")
-    _at_least(req.max_output_tokens, 1, "max_output_tokens")
-    _at_least(req.max_tool_calls, 0, "max_tool_calls")
-    if req.metadata is not None:
-        if len(req.metadata) > 16:
-            raise invalid(
-                "'metadata' has more than 16 keys.", param="metadata", code="invalid_value"
-            )
-        for key, value in req.metadata.items():
-            if len(key) > 64 or len(value) > 512:
-                raise invalid(
-                    "'metadata' keys are at most 64 and values at most 512 characters.",
-                    param=f"metadata.{clip(key)}",
-                    code="invalid_value",
-                )
-    _check_tools(req)
-    _check_multi_agent(req)
-    if req.shape == "append" and not websocket and not req.stream:
+
+
+def _check_metadata(metadata: Mapping[str, str] | None) -> None:
+    if metadata is None:
+        return
+    if len(metadata) > METADATA_KEYS:
         raise invalid(
-            "The append shape streams over HTTP: send 'stream: true'.",
-            param="stream",
+            f"'metadata' has more than {METADATA_KEYS} keys.",
+            param="metadata",
             code="invalid_value",
         )
-    _check_tool_choice(req)
-    check_text(req.text)
-    check_reasoning(req.reasoning)
-    _check_caching(req)
-    one_of(req.truncation, ("auto", "disabled"), "truncation")
+    for key, value in metadata.items():
+        if len(key) > METADATA_KEY_CHARS or len(value) > METADATA_VALUE_CHARS:
+            raise invalid(
+                f"'metadata' keys are at most {METADATA_KEY_CHARS} and values at most "
+                f"{METADATA_VALUE_CHARS} characters.",
+                param=f"metadata.{clip(key)}",
+                code="invalid_value",
+            )
 
 
 def _check_tools(req: CreateRequest) -> None:

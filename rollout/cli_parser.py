@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rollout.client import MODES, SCENARIOS
-from rollout.experiments.workloads.catalog import WORKLOADS
+from rollout.cli_compare_flags import add_compare
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
 from rollout.upstream.config import APIS
@@ -33,12 +32,24 @@ def config_flag(s: argparse.ArgumentParser, flag: str, field: str, metavar: str,
 
 
 def parser() -> argparse.ArgumentParser:
+    """The `rollout` command line: one subparser per subcommand, added in the order `--help`
+    lists them."""
     parser = argparse.ArgumentParser(
         prog="rollout",
         description="A Responses API server with a simulated model, for measuring agent-rollout "
         "protocol shapes.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_serve(sub)
+    add_compare(sub)
+    _add_bench(sub)
+    _add_load(sub)
+    _add_models(sub)
+    return parser
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`rollout serve`: its flags in four groups, in the order its help lists them."""
     s = sub.add_parser(
         "serve",
         help="serve the Responses API (HTTP, SSE and WebSocket on one port) with a simulated model",
@@ -47,6 +58,15 @@ def parser() -> argparse.ArgumentParser:
         "any Responses client at http://HOST:PORT/v1.",
         formatter_class=DefaultsOnceHelpFormatter,
     )
+    _serve_model_flags(s)
+    _serve_upstream_flags(s)
+    _serve_access_and_fault_flags(s)
+    _serve_process_flags(s)
+
+
+def _serve_model_flags(s: argparse.ArgumentParser) -> None:
+    """Where serve listens, the simulated model it plays, where responses are stored and what
+    is recorded."""
     s.add_argument("--host", default="127.0.0.1", help="address to listen on")
     s.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free port)")
     s.add_argument(
@@ -91,6 +111,10 @@ def parser() -> argparse.ArgumentParser:
         help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
         "(see docs/test-rigs.md); replay with --script DIR",
     )
+
+
+def _serve_upstream_flags(s: argparse.ArgumentParser) -> None:
+    """The real inference engine serve may forward to instead of the simulated model."""
     s.add_argument(
         "--upstream",
         metavar="URL",
@@ -124,6 +148,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="the longest wait for the upstream's next chunk (a long prefill included)",
     )
+
+
+def _serve_access_and_fault_flags(s: argparse.ArgumentParser) -> None:
+    """The API keys serve requires and the faults it injects."""
     s.add_argument(
         "--api-keys",
         metavar="FILE",
@@ -147,6 +175,10 @@ def parser() -> argparse.ArgumentParser:
         "--fault-latency", type=float, default=0.0, metavar="SECONDS", help="added latency"
     )
     s.add_argument("--fault-seed", type=int, default=0, metavar="N", help="seed of the fault draws")
+
+
+def _serve_process_flags(s: argparse.ArgumentParser) -> None:
+    """Shutdown, the server-wide limits, the worker processes and the log level."""
     s.add_argument(
         "--shutdown-grace",
         type=float,
@@ -194,127 +226,9 @@ def parser() -> argparse.ArgumentParser:
         help="the server's log: DEBUG, INFO, WARNING or ERROR",
     )
 
-    c = sub.add_parser(
-        "compare",
-        help="run the same agent rollout in each protocol mode and compare (the main job)",
-        description="Run one workload's rollout in each mode against a fresh in-process server "
-        "over loopback, for each inference profile and repeat, and report end-to-end time, "
-        "time to first token, the phase breakdown, the server's work counters and a verdict "
-        "line per profile (how much less time each mode takes than http-full, with the "
-        "spread). The quick default (about three minutes on 2 cores): the swe-pro-codex "
-        "session (30 turns, history to ~80k tokens) in http-full, ws-chain and ws-append at "
-        "1000tps and 4000tps, costs service, 3 repeats. --full: every mode at 65tps, 1000tps "
-        f"and 4000tps (about 40 minutes). Modes: {', '.join(MODES)}; scenarios: "
-        f"{', '.join(SCENARIOS)}. Each run writes a directory of its own under --out.",
-    )
-    c.add_argument(
-        "--workload",
-        default=None,
-        help=f"one of {', '.join(WORKLOADS)} (default: swe-pro-codex; with --chain-lengths: "
-        "coding-chain, its short-step variant; --per-turn runs its own)",
-    )
-    c.add_argument(
-        "--profiles",
-        default=None,
-        help="comma-separated inference profiles (default: 1000tps,4000tps; with --full: "
-        "65tps,1000tps,4000tps; --per-turn: instant)",
-    )
-    c.add_argument(
-        "--modes",
-        default=None,
-        help="comma-separated modes (default: http-full,ws-chain,ws-append; with --full: all "
-        f"of {','.join(MODES)}; with --chain-lengths: http-chain,ws-chain; also the scenario "
-        f"{', '.join(SCENARIOS)})",
-    )
-    c.add_argument(
-        "--repeats", type=int, default=3, help="rollouts per mode and profile (default: 3)"
-    )
-    c.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
-    c.add_argument(
-        "--calls",
-        type=int,
-        default=None,
-        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29)",
-    )
-    c.add_argument(
-        "--costs",
-        default=None,
-        help=f"declared service latencies: {', '.join(COST_PROFILES)}, or a .toml file "
-        "(default: service, the real service's stages around inference; the sweeps: "
-        "cpu-only, rollout's own CPU work alone)",
-    )
-    c.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="rollouts at once, each in a worker process of its own (default: one per core, at "
-        "most 2; each run mostly waits on declared latencies); 1 runs them one at a time",
-    )
-    c.add_argument(
-        "--upstream",
-        metavar="URL",
-        help="pace the workload's script by this real engine (chat completions): each step's "
-        "prompt is prefilled and each of its tokens decoded by the engine "
-        "(docs/real-inference.md); --profiles and --jobs are then unused",
-    )
-    c.add_argument(
-        "--upstream-model",
-        action="append",
-        default=[],
-        metavar="NAME|FROM=TO",
-        help="the engine's model name, as for rollout serve",
-    )
-    c.add_argument("--upstream-key-env", metavar="VAR", help="the engine's API key, from $VAR")
-    c.add_argument(
-        "--upstream-timeout",
-        type=float,
-        default=600.0,
-        metavar="SECONDS",
-        help="the longest wait for the engine's next chunk (default: 600)",
-    )
-    c.add_argument(
-        "--full",
-        action="store_true",
-        help="the whole sweep: every mode at 65tps, 1000tps and 4000tps (about 40 minutes)",
-    )
-    c.add_argument(
-        "--chain-lengths",
-        default=None,
-        metavar="N,M,...",
-        help="time to first token and end-to-end against chain length (turns per rollout), "
-        "http-chain against ws-chain, with the published figures beside ours (--profiles "
-        "default: 1000tps); writes chains.json and ttft-chain.png",
-    )
-    c.add_argument(
-        "--per-turn",
-        action="store_true",
-        help="wall time and server CPU per turn against history length (~1k to ~110k tokens; "
-        "the server in a child process, its CPU clock read around each turn); one profile "
-        "(default: instant); writes per-turn.json and per-turn.png",
-    )
-    c.add_argument(
-        "--agent",
-        choices=("codex",),
-        default=None,
-        help="drive a real agent CLI instead of rollout's agent runner: codex ($ROLLOUT_CODEX or "
-        "codex on PATH) over each transport it supports (ws: WebSocket with prewarm; http: the "
-        "full history), on one scripted task; one profile (default: 1000tps)",
-    )
-    c.add_argument(
-        "--replot",
-        default=None,
-        metavar="DIR",
-        help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
-        "per-turn.json, chains.json, codex.json), in DIR; nothing is run",
-    )
-    c.add_argument(
-        "--out",
-        default="results",
-        help="where runs go: each run writes OUT/YYYYmmdd-HHMMSS-NAME/ (results, figures, "
-        "traces) and points OUT/latest at it; earlier runs are kept (default: results)",
-    )
 
+def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`rollout bench`: the engine limits against their targets."""
     b = sub.add_parser(
         "bench",
         help="measure the engine's limits against their targets (about 2.5 minutes)",
@@ -334,6 +248,9 @@ def parser() -> argparse.ArgumentParser:
         "skipped at once without Node and aimock)",
     )
 
+
+def _add_load(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`rollout load`: many concurrent WebSocket append rollouts against one server."""
     ld = sub.add_parser(
         "load",
         help="many concurrent WebSocket append rollouts against one server process",
@@ -384,6 +301,10 @@ def parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the Redis of a scaling run (default: a redis-server of its own on a free port)",
     )
+
+
+def _add_models(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`rollout models`: the simulated model's profile table."""
     sub.add_parser(
         "models",
         help="print the model profiles (context window, reasoning, default effort)",
@@ -392,4 +313,3 @@ def parser() -> argparse.ArgumentParser:
         "reasoning tokens per effort.",
         formatter_class=DefaultsOnceHelpFormatter,
     )
-    return parser

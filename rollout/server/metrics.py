@@ -11,15 +11,39 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
+#: The per-stage work counters: (field of the stage's counts, help text).
+STAGE_COUNTERS = (
+    ("calls", "Calls of each pipeline stage."),
+    ("items", "Items processed by each pipeline stage."),
+    ("tokens", "Tokens processed by each pipeline stage."),
+    ("seconds", "Seconds spent in each pipeline stage."),
+)
+
+
 def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int) -> str:
-    lines: list[str] = []
+    lines = [
+        *_gauges(stats, responses_in_flight=responses_in_flight, suspended=suspended, live=live),
+        *_counters(stats),
+        *_stage_latency(stats),
+        *_metric(
+            "rollout_errors_total",
+            "counter",
+            "Errors returned, by code.",
+            [(f'{{code="{_escape(code)}"}}', n) for code, n in sorted(stats.errors.items())],
+        ),
+    ]
+    return "\n".join(lines) + "\n"
 
-    def metric(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> None:
-        lines.append(f"# HELP {name} {help_}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            lines.append(f"{name}{labels} {value:g}")
 
+def _metric(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> list[str]:
+    """One metric: its HELP and TYPE lines, then a line per (labels, value) sample."""
+    lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
+    lines.extend(f"{name}{labels} {value:g}" for labels, value in samples)
+    return lines
+
+
+def _gauges(stats: Stats, *, responses_in_flight: int, suspended: int, live: int) -> list[str]:
+    """Connections, request bodies, requests and responses in flight, and live append rollouts."""
     gauges: list[tuple[str, str, float]] = [
         ("rollout_websocket_connections", "Open WebSocket connections.", stats.ws_connections),
         (
@@ -39,33 +63,45 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
             responses_in_flight,
         ),
     ]
+    lines: list[str] = []
     for name, help_, value in gauges:
-        metric(name, "gauge", help_, [("", value)])
-    metric(
+        lines += _metric(name, "gauge", help_, [("", value)])
+    lines += _metric(
         "rollout_append_rollouts",
         "gauge",
         "Live append rollouts, by state.",
         [('{state="suspended"}', suspended), ('{state="running"}', live - suspended)],
     )
-    metric("rollout_responses_total", "counter", "Responses finished.", [("", stats.responses)])
-    metric("rollout_billed_total", "counter", "Billing calls made.", [("", stats.billed)])
-    metric("rollout_events_sent_total", "counter", "Events sent.", [("", stats.events_sent)])
+    return lines
+
+
+def _counters(stats: Stats) -> list[str]:
+    """Responses finished, billing calls, events sent, and the per-stage work counters."""
+    lines = [
+        *_metric(
+            "rollout_responses_total", "counter", "Responses finished.", [("", stats.responses)]
+        ),
+        *_metric("rollout_billed_total", "counter", "Billing calls made.", [("", stats.billed)]),
+        *_metric("rollout_events_sent_total", "counter", "Events sent.", [("", stats.events_sent)]),
+    ]
     counts = stats.totals.counts
-    for field, help_ in (
-        ("calls", "Calls of each pipeline stage."),
-        ("items", "Items processed by each pipeline stage."),
-        ("tokens", "Tokens processed by each pipeline stage."),
-        ("seconds", "Seconds spent in each pipeline stage."),
-    ):
-        metric(
+    for field, help_ in STAGE_COUNTERS:
+        lines += _metric(
             f"rollout_stage_{field}_total",
             "counter",
             help_,
             [(f'{{stage="{s}"}}', getattr(counts[s], field)) for s in STAGES],
         )
+    return lines
+
+
+def _stage_latency(stats: Stats) -> list[str]:
+    """The per-stage latency histograms, with cumulative buckets as Prometheus reads them."""
     name = "rollout_stage_latency_seconds"
-    lines.append(f"# HELP {name} Time per response in each pipeline stage.")
-    lines.append(f"# TYPE {name} histogram")
+    lines = [
+        f"# HELP {name} Time per response in each pipeline stage.",
+        f"# TYPE {name} histogram",
+    ]
     for stage in STAGES:
         h = stats.latency.get(stage, Histogram())
         cumulative = 0
@@ -75,10 +111,4 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
         lines.append(f'{name}_bucket{{stage="{stage}",le="+Inf"}} {h.total}')
         lines.append(f'{name}_sum{{stage="{stage}"}} {h.sum:g}')
         lines.append(f'{name}_count{{stage="{stage}"}} {h.total}')
-    metric(
-        "rollout_errors_total",
-        "counter",
-        "Errors returned, by code.",
-        [(f'{{code="{_escape(code)}"}}', n) for code, n in sorted(stats.errors.items())],
-    )
-    return "\n".join(lines) + "\n"
+    return lines

@@ -22,8 +22,7 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import normalize_input
 from protocol.items import FunctionCall, Item
-from protocol.lifetime import WAITING, Lifetime, State, response_not_suspended
-from protocol.lifetime import Event as Step
+from protocol.lifetime import WAITING, Lifetime, Move, State, response_not_suspended
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
@@ -132,7 +131,7 @@ class Live:
 
     def attach(self, sink: Sink, holder: object) -> None:
         """Send events to `sink` from now on; a parked rollout gets its append timeout back."""
-        self.lifetime.handle(Step.ATTACH)
+        self.lifetime.handle(Move.ATTACH)
         self.relay.target, self.relay.holder = sink, holder
         if self.wait_scope is not None:
             self.wait_scope.deadline = self.append_deadline
@@ -154,7 +153,7 @@ class Live:
     def release(self, holder: object) -> None:
         """`holder` lets go at a boundary (an HTTP stream ends); the rollout keeps waiting."""
         if self.relay.holder is holder and self.state is not State.FINISHED:
-            self.lifetime.handle(Step.RELEASE)
+            self.lifetime.handle(Move.RELEASE)
             self.relay.target = self.relay.holder = None
 
     def detach(self) -> None:
@@ -162,7 +161,7 @@ class Live:
         if self.state is State.FINISHED:
             return
         self.relay.target = self.relay.holder = None
-        self.lifetime.handle(Step.DETACH)
+        self.lifetime.handle(Move.DETACH)
         if self.state is State.PARKED:
             self.park()
         else:
@@ -264,7 +263,7 @@ class LiveRollouts:
                 live.prepared, AppendTools(live), billing=billing, cancel=live.cancel, plan=plan
             )
         finally:
-            live.lifetime.handle(Step.FINISH)
+            live.lifetime.handle(Move.FINISH)
             self.rollouts.pop(live.id, None)
             self.engine.stats.live_rollouts -= 1
             self.finished[live.id] = live.owner

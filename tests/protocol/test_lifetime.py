@@ -13,9 +13,9 @@ from protocol.lifetime import (
     REFUSALS,
     STEER_TRANSITIONS,
     TRANSITIONS,
-    Event,
     IllegalTransition,
     Lifetime,
+    Move,
     Phase,
     State,
     Steering,
@@ -28,8 +28,8 @@ from support.tools import out
 
 
 @pytest.mark.parametrize("state", list(State))
-@pytest.mark.parametrize("event", list(Event))
-def test_every_pair_of_the_lifetime_table(state: State, event: Event) -> None:
+@pytest.mark.parametrize("event", list(Move))
+def test_every_pair_of_the_lifetime_table(state: State, event: Move) -> None:
     life = Lifetime("resp_1", state=state)
     expected = TRANSITIONS[state].get(event)
     if expected is None:
@@ -42,8 +42,8 @@ def test_every_pair_of_the_lifetime_table(state: State, event: Event) -> None:
 
 def test_late_outputs_are_legal_in_every_live_state_and_change_nothing() -> None:
     for state in (State.RUNNING, State.SUSPENDED, State.PARKED):
-        assert TRANSITIONS[state][Event.LATE_OUTPUT] is state
-    assert Event.LATE_OUTPUT not in TRANSITIONS[State.FINISHED]
+        assert TRANSITIONS[state][Move.LATE_OUTPUT] is state
+    assert Move.LATE_OUTPUT not in TRANSITIONS[State.FINISHED]
 
 
 def test_async_output_accepted_while_running_sync_output_refused() -> None:

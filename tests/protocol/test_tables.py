@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from protocol.errors import ProtocolError
 from protocol.items import InputText, Message
 from protocol.lanes import LaneBook, LaneLimits
-from protocol.lifetime import TRANSITIONS, Event, IllegalTransition, Lifetime, State
+from protocol.lifetime import TRANSITIONS, IllegalTransition, Lifetime, Move, State
 from support.tools import out
 
 # -- lifetime -----------------------------------------------------------------------------------
@@ -21,7 +21,7 @@ def test_finished_is_final_and_reachable_from_every_other_state() -> None:
     assert TRANSITIONS[State.FINISHED] == {}
     for state in State:
         if state is not State.FINISHED:
-            assert TRANSITIONS[state][Event.FINISH] is State.FINISHED
+            assert TRANSITIONS[state][Move.FINISH] is State.FINISHED
 
 
 def test_outputs_complete_the_pause_in_any_order_and_split() -> None:
@@ -65,13 +65,13 @@ def test_of_two_identical_appends_exactly_one_is_accepted() -> None:
 def test_a_parked_rollout_takes_outputs_and_a_new_client() -> None:
     life = Lifetime("resp_1")
     life.pause({"a": "exec"})
-    assert life.handle(Event.DETACH) is State.PARKED
-    assert life.handle(Event.ATTACH) is State.SUSPENDED
+    assert life.handle(Move.DETACH) is State.PARKED
+    assert life.handle(Move.ATTACH) is State.SUSPENDED
     assert life.accept([out("a")]) is True
 
 
-@given(st.lists(st.sampled_from(list(Event)), max_size=30))
-def test_random_event_sequences_stay_inside_the_table(events: list[Event]) -> None:
+@given(st.lists(st.sampled_from(list(Move)), max_size=30))
+def test_random_event_sequences_stay_inside_the_table(events: list[Move]) -> None:
     life = Lifetime("resp_1")
     for event in events:
         before = life.state

@@ -24,8 +24,8 @@ from rollout.model.args import (
     generate_arguments,
 )
 from rollout.model.args.common import resolve_pointer
+from rollout.model.args.conform import Validator
 from rollout.model.args.match import Patterns
-from rollout.model.args.validate import Validator
 
 # Failing fast: a schema that is refused for a limit is refused after a handful of steps.
 FAST = 200

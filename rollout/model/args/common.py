@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from rollout.model.args.limits import Budget, UnsupportedSchema
+from rollout.model.args.budget import Budget, UnsupportedSchema
 
 
 @attrs.frozen

@@ -10,9 +10,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from random import Random
 from typing import Any, Final, Protocol
 
+from rollout.model.args.budget import Budget, LimitExceeded, Limits, UnsupportedSchema, over_limit
 from rollout.model.args.common import Ctx, canonical, count
 from rollout.model.args.hints import ARGV_EXTRA, COMMANDS, WORDS, hint_kind
-from rollout.model.args.limits import Budget, LimitExceeded, Limits, UnsupportedSchema, over_limit
 from rollout.model.args.match import Patterns
 from rollout.model.args.strings import pattern_sample
 from rollout.model.args.vocabulary import Vocabulary, wants_optional
@@ -43,76 +43,15 @@ def _check_depth(gen: Maker, ctx: Ctx, what: str) -> None:
 
 def object_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     _check_depth(gen, ctx, "object")
-    rng, limits, path = gen.rng, gen.limits, ctx.path
+    path = ctx.path
     props: Mapping[str, Any] = m.get("properties", {})
     required: list[str] = m.get("required", [])
-    min_props = count(m, "minProperties", path)
-    max_props = count(m, "maxProperties", path, default=None)
-    if max_props is not None and min_props > max_props:
-        raise UnsupportedSchema(
-            path, f"minProperties {min_props} is greater than maxProperties {max_props}"
-        )
-    if min_props > limits.max_properties:
-        subject = f"minProperties {min_props}"
-        raise over_limit(path, subject, limits.max_properties, "max_properties")
+    min_props, max_props = _property_counts(gen, m, path)
     depends: Mapping[str, list[str]] = m.get("dependentRequired", {})
-
-    def closure(names: Sequence[str], into: list[str]) -> list[str]:
-        gen.budget.spend(1 + len(into) // 16, path)
-        out = list(into)
-        seen = set(out)
-        todo = collections.deque(names)
-        while todo:
-            name = todo.popleft()
-            if name not in seen:
-                out.append(name)
-                seen.add(name)
-                todo.extend(depends.get(name, []))
-        return out
-
-    must = closure(required, [])
-    if max_props is not None and len(must) > max_props:
-        raise UnsupportedSchema(
-            path, f"{len(must)} required properties exceed maxProperties {max_props}"
-        )
-    if len(must) > limits.max_properties:
-        what = f"requiring {len(must)} properties"
-        raise over_limit(path, what, limits.max_properties, "max_properties")
-    if max_props is None or max_props > limits.max_properties:
-        max_props = limits.max_properties  # clamped: fewer properties are still valid
-    chosen = list(must)
-    must_set = set(must)
-    optional = [n for n in props if n not in must_set]
-
-    def fits(names: list[str]) -> bool:
-        return len(names) <= max_props
-
-    if not ctx.minimal:
-        for name in optional:
-            if _wanted(gen, name, props[name]):
-                candidate = closure([name], chosen)
-                if fits(candidate):
-                    chosen = candidate
-    chosen_set = set(chosen)
-    spare = [n for n in optional if n not in chosen_set]
-    rng.shuffle(spare)
-    while len(chosen) < min_props and spare:
-        candidate = closure([spare.pop(0)], chosen)
-        if fits(candidate):
-            chosen = candidate
-
-    chosen_set = set(chosen)
-    ordered = [n for n in props if n in chosen_set] + [n for n in chosen if n not in props]
-    result: dict[str, Any] = {}
-    for name in ordered:
-        try:
-            result[name] = gen.node(props.get(name, True), ctx.child(name))
-        except LimitExceeded:
-            raise
-        except UnsupportedSchema:
-            if name in must_set:
-                raise
-            # An optional property we cannot fill is left out; the object stays valid.
+    must = _closure(gen, depends, required, [], path)
+    max_props = _room_for(gen, must, max_props, path)
+    chosen = _choose(gen, props, depends, must, min_props, max_props, ctx)
+    result = _fill(gen, props, chosen, set(must), ctx)
     attempts = 0
     while len(result) < min_props:
         attempts += 1
@@ -124,6 +63,108 @@ def object_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
         if extra is not None:
             key, sub = extra
             result[key] = gen.node(sub, ctx.child(key))
+    return result
+
+
+def _property_counts(gen: Maker, m: dict[str, Any], path: str) -> tuple[int, int | None]:
+    """minProperties and maxProperties (None: unbounded), checked against each other and the
+    limits."""
+    min_props = count(m, "minProperties", path)
+    max_props = count(m, "maxProperties", path, default=None)
+    if max_props is not None and min_props > max_props:
+        raise UnsupportedSchema(
+            path, f"minProperties {min_props} is greater than maxProperties {max_props}"
+        )
+    if min_props > gen.limits.max_properties:
+        subject = f"minProperties {min_props}"
+        raise over_limit(path, subject, gen.limits.max_properties, "max_properties")
+    return min_props, max_props
+
+
+def _closure(
+    gen: Maker,
+    depends: Mapping[str, list[str]],
+    names: Sequence[str],
+    into: list[str],
+    path: str,
+) -> list[str]:
+    """`into`, then `names` and the properties they require in turn (`dependentRequired`),
+    each once."""
+    gen.budget.spend(1 + len(into) // 16, path)
+    out = list(into)
+    seen = set(out)
+    todo = collections.deque(names)
+    while todo:
+        name = todo.popleft()
+        if name not in seen:
+            out.append(name)
+            seen.add(name)
+            todo.extend(depends.get(name, []))
+    return out
+
+
+def _room_for(gen: Maker, must: list[str], max_props: int | None, path: str) -> int:
+    """The most properties the object may have, once the required ones fit: maxProperties,
+    clamped to the limit (fewer properties are still valid)."""
+    limits = gen.limits
+    if max_props is not None and len(must) > max_props:
+        raise UnsupportedSchema(
+            path, f"{len(must)} required properties exceed maxProperties {max_props}"
+        )
+    if len(must) > limits.max_properties:
+        what = f"requiring {len(must)} properties"
+        raise over_limit(path, what, limits.max_properties, "max_properties")
+    if max_props is None or max_props > limits.max_properties:
+        max_props = limits.max_properties
+    return max_props
+
+
+def _choose(
+    gen: Maker,
+    props: Mapping[str, Any],
+    depends: Mapping[str, list[str]],
+    must: list[str],
+    min_props: int,
+    max_props: int,
+    ctx: Ctx,
+) -> list[str]:
+    """The names to fill: the required ones, the optional ones a model wants (unless minimal),
+    then spare declared ones in random order up to minProperties; never more than max_props."""
+    chosen = list(must)
+    must_set = set(must)
+    optional = [n for n in props if n not in must_set]
+    if not ctx.minimal:
+        for name in optional:
+            if _wanted(gen, name, props[name]):
+                candidate = _closure(gen, depends, [name], chosen, ctx.path)
+                if len(candidate) <= max_props:
+                    chosen = candidate
+    chosen_set = set(chosen)
+    spare = [n for n in optional if n not in chosen_set]
+    gen.rng.shuffle(spare)
+    while len(chosen) < min_props and spare:
+        candidate = _closure(gen, depends, [spare.pop(0)], chosen, ctx.path)
+        if len(candidate) <= max_props:
+            chosen = candidate
+    return chosen
+
+
+def _fill(
+    gen: Maker, props: Mapping[str, Any], chosen: list[str], must: set[str], ctx: Ctx
+) -> dict[str, Any]:
+    """Values for the chosen names, declared ones in declaration order first; an optional
+    property that cannot be filled is left out (the object stays valid)."""
+    chosen_set = set(chosen)
+    ordered = [n for n in props if n in chosen_set] + [n for n in chosen if n not in props]
+    result: dict[str, Any] = {}
+    for name in ordered:
+        try:
+            result[name] = gen.node(props.get(name, True), ctx.child(name))
+        except LimitExceeded:
+            raise
+        except UnsupportedSchema:
+            if name in must:
+                raise
     return result
 
 
@@ -180,12 +221,38 @@ def _extra_property(
 
 def array_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> list[Any]:
     _check_depth(gen, ctx, "array")
-    rng, limits, path = gen.rng, gen.limits, ctx.path
+    path = ctx.path
     prefix: list[Any] = m.get("prefixItems", [])
-    items = m.get("items", True)
+    lo, hi = _length_bounds(gen, m, prefix, path)
+    contains = m.get("contains")
+    need_contains = 0
+    if contains is not None:
+        need_contains = count(m, "minContains", path, default=1) or 0
+        if need_contains > gen.limits.max_items:
+            subject = f"minContains {need_contains}"
+            raise over_limit(path, subject, gen.limits.max_items, "max_items")
+    if ctx.minimal:
+        n = max(lo, need_contains)
+    else:
+        n = max(lo, need_contains, len(prefix) if prefix else gen.rng.randint(1, 3))
+    n = min(n, hi)
+    if n < need_contains:
+        raise UnsupportedSchema(path, f"minContains {need_contains} does not fit in maxItems {hi}")
+    kind = hint_kind(ctx.hint, m.get("description"))
+    if kind == "command" and not prefix and contains is None:
+        command = gen.vocab.command if gen.vocab is not None else None
+        argv = ["bash", "-lc", command] if command else _argv(gen.rng, lo, hi)
+        if gen.valid(argv, m):
+            return argv
+    return _items(gen, m, n, n - need_contains, lo, ctx)
+
+
+def _length_bounds(gen: Maker, m: dict[str, Any], prefix: list[Any], path: str) -> tuple[int, int]:
+    """minItems and maxItems, with `items: false` stopping at the prefix, checked against each
+    other and the limits; maxItems clamped to the limit (a shorter array is still valid)."""
     lo = count(m, "minItems", path)
     hi = count(m, "maxItems", path, default=None)
-    if items is False:
+    if m.get("items", True) is False:
         if lo > len(prefix):
             raise UnsupportedSchema(
                 path, f"minItems {lo} but `items: false` allows only {len(prefix)} items"
@@ -193,36 +260,25 @@ def array_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> list[Any]:
         hi = len(prefix) if hi is None else min(hi, len(prefix))
     if hi is not None and lo > hi:
         raise UnsupportedSchema(path, f"minItems {lo} is greater than maxItems {hi}")
-    if lo > limits.max_items:
-        raise over_limit(path, f"minItems {lo}", limits.max_items, "max_items")
-    if hi is None or hi > limits.max_items:
-        hi = limits.max_items  # clamped: a shorter array is still valid
-    unique = bool(m.get("uniqueItems", False))
+    if lo > gen.limits.max_items:
+        raise over_limit(path, f"minItems {lo}", gen.limits.max_items, "max_items")
+    if hi is None or hi > gen.limits.max_items:
+        hi = gen.limits.max_items
+    return lo, hi
+
+
+def _items(
+    gen: Maker, m: dict[str, Any], n: int, contains_from: int, lo: int, ctx: Ctx
+) -> list[Any]:
+    """`n` items: the prefix's schemas, then `items`; from `contains_from` on each also matches
+    `contains`. Under uniqueItems a duplicate is drawn again, and the array ends early (when it
+    may) if no distinct item turns up."""
+    prefix: list[Any] = m.get("prefixItems", [])
+    items = m.get("items", True)
     contains = m.get("contains")
-    need_contains = 0
-    if contains is not None:
-        need_contains = count(m, "minContains", path, default=1) or 0
-        if need_contains > limits.max_items:
-            subject = f"minContains {need_contains}"
-            raise over_limit(path, subject, limits.max_items, "max_items")
-    if ctx.minimal:
-        n = max(lo, need_contains)
-    else:
-        n = max(lo, need_contains, len(prefix) if prefix else rng.randint(1, 3))
-    n = min(n, hi)
-    if n < need_contains:
-        raise UnsupportedSchema(path, f"minContains {need_contains} does not fit in maxItems {hi}")
-
-    kind = hint_kind(ctx.hint, m.get("description"))
-    if kind == "command" and not prefix and contains is None:
-        command = gen.vocab.command if gen.vocab is not None else None
-        argv = ["bash", "-lc", command] if command else _argv(rng, lo, hi)
-        if gen.valid(argv, m):
-            return argv
-
+    unique = bool(m.get("uniqueItems", False))
     values: list[Any] = []
     seen: set[Hashable] = set()  # canonical forms of the values, for uniqueItems
-    contains_from = n - need_contains
     for i in range(n):
         base = prefix[i] if i < len(prefix) else items
         sub = {"allOf": [base, contains]} if i >= contains_from else base
@@ -230,7 +286,7 @@ def array_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> list[Any]:
             value = gen.node(sub, ctx.item(i))
             if not unique:
                 break
-            key = canonical(value, path, limits.max_depth)
+            key = canonical(value, ctx.path, gen.limits.max_depth)
             if key not in seen:
                 seen.add(key)
                 break
@@ -238,7 +294,7 @@ def array_value(gen: Maker, m: dict[str, Any], ctx: Ctx) -> list[Any]:
             if len(values) >= lo and contains is None:
                 break  # a shorter array of distinct items is still valid
             raise UnsupportedSchema(
-                path, f"uniqueItems: could not find {n} distinct items for the array"
+                ctx.path, f"uniqueItems: could not find {n} distinct items for the array"
             )
         values.append(value)
     return values

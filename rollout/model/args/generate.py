@@ -2,13 +2,24 @@
 # the tool's `parameters` JSON Schema: flattening `$ref`/`allOf` into parts, choosing among
 # `anyOf`/`oneOf`/conditional branches, dispatching on type, and checking what it returns.
 # Pure and deterministic: no I/O, no clocks, no global state; every random choice comes from the
-# caller's `random.Random`, and all work is held to `Limits` (limits.py).
+# caller's `random.Random`, and all work is held to `Limits` (budget.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
 from random import Random
 from typing import Any, Final
 
+from rollout.model.args.budget import (
+    DEFAULT_LIMITS,
+    MAX_REFS_ON_PATH,
+    NESTING_PER_DEPTH,
+    REF_REPEATS,
+    Budget,
+    LimitExceeded,
+    Limits,
+    UnsupportedSchema,
+    over_limit,
+)
 from rollout.model.args.common import (
     Ctx,
     brief,
@@ -21,23 +32,12 @@ from rollout.model.args.common import (
     sendable,
     wire_copy,
 )
+from rollout.model.args.conform import Validator
 from rollout.model.args.containers import array_value, object_value
-from rollout.model.args.limits import (
-    DEFAULT_LIMITS,
-    MAX_REFS_ON_PATH,
-    NESTING_PER_DEPTH,
-    REF_REPEATS,
-    Budget,
-    LimitExceeded,
-    Limits,
-    UnsupportedSchema,
-    over_limit,
-)
 from rollout.model.args.match import Patterns
 from rollout.model.args.merge import infer_type, merge
 from rollout.model.args.numbers import generate_number
 from rollout.model.args.strings import generate_string
-from rollout.model.args.validate import Validator
 from rollout.model.args.vocabulary import Vocabulary
 
 

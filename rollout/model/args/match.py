@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-from rollout.model.args.limits import (
+from rollout.model.args.budget import (
     Budget,
     LimitExceeded,
     Limits,

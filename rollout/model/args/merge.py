@@ -8,8 +8,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from rollout.model.args.budget import UnsupportedSchema
 from rollout.model.args.common import brief, canonical, is_number
-from rollout.model.args.limits import UnsupportedSchema
 from rollout.model.args.match import Patterns
 
 TYPES: Final = ("null", "boolean", "integer", "number", "string", "array", "object")

@@ -10,10 +10,12 @@ from fractions import Fraction
 from random import Random
 from typing import Any
 
+import attrs
+
+from rollout.model.args.budget import Budget, UnsupportedSchema
 from rollout.model.args.common import Ctx, brief, is_number
+from rollout.model.args.conform import in_float_bounds, is_multiple
 from rollout.model.args.hints import integer_like, number_hint
-from rollout.model.args.limits import Budget, UnsupportedSchema
-from rollout.model.args.validate import in_float_bounds, is_multiple
 
 
 def generate_number(
@@ -33,78 +35,17 @@ def _generate(
     m: dict[str, Any], ctx: Ctx, rng: Random, budget: Budget, *, integer: bool
 ) -> int | float:
     what = "integer" if integer else "number"
-    low, low_open = _tightest(m, "minimum", "exclusiveMinimum", ctx.path, lower=True)
-    high, high_open = _tightest(m, "maximum", "exclusiveMaximum", ctx.path, lower=False)
-    bounds = _describe_bounds(low, low_open, high, high_open)
-    if low is not None and high is not None:
-        if low > high or (low == high and (low_open or high_open)):
-            raise UnsupportedSchema(ctx.path, f"no {what} satisfies {bounds}")
+    bounds = _Bounds.read(m, ctx.path)
+    if bounds.empty():
+        raise UnsupportedSchema(ctx.path, f"no {what} satisfies {bounds.describe()}")
     multiples: list[int | float] = m.get("__multiples__", [])
-    step: Fraction | None = None
-    for mult in multiples:  # charged by size: an lcm of many multipleOf grows long
-        step = _frac_decimal(mult) if step is None else _lcm(step, _frac_decimal(mult))
-        budget.spend(
-            1 + (step.numerator.bit_length() + step.denominator.bit_length()) // 64, ctx.path
-        )
-    if integer:
-        step = Fraction(1) if step is None else _lcm(step, Fraction(1))
-
-    def in_bounds(v: Fraction) -> bool:
-        if low is not None and (v < low or (low_open and v == low)):
-            return False
-        return not (high is not None and (v > high or (high_open and v == high)))
-
-    nice, nat_lo, nat_hi = number_hint(ctx.hint)
-    w_lo, w_hi = Fraction(nat_lo), Fraction(nat_hi)
-    if low is not None:
-        w_lo = max(w_lo, low)
-    if high is not None:
-        w_hi = min(w_hi, high)
-    if w_lo > w_hi:  # the natural range misses the bounds: stay near the bound(s)
-        span = max(Fraction(nat_hi - nat_lo), Fraction(10))
-        w_lo = low if low is not None else (high - span if high is not None else w_lo)
-        w_hi = high if high is not None else w_lo + span
-
-    def candidates() -> Iterator[Fraction]:
-        if nice and not ctx.minimal and rng.random() < 0.75:
-            shuffled = list(nice)
-            rng.shuffle(shuffled)
-            yield from (Fraction(v) for v in shuffled)
-        if step is not None:
-            k_lo, k_hi = _step_range(low, low_open, high, high_open, step)
-            if k_lo is not None and k_hi is not None and k_lo > k_hi:
-                return
-            wk_lo, wk_hi = math.ceil(w_lo / step), math.floor(w_hi / step)
-            wk_hi = max(wk_hi, wk_lo)
-            if k_lo is not None:
-                wk_lo = max(wk_lo, k_lo)
-                wk_hi = max(wk_hi, wk_lo)
-            if k_hi is not None:
-                wk_hi = min(wk_hi, k_hi)
-                wk_lo = min(wk_lo, wk_hi)
-            for _ in range(12):
-                yield rng.randint(wk_lo, wk_hi) * step
-            # Integral values pass float `multipleOf` checks that 0.1-style steps can fail.
-            for k in range(wk_lo, min(wk_hi, wk_lo + 200) + 1):
-                if (k * step).denominator == 1:
-                    yield k * step
-            for edge_k in (k_lo, k_hi, wk_lo, wk_hi):
-                if edge_k is not None:
-                    yield edge_k * step
-            return
-        for _ in range(12):
-            yield Fraction(round(rng.uniform(float(w_lo), float(w_hi)), 2))
-        if low is not None and high is not None:
-            yield Fraction((float(low) + float(high)) / 2)
-        for edge, toward in ((low, math.inf), (high, -math.inf)):
-            if edge is not None:
-                yield edge
-                yield Fraction(math.nextafter(float(edge), toward))
-
+    step = _step(multiples, budget, ctx.path, integer=integer)
+    nice, w_lo, w_hi = _window(ctx.hint, bounds)
     rounding = False
-    for v in candidates():  # a fixed number of them, whatever the bounds
+    # A fixed number of candidates, whatever the bounds.
+    for v in _candidates(bounds, step, nice, w_lo, w_hi, rng, minimal=ctx.minimal):
         budget.spend(1, ctx.path)
-        if not in_bounds(v) or (step is not None and v % step != 0):
+        if not bounds.admits(v) or (step is not None and v % step != 0):
             continue
         out = _json_number(v, integer)
         if out is None:
@@ -116,8 +57,151 @@ def _generate(
     if rounding:
         detail += " (in floating point, as validators check multipleOf)"
     raise UnsupportedSchema(
-        ctx.path, f"no {what} satisfies {bounds or 'the bounds'}{detail}".rstrip()
+        ctx.path, f"no {what} satisfies {bounds.describe() or 'the bounds'}{detail}".rstrip()
     )
+
+
+@attrs.frozen
+class _Bounds:
+    """A number's bounds, exactly: each side None when unbounded, with whether it is open."""
+
+    low: Fraction | None
+    low_open: bool
+    high: Fraction | None
+    high_open: bool
+
+    @classmethod
+    def read(cls, m: Mapping[str, Any], path: str) -> _Bounds:
+        low, low_open = _tightest(m, "minimum", "exclusiveMinimum", path, lower=True)
+        high, high_open = _tightest(m, "maximum", "exclusiveMaximum", path, lower=False)
+        return cls(low, low_open, high, high_open)
+
+    def empty(self) -> bool:
+        """Whether no number at all lies within the bounds."""
+        if self.low is None or self.high is None:
+            return False
+        return self.low > self.high or (self.low == self.high and (self.low_open or self.high_open))
+
+    def admits(self, v: Fraction) -> bool:
+        low, high = self.low, self.high
+        if low is not None and (v < low or (self.low_open and v == low)):
+            return False
+        return not (high is not None and (v > high or (self.high_open and v == high)))
+
+    def step_range(self, step: Fraction) -> tuple[int | None, int | None]:
+        """The range of k for which k * step lies within the bounds (None: unbounded)."""
+        k_lo = k_hi = None
+        if self.low is not None:
+            k_lo = math.ceil(self.low / step)
+            if self.low_open and k_lo * step == self.low:
+                k_lo += 1
+        if self.high is not None:
+            k_hi = math.floor(self.high / step)
+            if self.high_open and k_hi * step == self.high:
+                k_hi -= 1
+        return k_lo, k_hi
+
+    def describe(self) -> str:
+        parts = []
+        if self.low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {_fmt_frac(self.low)}")
+        if self.high is not None:
+            parts.append(f"{'<' if self.high_open else '<='} {_fmt_frac(self.high)}")
+        return " and ".join(parts)
+
+
+def _step(
+    multiples: list[int | float], budget: Budget, path: str, *, integer: bool
+) -> Fraction | None:
+    """What every candidate must be a multiple of: the lcm of the `multipleOf`s (exactly) and,
+    for an integer, of 1; None when there is neither."""
+    step: Fraction | None = None
+    for mult in multiples:  # charged by size: an lcm of many multipleOf grows long
+        step = _frac_decimal(mult) if step is None else _lcm(step, _frac_decimal(mult))
+        budget.spend(1 + (step.numerator.bit_length() + step.denominator.bit_length()) // 64, path)
+    if integer:
+        step = Fraction(1) if step is None else _lcm(step, Fraction(1))
+    return step
+
+
+def _window(hint: str, bounds: _Bounds) -> tuple[tuple[int | float, ...], Fraction, Fraction]:
+    """The typical values of the property's name, and the range candidates are drawn from: the
+    name's natural range within the bounds, or next to the bound(s) when it misses them."""
+    nice, nat_lo, nat_hi = number_hint(hint)
+    low, high = bounds.low, bounds.high
+    w_lo, w_hi = Fraction(nat_lo), Fraction(nat_hi)
+    if low is not None:
+        w_lo = max(w_lo, low)
+    if high is not None:
+        w_hi = min(w_hi, high)
+    if w_lo > w_hi:  # the natural range misses the bounds: stay near the bound(s)
+        span = max(Fraction(nat_hi - nat_lo), Fraction(10))
+        w_lo = low if low is not None else (high - span if high is not None else w_lo)
+        w_hi = high if high is not None else w_lo + span
+    return nice, w_lo, w_hi
+
+
+def _candidates(
+    bounds: _Bounds,
+    step: Fraction | None,
+    nice: tuple[int | float, ...],
+    w_lo: Fraction,
+    w_hi: Fraction,
+    rng: Random,
+    *,
+    minimal: bool,
+) -> Iterator[Fraction]:
+    """Numbers to try, in order: the typical values (most of the time), then draws from the
+    window and the edges, as multiples of `step` when there is one."""
+    if nice and not minimal and rng.random() < 0.75:
+        shuffled = list(nice)
+        rng.shuffle(shuffled)
+        yield from (Fraction(v) for v in shuffled)
+    if step is not None:
+        yield from _step_candidates(bounds, step, w_lo, w_hi, rng)
+    else:
+        yield from _free_candidates(bounds, w_lo, w_hi, rng)
+
+
+def _step_candidates(
+    bounds: _Bounds, step: Fraction, w_lo: Fraction, w_hi: Fraction, rng: Random
+) -> Iterator[Fraction]:
+    """Multiples of `step`: drawn from the window, the integral ones, then the edges."""
+    k_lo, k_hi = bounds.step_range(step)
+    if k_lo is not None and k_hi is not None and k_lo > k_hi:
+        return
+    wk_lo, wk_hi = math.ceil(w_lo / step), math.floor(w_hi / step)
+    wk_hi = max(wk_hi, wk_lo)
+    if k_lo is not None:
+        wk_lo = max(wk_lo, k_lo)
+        wk_hi = max(wk_hi, wk_lo)
+    if k_hi is not None:
+        wk_hi = min(wk_hi, k_hi)
+        wk_lo = min(wk_lo, wk_hi)
+    for _ in range(12):
+        yield rng.randint(wk_lo, wk_hi) * step
+    # Integral values pass float `multipleOf` checks that 0.1-style steps can fail.
+    for k in range(wk_lo, min(wk_hi, wk_lo + 200) + 1):
+        if (k * step).denominator == 1:
+            yield k * step
+    for edge_k in (k_lo, k_hi, wk_lo, wk_hi):
+        if edge_k is not None:
+            yield edge_k * step
+
+
+def _free_candidates(
+    bounds: _Bounds, w_lo: Fraction, w_hi: Fraction, rng: Random
+) -> Iterator[Fraction]:
+    """Numbers without a step: drawn from the window (two decimals), the middle, the edges."""
+    low, high = bounds.low, bounds.high
+    for _ in range(12):
+        yield Fraction(round(rng.uniform(float(w_lo), float(w_hi)), 2))
+    if low is not None and high is not None:
+        yield Fraction((float(low) + float(high)) / 2)
+    for edge, toward in ((low, math.inf), (high, -math.inf)):
+        if edge is not None:
+            yield edge
+            yield Fraction(math.nextafter(float(edge), toward))
 
 
 def _tightest(
@@ -137,22 +221,6 @@ def _tightest(
         if tighter or (value == best and open_):
             best, is_open = value, open_
     return best, is_open
-
-
-def _step_range(
-    low: Fraction | None, low_open: bool, high: Fraction | None, high_open: bool, step: Fraction
-) -> tuple[int | None, int | None]:
-    """The range of k for which k * step lies within the bounds (None: unbounded)."""
-    k_lo = k_hi = None
-    if low is not None:
-        k_lo = math.ceil(low / step)
-        if low_open and k_lo * step == low:
-            k_lo += 1
-    if high is not None:
-        k_hi = math.floor(high / step)
-        if high_open and k_hi * step == high:
-            k_hi -= 1
-    return k_lo, k_hi
 
 
 def _frac_decimal(x: float) -> Fraction:
@@ -181,14 +249,3 @@ def _fmt_frac(v: Fraction | None) -> str:
     if v.numerator.bit_length() > 256 or v.denominator.bit_length() > 256:
         return f"~{float(v):g}" if abs(v) < 2**1000 else "<a number too long to show>"
     return str(v.numerator) if v.denominator == 1 else repr(float(v))
-
-
-def _describe_bounds(
-    low: Fraction | None, low_open: bool, high: Fraction | None, high_open: bool
-) -> str:
-    parts = []
-    if low is not None:
-        parts.append(f"{'>' if low_open else '>='} {_fmt_frac(low)}")
-    if high is not None:
-        parts.append(f"{'<' if high_open else '<='} {_fmt_frac(high)}")
-    return " and ".join(parts)

@@ -9,7 +9,7 @@ import re
 from random import Random
 from typing import Any, Final
 
-from rollout.model.args.limits import Budget
+from rollout.model.args.budget import Budget
 
 
 class PatternUnsupported(Exception):

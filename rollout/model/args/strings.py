@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from random import Random
 from typing import Any, Final
 
+from rollout.model.args.budget import Budget, LimitExceeded, UnsupportedSchema, over_limit
 from rollout.model.args.common import Ctx, brief, count
+from rollout.model.args.conform import format_ok
 from rollout.model.args.hints import FORMATS, WORDS, fit, format_sample, hint_kind, realistic
-from rollout.model.args.limits import LimitExceeded, UnsupportedSchema, over_limit
 from rollout.model.args.match import Patterns
 from rollout.model.args.regex import Pattern
-from rollout.model.args.validate import format_ok
 from rollout.model.args.vocabulary import Vocabulary
 
 _PATTERN_ATTEMPTS: Final = 36
@@ -84,58 +84,87 @@ def _candidates(
     patterns: Patterns,
     path: str,
 ) -> Iterator[str]:
-    budget, cap = patterns.budget, patterns.limits.max_string_length
-
-    def fitted(s: str, lo: int, hi: int | None, kind: str | None) -> str:
-        budget.chars(lo, path)  # padding builds about `lo` characters
-        return fit(s, lo, hi, kind, rng)
-
+    """Strings to try, in order: realistic ones (or samples of the format), then, under
+    patterns, realistic ones reshaped and samples of each pattern."""
+    budget = patterns.budget
     if fmt is not None:
         for _ in range(4):
             sample = format_sample(fmt, rng)
             yield sample
-            if fmt in _URL_FORMATS:
-                yield fitted(sample, lo, hi, "url")  # URLs stretch with path segments
+            if fmt in _URL_FORMATS:  # URLs stretch with path segments
+                yield _fitted(sample, lo, hi, "url", rng, budget, path)
     else:
-        yield fitted(realistic(kind, rng), lo, hi, kind)
+        yield _fitted(realistic(kind, rng), lo, hi, kind, rng, budget, path)
     if not sources:
         return
-    # Realistic strings reshaped to fit simple patterns (`^[a-z_]+$`, `^[a-z-]+$`, ...).
+    yield from _reshaped(kind, lo, hi, rng, budget, path)
+    for source, pattern in zip(sources, parsed, strict=True):
+        yield from _pattern_samples(source, pattern, lo, rng, patterns, path)
+
+
+def _fitted(
+    s: str, lo: int, hi: int | None, kind: str | None, rng: Random, budget: Budget, path: str
+) -> str:
+    """`s` stretched or cut to a length in lo..hi (hints.fit), charged to the budget."""
+    budget.chars(lo, path)  # padding builds about `lo` characters
+    return fit(s, lo, hi, kind, rng)
+
+
+def _reshaped(
+    kind: str | None, lo: int, hi: int, rng: Random, budget: Budget, path: str
+) -> Iterator[str]:
+    """Realistic strings reshaped to fit simple patterns (`^[a-z_]+$`, `^[a-z-]+$`, ...), then
+    plain words."""
     for _ in range(3):
         base = realistic(kind, rng)
         for variant in (base, base.replace(" ", "_"), base.replace(" ", "-"), base.lower()):
             yield variant
-            yield fitted(variant, lo, hi, kind)
+            yield _fitted(variant, lo, hi, kind, rng, budget, path)
     for word in rng.sample(WORDS, 6):
         yield word
         yield word.upper()
-    for source, pattern in zip(sources, parsed, strict=True):
-        anchored_start = source.startswith(("^", "\\A"))
-        anchored_end = source.endswith("$") and not source.endswith("\\$")
-        for attempt in range(_PATTERN_ATTEMPTS):
-            got = pattern.sample(rng, _STRETCHES[attempt % len(_STRETCHES)], budget, cap, path=path)
-            if got is None:
-                continue
+
+
+def _pattern_samples(
+    source: str, pattern: Pattern, lo: int, rng: Random, patterns: Patterns, path: str
+) -> Iterator[str]:
+    """Samples of one pattern at growing stretches, padded where unanchored to reach `lo`; then,
+    for a long minimum, samples with just enough rounds per quantifier."""
+    budget, cap = patterns.budget, patterns.limits.max_string_length
+    anchored_start = source.startswith(("^", "\\A"))
+    anchored_end = source.endswith("$") and not source.endswith("\\$")
+    for attempt in range(_PATTERN_ATTEMPTS):
+        got = pattern.sample(rng, _STRETCHES[attempt % len(_STRETCHES)], budget, cap, path=path)
+        if got is None:
+            continue
+        yield got
+        if len(got) < lo:
+            pad = _fitted("", lo - len(got), None, None, rng, budget, path)
+            if not anchored_end:
+                yield got + pad
+            if not anchored_start:
+                yield pad + got
+    if lo > 1:
+        yield from _long_minimum(pattern, lo, rng, budget, cap, path)
+
+
+def _long_minimum(
+    pattern: Pattern, lo: int, rng: Random, budget: Budget, cap: int, path: str
+) -> Iterator[str]:
+    """Samples with the fewest fixed rounds per quantifier that reach `lo` characters (found by
+    bisection), and one or two rounds more."""
+    least, most = 0, lo
+    while least < most:
+        middle = (least + most) // 2
+        got = pattern.sample(rng, middle, budget, cap, exact=True, path=path)
+        if got is None or len(got) >= lo:
+            most = middle
+        else:
+            least = middle + 1
+    for stretch in (least, least + 1, least + 2):
+        got = pattern.sample(rng, stretch, budget, cap, exact=True, path=path)
+        if got is not None:
             yield got
-            if len(got) < lo:
-                pad = fitted("", lo - len(got), None, None)
-                if not anchored_end:
-                    yield got + pad
-                if not anchored_start:
-                    yield pad + got
-        if lo > 1:  # long minimums: the fewest fixed rounds per quantifier that reach lo
-            least, most = 0, lo
-            while least < most:
-                middle = (least + most) // 2
-                got = pattern.sample(rng, middle, budget, cap, exact=True, path=path)
-                if got is None or len(got) >= lo:
-                    most = middle
-                else:
-                    least = middle + 1
-            for stretch in (least, least + 1, least + 2):
-                got = pattern.sample(rng, stretch, budget, cap, exact=True, path=path)
-                if got is not None:
-                    yield got
 
 
 def pattern_sample(source: str, rng: Random, patterns: Patterns, path: str) -> str | None:

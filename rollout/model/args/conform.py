@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from rollout.model.args.budget import NESTING_PER_DEPTH, Budget, LimitExceeded, UnsupportedSchema
 from rollout.model.args.common import canonical, has_type, is_number, json_equal
 from rollout.model.args.hints import FORMATS
-from rollout.model.args.limits import NESTING_PER_DEPTH, Budget, LimitExceeded, UnsupportedSchema
 from rollout.model.args.match import Patterns
 
 
