@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -35,7 +35,7 @@ from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
 from rollout.engine.executors import Deferred, WebSearch
-from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, Faults, Plan
+from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
     DEFAULT_SECRET,
@@ -50,6 +50,7 @@ from rollout.engine.loop import (
     Sink,
     as_sink,
 )
+from rollout.engine.plan import CreatePlan
 from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
@@ -71,6 +72,7 @@ class Prepared:
     rollout: Rollout
     input_items: list[Item]
     owner: str | None = None  # the API key of the request, when keys are configured
+    plan: CreatePlan | None = None  # its decisions, once made (Engine.plan_of)
 
 
 def _remade(engine: Engine, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -162,6 +164,22 @@ class Engine:
             with work.stage("safety_service"):
                 await trio.sleep(seconds)
 
+    async def context_for(
+        self,
+        req: CreateRequest,
+        work: Work,
+        owner: str | None = None,
+        cached: Callable[[str], Context | None] | None = None,
+    ) -> Context:
+        """The context a create continues: a fresh one, the one `cached` holds for its
+        previous response (a connection cache), or one restored from the store."""
+        parent = req.previous_response_id
+        if not parent:
+            return Context()
+        if cached is not None and (ctx := cached(parent)) is not None:
+            return ctx
+        return await self.restore(parent, work, owner)
+
     async def restore(
         self, previous_response_id: str, work: Work, owner: str | None = None
     ) -> Context:
@@ -186,18 +204,16 @@ class Engine:
         sink: Sink | Emit,
         *,
         base: Context | None = None,
+        cached: Callable[[str], Context | None] | None = None,
         route: Route | None = None,
         owner: str | None = None,
     ) -> Prepared:
-        """Pre-inference work. `base` is a cached context to extend (it is not modified unless
-        the request is valid); without it the context comes from the store or starts empty.
-        Events will go to `sink` (a Sink, or a callback taking each event)."""
+        """Pre-inference work. `base` is the context to extend (it is not modified unless the
+        request is valid); without it, `context_for` finds it. Events will go to `sink` (a
+        Sink, or a callback taking each event)."""
         work.mark("received", work.created)
         if base is None:
-            if req.previous_response_id:
-                base = await self.restore(req.previous_response_id, work, owner)
-            else:
-                base = Context()
+            base = await self.context_for(req, work, owner, cached)
         profile = self.profile(req.model)
         raw = normalize_input(req.input, new_id)
         check_input(raw, base.open_calls, base.by_id, base.async_calls)
@@ -240,15 +256,22 @@ class Engine:
 
     # -- the loop and post-inference ------------------------------------------------------------
 
+    def plan_of(self, prepared: Prepared, *, held: bool = False) -> CreatePlan:
+        """The create's decisions (CreatePlan), made the first time they are asked for, its
+        faults drawn then; every later part reads the same plan. `held`: its client holds it
+        until it ends (a WebSocket lane)."""
+        if prepared.plan is None:
+            prepared.plan = CreatePlan.of(prepared.request, self.draw_faults(), held=held)
+        return prepared.plan
+
     async def open(self, prepared: Prepared) -> None:
         """Open the response's first sampling step before any of its events, when the model
         does so (a real engine: its request is sent and answered here), so that the engine's
         refusal raises a ProtocolError that is the request's own (a 429 stays a retryable 429).
         `run` takes the opened step (or closes it, if it never samples)."""
-        if self.model is None or prepared.request.generate is False:
+        if self.model is None or not self.plan_of(prepared).samples:
             return
-        r = prepared.rollout
-        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
+        r = prepared.rollout  # (its context was fitted to the window by `prepare`)
         r.opened = await self.model.open(r)
 
     async def discard(self, prepared: Prepared) -> None:
@@ -265,17 +288,17 @@ class Engine:
         *,
         billing: trio.Nursery | None = None,
         cancel: Cancel | None = None,
-        plan: Plan | None = None,
     ) -> Outcome:
-        """Run the loop to its end. Billing blocks before the terminal event, unless a nursery
-        is given: then it runs there, overlapped with whatever comes next (WebSocket).
-        `cancel` stops the loop from outside; the response then ends `incomplete`."""
+        """Run the loop to its end, as its plan says (`plan_of`). Billing blocks before the
+        terminal event, unless a nursery is given: then it runs there, overlapped with whatever
+        comes next (WebSocket). `cancel` stops the loop from outside; the response then ends
+        `incomplete`."""
         r = prepared.rollout
-        if prepared.request.generate is False:
+        if not self.plan_of(prepared).samples:
             return await self.warm_up(prepared, billing)
         cancel = cancel or Cancel()
         self.running.add(cancel)
-        plan = plan or self.draw_faults()
+        plan = self.plan_of(prepared).faults
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         outcome = CANCELLED
@@ -312,7 +335,7 @@ class Engine:
         await self.finish(prepared, outcome, billing)
         return outcome
 
-    def draw_faults(self) -> Plan:
+    def draw_faults(self) -> FaultPlan:
         """The injected faults of the next response (none unless faults are configured)."""
         return self.faults.next_plan() if self.faults is not None else NO_FAULTS
 

@@ -45,7 +45,7 @@ RATE_LIMIT_HEADERS = {
 
 
 @attrs.frozen(kw_only=True)
-class Plan:
+class FaultPlan:
     """The faults of one response."""
 
     error: str | None = None
@@ -67,7 +67,7 @@ class Plan:
         )
 
 
-NO_FAULTS = Plan()
+NO_FAULTS = FaultPlan()
 
 
 @attrs.define(kw_only=True)
@@ -77,7 +77,7 @@ class Faults:
     disconnect_rate: float = 1.0  # share of responses that get the disconnect
     latency_s: float = 0.0
     seed: int = 0
-    queued: list[Plan] = attrs.field(factory=list)  # one-shot plans for the next responses
+    queued: list[FaultPlan] = attrs.field(factory=list)  # one-shot plans for the next responses
     _drawn: int = 0
 
     def __attrs_post_init__(self) -> None:
@@ -93,7 +93,7 @@ class Faults:
         if self.latency_s < 0:
             raise ValueError("fault latency must be >= 0")
 
-    def next_plan(self) -> Plan:
+    def next_plan(self) -> FaultPlan:
         """The faults of the next response: a queued one-shot plan, else the n-th draw of the
         seed (deterministic)."""
         if self.queued:
@@ -110,7 +110,7 @@ class Faults:
         disconnect = None
         if self.disconnect_after is not None and rng.random() < self.disconnect_rate:
             disconnect = self.disconnect_after
-        return Plan(error=error, disconnect_after=disconnect, latency_s=self.latency_s)
+        return FaultPlan(error=error, disconnect_after=disconnect, latency_s=self.latency_s)
 
 
 def parse_errors(specs: list[str]) -> dict[str, float]:

@@ -18,23 +18,28 @@ from rollout.engine.loop import Executor, LoopEnv, Rollout
 from rollout.engine.step import Outcome, StepRunner, ToolCall
 
 
-async def _boundary(r: Rollout, env: LoopEnv) -> None:
-    """A step boundary: what arrived from outside joins the context, notes are sent."""
+async def _boundary(r: Rollout, env: LoopEnv) -> bool:
+    """A step boundary: what arrived from outside joins the context, notes are sent; True when
+    the context grew."""
     box = r.mailbox
-    if box.items:
-        items, box.items = box.items, []
+    items = box.items
+    if items:
+        box.items = []
         before = r.ctx.scan.tokens_scanned
         r.ctx.extend(items, r.work)
         await env.safety(r.ctx.scan.tokens_scanned - before, r.work)
     if box.notes:
         await r.send_notes()
+    return bool(items)
 
 
 async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
+    grown = False  # (the engine's prepare fitted the first step's context to the window)
     while True:
         if r.mailbox.items or r.mailbox.notes:
-            await _boundary(r, env)
-        r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
+            grown = await _boundary(r, env) or grown
+        if grown:
+            r.ctx = fit(r.ctx, r.window, r.truncation, r.work)
         if r.mailbox.stop is not None and r.stream.response.output:
             return Outcome("incomplete", reason=r.mailbox.stop)
         stream, r.opened = r.opened or env.model.sample(r), None
@@ -53,6 +58,7 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
                 await _execute(r, env, env.deferred, deferred)
             if waiting and not await _execute(r, env, client, waiting):
                 return Outcome("completed")
+        grown = True  # the step's calls (and what their executors returned) joined it
 
 
 def _is_async(c: ToolCall) -> bool:

@@ -67,7 +67,6 @@ async def create(ex: Exchange, request: Request) -> None:
         c.tokens = len(request.body)
         req = await ex.service.decode_create(
             request.body,
-            websocket=False,
             betas=betas_of(request.headers.get("openai-beta", "")),
         )
     stream = ex.sse() if req.stream else None

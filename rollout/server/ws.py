@@ -101,19 +101,7 @@ async def serve_websocket(
             return
         logs.event("ws_open", request_id=request_id)
         conn = WsTransport(ws, service, service.taps.open("ws", number, service.engine.stats))
-        session = Session(
-            service,
-            owner,
-            conn.taps,
-            conn.sink_for,
-            conn.refuse,
-            conn.shutdown,
-            hangup=conn.hangup,
-            outbox=conn.queued,
-            betas=betas,
-        )
-        session.on_active = conn.active
-        session.handing_over = lambda: ws.handing_over
+        session = Session(service, owner, conn.taps, conn, betas)
         age = trio.CancelScope()
         try:
             nursery.start_soon(conn.age_limit, age)
@@ -185,6 +173,10 @@ class WsTransport:
     def queued(self) -> int:
         """Bytes in the connection's outbox."""
         return self.ws.queued
+
+    def handing_over(self) -> bool:
+        """The reader delivers a whole frame's message and can hand its task over."""
+        return self.ws.handing_over
 
     async def shutdown(self) -> None:
         """The server is stopping: close with 1001 (Going Away)."""

@@ -29,6 +29,7 @@ from rollout.engine.loop import Disconnected, Sink
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
+from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
 from rollout.store.redis import RedisStore
 
@@ -128,7 +129,7 @@ class Cluster(Owning):
             if holder is not None and self.service is not None:
                 holder.gone.set()
                 self.service.live.detach(holder)
-        elif kind in ("append", "cancel", "inject"):
+        elif kind in FORWARDED:  # a client event for a live rollout this worker owns
             assert self.nursery is not None
             self.nursery.start_soon(self._serve, message)
 

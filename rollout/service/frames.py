@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
+import attrs
+
 from protocol import codec
 from protocol.errors import ProtocolError, clip
 from protocol.lanes import Lane
-from protocol.request import CreateRequest, InjectRequest
-from protocol.validate import INVALID_STREAM_ID, STREAM_ID, validate_create
+from protocol.request import CancelRequest, InjectRequest
+from protocol.validate import INVALID_STREAM_ID, STREAM_ID
 
 
 def binary_frame() -> ProtocolError:
@@ -56,10 +58,38 @@ def event_type(value: dict[str, Any], known: Collection[str]) -> str:
     return str(kind)
 
 
-def decode_create(value: dict[str, Any]) -> CreateRequest:
-    req = codec.decode_create(value)
-    validate_create(req, websocket=True)
-    return req
+def decode_cancel(value: dict[str, Any]) -> CancelRequest:
+    return codec.decode_object(value, CancelRequest)
+
+
+@attrs.frozen
+class SteerFrame:
+    """A `response.steer` as sent: the response it names, its input as sent, and what is wrong
+    with the frame itself, if anything. A bad steer is answered `response.steer.failed` on the
+    response it names (rollout.service.steer), never with an `error` event, so decoding one
+    does not raise."""
+
+    target_id: str
+    raw: Any
+    problem: str | None = None
+
+
+STEER_KEYS = frozenset({"type", "previous_response_id", "input"})
+
+
+def decode_steer(value: dict[str, Any]) -> SteerFrame:
+    target = value.get("previous_response_id")
+    target_id = target if isinstance(target, str) else ""
+    extra = sorted(set(value) - STEER_KEYS)
+    problem = None
+    if extra:
+        problem = (
+            f"Unknown parameter: '{extra[0]}'. response.steer accepts only 'type', "
+            "'previous_response_id' and 'input'."
+        )
+    elif not target_id:
+        problem = "Missing required parameter: 'previous_response_id'."
+    return SteerFrame(target_id, value.get("input"), problem)
 
 
 def decode_inject(value: dict[str, Any]) -> tuple[InjectRequest, Any]:

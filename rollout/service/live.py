@@ -26,7 +26,6 @@ from protocol.lifetime import WAITING, Lifetime, Move, State, response_not_suspe
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
-from rollout.engine.faults import Plan
 from rollout.engine.loop import Call, Cancel, Disconnected, EndRollout, Rollout, Sink
 from rollout.engine.mailbox import Note
 from rollout.service.config import ServerConfig
@@ -241,26 +240,30 @@ class LiveRollouts:
         owner: str | None,
         lane: str | None,
         billing: trio.Nursery | None,
-        plan: Plan | None = None,
-        announces: bool = True,
     ) -> Live:
+        """Start the rollout's loop in the live rollouts' nursery (as its plan says: whether
+        its pauses are announced)."""
         if len(self.rollouts) >= self.config.max_live_rollouts:
             raise too_many_suspended(self.config.max_live_rollouts)
         live = Live(
-            prepared=prepared, owner=owner, lane=lane, config=self.config, announces=announces
+            prepared=prepared,
+            owner=owner,
+            lane=lane,
+            config=self.config,
+            announces=self.engine.plan_of(prepared).announces,
         )
         live.attach(sink, holder)
         prepared.rollout.sink = live.relay
         self.rollouts[live.id] = live
         self.engine.stats.live_rollouts += 1
         assert self.nursery is not None, "LiveRollouts.run must be started first"
-        self.nursery.start_soon(self._drive, live, billing, plan)
+        self.nursery.start_soon(self._drive, live, billing)
         return live
 
-    async def _drive(self, live: Live, billing: trio.Nursery | None, plan: Plan | None) -> None:
+    async def _drive(self, live: Live, billing: trio.Nursery | None) -> None:
         try:
             await self.engine.run(
-                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel, plan=plan
+                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel
             )
         finally:
             live.lifetime.handle(Move.FINISH)

@@ -4,7 +4,7 @@
 # and a RemoteHolder (one per HTTP request or WebSocket session there, dropped when it ends).
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -101,27 +101,8 @@ class Owning:
         sink = RemoteSink(self, worker, token)
         hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
         try:
-            if message["k"] == "cancel":  # over WebSocket the canceller takes the rollout over
-                take = hold is Hold.UNTIL_END
-                live = self.service.cancel(rid, owner, sink if take else None, holder)
-                await live.done.wait()
-                final = codec.to_json(live.prepared.rollout.stream.response)
-                self.publish(worker, {"k": "end", "t": token, "response": final})
+            if not await SERVE[message["k"]](self, message, rid, owner, sink, holder, hold):
                 return
-            items = items_of(message["items"])
-            if message["k"] == "inject":
-                if not self._inject(message, rid, owner, items, sink, holder):
-                    return
-            else:
-                await self.service.append(
-                    rid,
-                    items,
-                    self.service.engine.stats.new_work(),
-                    sink,
-                    owner=owner,
-                    holder=holder,
-                    hold=hold,
-                )
         except ProtocolError as exc:
             self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
             return
@@ -136,6 +117,53 @@ class Owning:
             self.publish(worker, {"k": "ack", "t": token, "attached": False})
             return
         self.publish(worker, {"k": "end", "t": token})
+
+    async def _cancel(
+        self,
+        message: dict[str, Any],
+        rid: str,
+        owner: str | None,
+        sink: RemoteSink,
+        holder: RemoteHolder,
+        hold: Hold,
+    ) -> bool:
+        """Stop the rollout; over WebSocket the canceller takes it over. Its final response
+        goes back (False: nothing follows)."""
+        del message
+        assert self.service is not None
+        take = hold is Hold.UNTIL_END
+        live = self.service.cancel(rid, owner, sink if take else None, holder)
+        await live.done.wait()
+        final = codec.to_json(live.prepared.rollout.stream.response)
+        self.publish(sink.worker, {"k": "end", "t": sink.token, "response": final})
+        return False
+
+    async def _append(
+        self,
+        message: dict[str, Any],
+        rid: str,
+        owner: str | None,
+        sink: RemoteSink,
+        holder: RemoteHolder,
+        hold: Hold,
+    ) -> bool:
+        assert self.service is not None
+        work = self.service.engine.stats.new_work()
+        items = items_of(message["items"])
+        await self.service.append(rid, items, work, sink, owner=owner, holder=holder, hold=hold)
+        return True
+
+    async def _inject_for(
+        self,
+        message: dict[str, Any],
+        rid: str,
+        owner: str | None,
+        sink: RemoteSink,
+        holder: RemoteHolder,
+        hold: Hold,
+    ) -> bool:
+        del hold
+        return self._inject(message, rid, owner, items_of(message["items"]), sink, holder)
 
     def _inject(
         self,
@@ -172,6 +200,18 @@ class Owning:
                 self.publish(sink.worker, {"k": "ev", "t": sink.token, "e": event})
                 self.publish(sink.worker, {"k": "end", "t": sink.token})
             return False
+
+
+Serve = Callable[
+    [Owning, dict[str, Any], str, str | None, RemoteSink, RemoteHolder, Hold], Awaitable[bool]
+]
+#: The owner's side of each client event forwarded to it (rollout.service.session.EVENTS'
+#: `forward`): True when the asking client then hears whether it holds the rollout.
+SERVE: dict[str, Serve] = {
+    "append": Owning._append,
+    "cancel": Owning._cancel,
+    "inject": Owning._inject_for,
+}
 
 
 async def _set_then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:

@@ -142,11 +142,18 @@ class Service:
         sink: Sink,
         *,
         owner: str | None,
-        context: Context | None = None,
+        hold: Hold,
+        cached: Callable[[str], Context | None] | None = None,
         route: Route | None = None,
     ) -> Prepared:
-        """Pre-inference work; raises ProtocolError before any event exists."""
-        return await self.engine.prepare(req, work, sink, base=context, route=route, owner=owner)
+        """Pre-inference work, then the create's plan (its shape and faults: CreatePlan), made
+        here once for every part that acts on it; raises ProtocolError before any event
+        exists. `cached`: a connection's cache of contexts by response id."""
+        prepared = await self.engine.prepare(
+            req, work, sink, cached=cached, route=route, owner=owner
+        )
+        self.engine.plan_of(prepared, held=hold is Hold.UNTIL_END)
+        return prepared
 
     async def run(
         self,
@@ -164,18 +171,15 @@ class Service:
         pause (UNTIL_PAUSE) or its end, or when `closing` is set (UNTIL_END). Billing blocks
         unless `billing` is given (WebSocket); a live rollout's background billing runs in the
         live rollouts' nursery, which outlives the connection."""
-        plan = self.engine.draw_faults()
-        refusal = plan.refusal() if prepared.request.generate is not False else None
+        plan = self.engine.plan_of(prepared)
+        refusal = plan.refusal()
         if refusal is not None:  # fails the way the real API does: before any event
             raise refusal
-        req = prepared.request
-        if self.engine.model is not None:  # a real engine's refusal is the request's, too
-            await self.engine.open(prepared)
-        multi_agent = req.waits_for_inject and hold is Hold.UNTIL_END
-        if req.shape != "append" and not multi_agent:
+        await self.engine.open(prepared)  # a real engine's refusal is the request's, too
+        if not plan.live:
             if self.cluster is not None or self.events is not None:
                 self._log(prepared)
-            await self.engine.run(prepared, END_RESPONSE, billing=billing, plan=plan)
+            await self.engine.run(prepared, END_RESPONSE, billing=billing)
             return
         if self.cluster is not None:
             await self.cluster.claim(prepared, lane)
@@ -187,8 +191,6 @@ class Service:
                 owner=prepared.owner,
                 lane=lane,
                 billing=self.live.nursery if billing is not None else None,
-                plan=plan,
-                announces=not multi_agent,
             )
         except BaseException:
             if self.cluster is not None:  # it never started: no record of it
@@ -204,7 +206,7 @@ class Service:
     def _log(self, prepared: Prepared) -> None:
         """With many workers, a stored response's events go to its event log as they pass (and
         a live rollout's state to its record at each pause)."""
-        if self.cluster is not None and prepared.request.shape == "append":
+        if self.cluster is not None and prepared.request.shape == "append":  # (pauses)
             prepared.rollout.sink = PauseTap(prepared.rollout.sink, self.cluster, prepared)
         if self.events is not None and prepared.request.store:
             prepared.rollout.sink = self.events.sink(prepared, prepared.rollout.sink)
@@ -214,7 +216,7 @@ class Service:
     ) -> Response:
         """An HTTP create: prepare, run, and return the response as it stands when the request
         lets go (its end, or an append rollout's first pause)."""
-        prepared = await self.prepare(req, work, sink, owner=owner)
+        prepared = await self.prepare(req, work, sink, owner=owner, hold=Hold.UNTIL_PAUSE)
         await self.run(prepared, holder=holder, hold=Hold.UNTIL_PAUSE)
         return prepared.rollout.stream.response
 
@@ -328,12 +330,17 @@ class Service:
     # -- decoding -------------------------------------------------------------------------------
 
     async def decode_create(
-        self, body: bytes | str, *, websocket: bool, betas: frozenset[str] = frozenset()
+        self, body: bytes | str, *, betas: frozenset[str] = frozenset()
     ) -> CreateRequest:
+        """An HTTP create's body, decoded (a large one in a worker thread) and checked."""
         req = await off_loop(codec.decode_create, body, len(body))
+        self.check_create(req, websocket=False, betas=betas)
+        return req
+
+    def check_create(self, req: CreateRequest, *, websocket: bool, betas: frozenset[str]) -> None:
+        """A create's cross-field rules and the beta features it needs, on either transport."""
         validate_create(req, websocket=websocket)
         check_betas(req, betas)
-        return req
 
 
 async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:

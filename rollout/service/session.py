@@ -9,7 +9,7 @@ import collections
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -19,21 +19,51 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
-from protocol.validate import check_betas
 from rollout.conversation.context import Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.loop import Disconnected, Sink
 from rollout.service import frames
 from rollout.service.inject import inject
-from rollout.service.service import OFF_LOOP_BYTES, Hold, Service, off_loop
+from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 
-Refuse = Callable[[ProtocolError, Lane], Awaitable[None]]
 After = Callable[[], Awaitable[None]]  # what a frame's handling does next in the reader's task
 Receive = Callable[[str | bytes], Awaitable[After | None]]
 Spawn = Callable[[Callable[[], Awaitable[None]]], None]
 Read = Callable[[Receive, Spawn, Callable[[], None]], Awaitable[None]]
+
+
+class Transport(Protocol):
+    """What a Session asks of the connection it serves (rollout.server.ws.WsTransport)."""
+
+    def sink_for(self, lane: Lane) -> Sink:
+        """The sink of a lane's events."""
+        ...
+
+    async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
+        """Send an `error` event on `lane`."""
+        ...
+
+    async def hangup(self) -> None:
+        """Close after a malformed event that ends the connection (`response.inject`)."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Close because the server stops."""
+        ...
+
+    def queued(self) -> int:
+        """Bytes held for the client, not yet written (the outbox)."""
+        ...
+
+    def handing_over(self) -> bool:
+        """Whether the reader can hand its task to the frame being handled (see receive)."""
+        ...
+
+    def active(self, count: int) -> None:
+        """The session's creates queued, running or suspended are now `count` (idle limit)."""
+        ...
 
 
 @attrs.frozen
@@ -48,11 +78,7 @@ class Session:
     service: Service
     owner: str | None  # the API key the handshake authenticated, if keys are configured
     taps: Taps
-    sink_for: Callable[[Lane], Sink]  # the transport's sink for a lane
-    refuse: Refuse  # the transport's error event, on a lane
-    shutdown: Callable[[], Awaitable[None]]  # the transport's close when the server stops
-    hangup: Callable[[], Awaitable[None]] | None = None  # close after a malformed inject
-    outbox: Callable[[], int] = lambda: 0  # the transport's bytes queued for the client
+    transport: Transport
     betas: frozenset[str] = frozenset()  # the handshake's OpenAI-Beta features
     book: LaneBook[Context] = attrs.field(init=False)
     steer: Steerer = attrs.field(init=False)
@@ -62,9 +88,6 @@ class Session:
     closing: trio.Event = attrs.field(factory=trio.Event)
     responses: int = 0  # response.create frames accepted
     active: int = 0  # creates queued, running or suspended (their lane holds them)
-    on_active: Callable[[int], None] | None = None  # told `active` when it changes (idle limit)
-    # The transport's reader may hand its task to the frame being handled (see `receive`).
-    handing_over: Callable[[], bool] = lambda: False
     _nursery: trio.Nursery | None = None
     _billing: trio.Nursery | None = None
 
@@ -81,6 +104,15 @@ class Session:
         self.in_flight = trio.Semaphore(c.max_in_flight)
         self.steer = Steerer(self.send_on, c.max_pending_steers)
 
+    def sink_for(self, lane: Lane) -> Sink:
+        return self.transport.sink_for(lane)
+
+    async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
+        await self.transport.refuse(exc, lane)
+
+    async def shutdown(self) -> None:
+        await self.transport.shutdown()
+
     async def send_on(self, lane: Lane, event: Event) -> None:
         with contextlib.suppress(Disconnected):
             await self.sink_for(lane).emit(event)
@@ -92,7 +124,7 @@ class Session:
     @property
     def queued(self) -> int:
         """Bytes the transport holds for the client, not yet written (its outbox)."""
-        return self.outbox()
+        return self.transport.queued()
 
     async def serve(self, read: Read) -> None:
         """Handle the client's frames: `read` gives each to `receive`, in order, in the task
@@ -139,33 +171,30 @@ class Session:
         work = self.service.engine.stats.new_work()
         lane: Lane = None
         value: object = None
+        row: ClientEvent | None = None
         try:
             size = len(message)
             with work.stage("decode", items=1) as c:
                 c.tokens = size
-                small = size < OFF_LOOP_BYTES  # (decoded here; a large frame in a thread)
-                value = (
-                    codec.loads(message) if small else await off_loop(codec.loads, message, size)
-                )
+                value = await off_loop(codec.loads, message, size)
                 frame = frames.frame_object(value)
                 lane = frames.lane_of(frame)
-                kind = frames.event_type(frame, EVENTS)
-                decode = EVENTS[kind][0]
-                request = decode(frame) if small else await off_loop(decode, frame, size)
-            return await EVENTS[kind][1](self, request, work, size)
+                row = EVENTS[frames.event_type(frame, EVENTS)]
+                request = await off_loop(row.decode, frame, size)
+            return await row.handle(self, request, work, size)
         except ProtocolError as exc:
-            sent = value.get("type") if isinstance(value, dict) else None
-            if sent == "response.create" and isinstance(value, dict):
-                self.book.refused(value.get("previous_response_id"), lane)
-            await self.refuse(exc, lane)
-            if sent == "response.inject" and self.hangup is not None:
-                await self.hangup()  # a malformed inject closes the connection
+            if row is None and isinstance(value, dict):  # its type may be known, if not its lane
+                row = EVENTS.get(str(value.get("type")))
+            if row is None or not isinstance(value, dict):
+                await self.refuse(exc, lane)
+            else:
+                await row.refused(self, value, lane, exc)
         return None
 
     async def _create(self, req: CreateRequest, work: Work, size: int) -> After | None:
         """Queue the create on its lane; its lane's run, if this task is to do it (see
         `receive`)."""
-        check_betas(req, self.betas)
+        self.service.check_create(req, websocket=True, betas=self.betas)
         lane = req.stream_id
         self.book.admit(lane, req.previous_response_id, size)
         self.responses += 1
@@ -176,7 +205,7 @@ class Session:
             jobs.append(job)
             return None
         jobs = self.lanes[lane] = collections.deque([job])
-        if self.handing_over() and not self.closed:
+        if self.transport.handing_over() and not self.closed:
             try:
                 self.in_flight.acquire_nowait()
             except trio.WouldBlock:
@@ -189,8 +218,7 @@ class Session:
 
     def _active_by(self, delta: int) -> None:
         self.active += delta
-        if self.on_active is not None:
-            self.on_active(self.active)
+        self.transport.active(self.active)
 
     async def _append(self, append: AppendRequest, work: Work, size: int) -> None:
         """`response.append`: resume a suspended rollout of this connection, or a parked one
@@ -221,9 +249,9 @@ class Session:
         except ProtocolError as exc:
             await self.refuse(exc, live.lane)
 
-    async def _steer(self, value: dict[str, Any], work: Work, size: int) -> None:
+    async def _steer(self, frame: frames.SteerFrame, work: Work, size: int) -> None:
         del work, size
-        await self.steer.steer(value)
+        await self.steer.steer(frame)
 
     async def _cancel(self, cancel: CancelRequest, work: Work, size: int) -> None:
         del work, size
@@ -302,14 +330,13 @@ class Session:
         """One response on `lane`: prepare (None if refused), register, run, cache."""
         parent = req.previous_response_id
         try:
-            fresh = req.previous_response_id is None
-            base = Context() if fresh else await self._base(lane, req, work)
             prepared = await self.service.prepare(
                 req,
                 work,
                 self.sink_for(lane),
                 owner=self.owner,
-                context=base,
+                hold=Hold.UNTIL_END,
+                cached=functools.partial(self._cached, lane, work),
                 route=self.routes.get((req.model, req.prompt_cache_key)),
             )
         except ProtocolError as exc:
@@ -320,7 +347,7 @@ class Session:
         if pinned:
             self.book.unpin(parent)
         self.routes.setdefault((req.model, req.prompt_cache_key), prepared.rollout.route)
-        live = req.shape == "append" or req.waits_for_inject
+        live = self.service.engine.plan_of(prepared).live
         known = self.steer.register(lane, prepared.rollout, req, live)
         try:
             await self.service.run(
@@ -339,31 +366,68 @@ class Session:
             self.book.remember(lane, response.id, prepared.rollout.ctx)
         return known
 
-    async def _base(self, lane: Lane, req: CreateRequest, work: Work) -> Context:
-        """The context a create continues: the cached one in place, a copy of it (a fork), a
-        store restore (a miss), or a fresh one."""
-        parent = req.previous_response_id
-        if parent is None:
-            return Context()
+    def _cached(self, lane: Lane, work: Work, parent: str) -> Context | None:
+        """The context of `parent` that the connection cache holds for a create on `lane`: in
+        place, or a copy (a fork); None on a miss (the store may have it)."""
         taken = self.book.take(parent, lane)
         if taken is None:
-            # A miss: the store may have it (store: true); otherwise previous_response_not_found.
-            return await self.service.engine.restore(parent, work, self.owner)
+            return None
         if taken.how == "in_place":
             return taken.value
         with work.stage("store", items=1):
             return taken.value.fork()
 
 
-#: The client events of WebSocket mode: type -> (decode, handle).
-#: (A handler returns what the reading task does next, if it takes that task: only a create.)
-EVENTS: dict[str, tuple[Callable[[Any], Any], Callable[..., Awaitable[After | None]]]] = {
-    "response.create": (frames.decode_create, Session._create),
-    "response.append": (codec.decode_append, Session._append),
-    "response.inject": (frames.decode_inject, inject),
-    "response.steer": (lambda v: v, Session._steer),  # validated by the steerer (failed event)
-    "response.cancel": (lambda v: codec.decode_object(v, CancelRequest), Session._cancel),
+Refused = Callable[["Session", dict[str, Any], Lane, ProtocolError], Awaitable[None]]
+
+
+async def _refuse(session: Session, frame: dict[str, Any], lane: Lane, exc: ProtocolError) -> None:
+    """A refused client event: an `error` event on its lane."""
+    del frame
+    await session.refuse(exc, lane)
+
+
+async def _refuse_create(
+    session: Session, frame: dict[str, Any], lane: Lane, exc: ProtocolError
+) -> None:
+    """A refused create: the connection cache drops the response it would have continued."""
+    session.book.refused(frame.get("previous_response_id"), lane)
+    await session.refuse(exc, lane)
+
+
+async def _refuse_inject(
+    session: Session, frame: dict[str, Any], lane: Lane, exc: ProtocolError
+) -> None:
+    """A malformed inject closes the connection after its error (its outputs cannot be
+    placed)."""
+    await session.refuse(exc, lane)
+    await session.transport.hangup()
+
+
+@attrs.frozen
+class ClientEvent:
+    """A client event of WebSocket mode: how its frame is decoded (pure; a large frame's in a
+    worker thread), which Session handler runs it (returning what the reading task does next,
+    if it takes that task: only a create), how it is refused (an `error` event, and what else
+    a refusal of it means), and, for one that may reach a live rollout of another worker, the
+    kind it is forwarded as (run there by the owner's side, rollout.service.owning.SERVE)."""
+
+    decode: Callable[[dict[str, Any]], Any]
+    handle: Callable[..., Awaitable[After | None]]
+    refused: Refused = _refuse
+    forward: str | None = None
+
+
+#: The client events of WebSocket mode, by type (in the order refusals list them).
+EVENTS: dict[str, ClientEvent] = {
+    "response.create": ClientEvent(codec.decode_create, Session._create, _refuse_create),
+    "response.append": ClientEvent(codec.decode_append, Session._append, forward="append"),
+    "response.inject": ClientEvent(frames.decode_inject, inject, _refuse_inject, forward="inject"),
+    "response.steer": ClientEvent(frames.decode_steer, Session._steer),
+    "response.cancel": ClientEvent(frames.decode_cancel, Session._cancel, forward="cancel"),
 }
+#: The kinds of event forwarded to the worker that owns a live rollout.
+FORWARDED = frozenset(row.forward for row in EVENTS.values() if row.forward is not None)
 
 
 async def _acquire(semaphore: trio.Semaphore) -> None:

@@ -27,11 +27,11 @@ from protocol.request import CreateRequest
 from rollout.conversation.ids import new_id
 from rollout.engine.loop import Rollout
 from rollout.engine.mailbox import Note
+from rollout.service.frames import SteerFrame
 
 Send = Callable[[Lane, Event], Awaitable[None]]
 SUCCESSOR_FAILED = "We couldn't start the next response. Send this steering input again with "
 SUCCESSOR_FAILED += "response.create."
-STEER_KEYS = frozenset({"type", "previous_response_id", "input"})
 
 
 @attrs.define(eq=False)
@@ -83,22 +83,13 @@ class Steerer:
 
     # -- response.steer -------------------------------------------------------------------------
 
-    async def steer(self, value: dict[str, Any]) -> None:
-        """Handle one `response.steer` frame (already JSON): accept it or answer
-        `response.steer.failed` with the input as sent."""
-        raw = value.get("input")
-        target = value.get("previous_response_id")
-        target_id = target if isinstance(target, str) else ""
-        extra = sorted(set(value) - STEER_KEYS)
+    async def steer(self, frame: SteerFrame) -> None:
+        """Handle one `response.steer` frame: accept it or answer `response.steer.failed` with
+        the input as sent."""
+        raw, target_id = frame.raw, frame.target_id
         known = self.known.get(target_id)
-        if extra or not target_id:
-            message = (
-                f"Unknown parameter: '{extra[0]}'. response.steer accepts only 'type', "
-                "'previous_response_id' and 'input'."
-                if extra
-                else "Missing required parameter: 'previous_response_id'."
-            )
-            await self._fail(known, target_id, raw, "invalid_input", message)
+        if frame.problem is not None:
+            await self._fail(known, target_id, raw, "invalid_input", frame.problem)
             return
         if known is None:
             message = f"Response with id '{target_id}' not found."

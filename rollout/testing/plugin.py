@@ -13,7 +13,7 @@ import trio
 
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
-from rollout.engine.faults import MESSAGES, Faults, Plan
+from rollout.engine.faults import MESSAGES, FaultPlan, Faults
 from rollout.model.policy import ScriptedPolicy, Step
 from rollout.model.profiles import INFERENCE_PROFILES, InferenceProfile
 from rollout.model.script import steps as parse_steps
@@ -65,7 +65,7 @@ class RolloutServer(Endpoints):
         latency."""
         if error is not None and error not in MESSAGES:
             raise ValueError(f"unknown fault code {error!r} (known: {', '.join(MESSAGES)})")
-        plan = Plan(error=error, disconnect_after=disconnect_after, latency_s=latency_s)
+        plan = FaultPlan(error=error, disconnect_after=disconnect_after, latency_s=latency_s)
         if next_only:
             if self.engine.faults is None:
                 self.engine.faults = Faults()

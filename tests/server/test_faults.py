@@ -12,13 +12,13 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 import rollout
 from rollout.client import ClientError, HttpClient
 from rollout.engine.executors import EndResponse
-from rollout.engine.faults import MESSAGES, Faults, Plan, parse_errors
+from rollout.engine.faults import MESSAGES, FaultPlan, Faults, parse_errors
 from rollout.testing.plugin import RolloutServer
 from support.drive import prepare, scripted
 
 
 def test_plans_are_deterministic_under_a_seed() -> None:
-    def draws(seed: int) -> list[Plan]:
+    def draws(seed: int) -> list[FaultPlan]:
         f = Faults(errors={"server_error": 0.3, "rate_limit_exceeded": 0.2}, seed=seed)
         return [f.next_plan() for _ in range(200)]
 

@@ -43,21 +43,29 @@ async def run_session(handing: bool, frames: list[str]) -> tuple[list[object], l
     events: list[str] = []
     returned: list[object] = []
 
-    async def refuse(exc: Exception, lane: Lane) -> None:
-        raise AssertionError(exc)
+    class Transport:
+        def sink_for(self, lane: Lane) -> Any:
+            return sink(events)
 
-    async def nothing() -> None:
-        pass
+        async def refuse(self, exc: Exception, lane: Lane) -> None:
+            raise AssertionError(exc)
 
-    session = Session(
-        service,
-        None,
-        TapConfig().open("ws", 1, Stats()),
-        lambda lane: sink(events),
-        refuse,
-        nothing,
-    )
-    session.handing_over = lambda: handing
+        async def hangup(self) -> None:
+            pass
+
+        async def shutdown(self) -> None:
+            pass
+
+        def queued(self) -> int:
+            return 0
+
+        def handing_over(self) -> bool:
+            return handing
+
+        def active(self, count: int) -> None:
+            pass
+
+    session = Session(service, None, TapConfig().open("ws", 1, Stats()), Transport())
 
     async def read(receive: Any, spawn: Any, ended: Any) -> None:
         """The transport's part: each frame to the session; a run it returns goes on in a

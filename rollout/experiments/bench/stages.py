@@ -17,6 +17,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, cast
 
+import attrs
 import orjson
 from trio_websocket import open_websocket_url
 
@@ -71,12 +72,12 @@ def serve_cut(recorded: str, stage: str) -> None:
         await ws.send_messages(frames[first:])
 
     if stage == "decoded":
-        decode, _ = session.EVENTS["response.create"]
+        row = session.EVENTS["response.create"]
 
         async def create(self: Any, req: CreateRequest, work: Work, size: int) -> None:
             await answer(self.sink_for(None).ws)
 
-        session.EVENTS["response.create"] = (decode, create)
+        session.EVENTS["response.create"] = attrs.evolve(row, handle=create)
     elif stage == "lane":
 
         async def respond(
