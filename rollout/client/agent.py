@@ -1,14 +1,15 @@
-# One agent runner that drives a rollout in any of its modes with the same agent code:
-# http-full, http-chain, ws-full, ws-chain, ws-append, http-append, ws-inject (a multi-agent
-# response that waits for `response.inject`), and ws-steer (ws-chain steered once, timed from the
-# steer to the first token of the response that takes it).
+# One agent runner that drives a rollout in any of its modes (rollout.client.modes) with the same
+# agent code: only how each turn is sent differs, by the mode's transport and shape (the whole
+# history, a chain, an append, or an inject into a multi-agent response that waits for
+# `response.inject`); a steered mode (ws-steer) is a ws-chain steered once, timed from the steer
+# to the first token of the response that takes it.
 from __future__ import annotations
 
 import contextlib
 import inspect
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
@@ -29,13 +30,9 @@ from protocol.events import (
 from protocol.items import FunctionCall, FunctionCallOutput
 from protocol.validate import MULTI_AGENT_BETA
 from rollout.client.http import HttpClient
+from rollout.client.modes import Mode, mode_named
 from rollout.client.ws import WsClient, connect_ws
 
-MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append", "ws-inject")
-#: Modes that change the rollout itself (so they are not in the default comparison).
-SCENARIOS = ("ws-steer",)
-#: Modes whose whole rollout is one response.
-ONE_RESPONSE = frozenset({"ws-append", "http-append", "ws-inject"})
 STEER_TEXT = "Also keep the change small."
 
 
@@ -151,89 +148,127 @@ async def run_agent(
     how a turn is sent differs. `after_turn`, if given, is awaited after each turn is collected,
     before the client runs its tools (a measurement can read the server there).
     """
-    if mode not in MODES + SCENARIOS:
-        raise ValueError(f"unknown mode {mode!r}; choose from {', '.join(MODES + SCENARIOS)}")
-    transport, shape = mode.split("-")
+    m = mode_named(mode)
+    body = _first_body(m, request)
+    start = time.perf_counter()
+    async with _connect(m, base_url, api_key) as client:
+        run = _Rollout(m, client, body, tools, after_turn)
+        await run.run()
+    return run.result(time.perf_counter() - start)
+
+
+def _first_body(mode: Mode, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The first turn's create body: the request, with what the mode asks of the server."""
     body = dict(request)
     body.pop("stream", None)
-    body["store"] = mode == "http-chain"
-    if shape == "append":
+    body["store"] = mode.store
+    if mode.shape == "append":
         body["shape"] = "append"
-    if shape == "inject":
+    if mode.shape == "inject":
         body["multi_agent"] = {"enabled": True}
-    steer = Steer() if shape == "steer" else None
-    turns: list[Turn] = []
-    spans: list[tuple[str, float, float]] = []
-    client_seconds = 0.0
-    start = time.perf_counter()
-    async with AsyncExitStack() as stack:
-        if transport == "ws":
-            ws_url = base_url.replace("http", "ws", 1).rstrip("/") + "/responses"
-            betas = [MULTI_AGENT_BETA] if shape == "inject" else []
-            client: WsClient | HttpClient = await stack.enter_async_context(
-                connect_ws(ws_url, api_key, betas)
-            )
-        else:
-            client = await stack.enter_async_context(HttpClient(base_url, api_key))
-        history: list[dict[str, Any]] = _initial_input(body.get("input"))
+    return body
+
+
+def _connect(
+    mode: Mode, base_url: str, api_key: str | None
+) -> AbstractAsyncContextManager[WsClient | HttpClient]:
+    """A connection of the mode's transport (a multi-agent WebSocket asks for the beta)."""
+    if mode.transport == "http":
+        return HttpClient(base_url, api_key)
+    ws_url = base_url.replace("http", "ws", 1).rstrip("/") + "/responses"
+    betas = [MULTI_AGENT_BETA] if mode.shape == "inject" else []
+    return connect_ws(ws_url, api_key, betas)
+
+
+@attrs.define(eq=False)
+class _Rollout:
+    """One rollout as it runs on its connection: each turn sent the mode's way, collected, and
+    followed by the client's tools, until a turn leaves nothing for the client to do."""
+
+    mode: Mode
+    client: WsClient | HttpClient
+    body: dict[str, Any]  # the first turn's
+    tools: Mapping[str, Tool]
+    after_turn: Callable[[Turn], Awaitable[None]] | None
+    history: list[dict[str, Any]] = attrs.field(init=False)  # a `full` rollout's input so far
+    steer: Steer | None = attrs.field(init=False)
+    turns: list[Turn] = attrs.field(factory=list)
+    spans: list[tuple[str, float, float]] = attrs.field(factory=list)
+    client_seconds: float = 0.0
+
+    def __attrs_post_init__(self) -> None:
+        self.history = _initial_input(self.body.get("input"))
+        self.steer = Steer() if self.mode.steer else None
+
+    async def run(self) -> None:
         t = time.perf_counter()
-        events = await client.create(body)
-        if steer is not None:
-            assert isinstance(client, WsClient)
-            events = steer.watch(client, events)
-        turn = await collect(events, t, at_call=shape == "inject")
-        if steer is not None:
-            assert isinstance(client, WsClient)
-            turn = await steer.successor(client, turn, turns, spans, t)
-        turns.append(turn)
-        spans.append(("turn", t, t + turn.seconds))
-        if after_turn is not None:
-            await after_turn(turn)
+        turn = await self._create(self.body, t)
+        await self._record(turn, t)
         while turn.calls and turn.status in ("paused", "completed", "waiting"):
-            c = time.perf_counter()
-            outputs = [await _run_tool(tools, call) for call in turn.calls]
-            done = time.perf_counter()
-            client_seconds += done - c
-            spans.append(("client tools", c, done))
-            outputs = [_clean(o) for o in outputs]
+            outputs = await self._run_tools(turn)
             t = time.perf_counter()
-            if shape == "append":
-                turn = await collect(await client.append(turn.response_id, outputs), t)
-            elif shape == "inject":
-                assert isinstance(client, WsClient)
-                await client.inject(turn.response_id, outputs)
-                turn = await collect(client.events(), t, at_call=True)
-                turn.response_id = turn.response_id or turns[-1].response_id
-            elif shape in ("chain", "steer"):
-                nxt = {**body, "input": outputs, "previous_response_id": turn.response_id}
-                events = await client.create(nxt)
-                if steer is not None:
-                    assert isinstance(client, WsClient)
-                    events = steer.watch(client, events)
-                turn = await collect(events, t)
-                if steer is not None:
-                    assert isinstance(client, WsClient)
-                    turn = await steer.successor(client, turn, turns, spans, t)
-            else:
-                history += [_clean(o) for o in turn.output] + outputs
-                turn = await collect(await client.create({**body, "input": history}), t)
-            turns.append(turn)
-            spans.append(("turn", t, t + turn.seconds))
-            if after_turn is not None:
-                await after_turn(turn)
-    calls = [(c.name, c.arguments) for t in turns for c in t.calls]
-    return AgentResult(
-        mode=mode,
-        text=turns[-1].text,
-        calls=calls,
-        turns=turns,
-        seconds=time.perf_counter() - start,
-        client_seconds=client_seconds,
-        bytes_sent=client.bytes_sent,
-        bytes_received=client.bytes_received,
-        spans=spans,
-        steer_to_first_token_s=steer.seconds if steer is not None else None,
-    )
+            turn = await self._next(turn, outputs, t)
+            await self._record(turn, t)
+
+    def result(self, seconds: float) -> AgentResult:
+        return AgentResult(
+            mode=self.mode.name,
+            text=self.turns[-1].text,
+            calls=[(c.name, c.arguments) for t in self.turns for c in t.calls],
+            turns=self.turns,
+            seconds=seconds,
+            client_seconds=self.client_seconds,
+            bytes_sent=self.client.bytes_sent,
+            bytes_received=self.client.bytes_received,
+            spans=self.spans,
+            steer_to_first_token_s=self.steer.seconds if self.steer is not None else None,
+        )
+
+    async def _record(self, turn: Turn, started: float) -> None:
+        self.turns.append(turn)
+        self.spans.append(("turn", started, started + turn.seconds))
+        if self.after_turn is not None:
+            await self.after_turn(turn)
+
+    async def _run_tools(self, turn: Turn) -> list[dict[str, Any]]:
+        """The turn's calls run by the client's tools; their outputs, as input items."""
+        c = time.perf_counter()
+        outputs = [await _run_tool(self.tools, call) for call in turn.calls]
+        done = time.perf_counter()
+        self.client_seconds += done - c
+        self.spans.append(("client tools", c, done))
+        return [_clean(o) for o in outputs]
+
+    async def _create(self, body: Mapping[str, Any], started: float) -> Turn:
+        """One create request and its stretch of events (in a steered mode: steered once, and
+        followed to the response that takes the steer)."""
+        events = await self.client.create(body)
+        if self.steer is None:
+            return await collect(events, started, at_call=self.mode.at_call)
+        ws = self._ws()
+        turn = await collect(self.steer.watch(ws, events), started)
+        return await self.steer.successor(ws, turn, self.turns, self.spans, started)
+
+    async def _next(self, turn: Turn, outputs: list[dict[str, Any]], started: float) -> Turn:
+        """The turn after `turn`, sent with the tools' outputs the way the mode's shape says."""
+        shape = self.mode.shape
+        if shape == "append":
+            return await collect(await self.client.append(turn.response_id, outputs), started)
+        if shape == "inject":
+            ws = self._ws()
+            await ws.inject(turn.response_id, outputs)
+            nxt = await collect(ws.events(), started, at_call=True)
+            nxt.response_id = nxt.response_id or turn.response_id
+            return nxt
+        if shape == "chain":
+            chained = {**self.body, "input": outputs, "previous_response_id": turn.response_id}
+            return await self._create(chained, started)
+        self.history += [_clean(o) for o in turn.output] + outputs
+        return await self._create({**self.body, "input": self.history}, started)
+
+    def _ws(self) -> WsClient:
+        assert isinstance(self.client, WsClient)
+        return self.client
 
 
 @attrs.define

@@ -171,10 +171,29 @@ async def replay_session(
     at the same place: the k-th distinct id with that prefix on that connection and lane."""
     lines = load(path)
     split = urlsplit(base_url)
-    host, port = split.hostname or "127.0.0.1", split.port or 80
-    ws_url = f"ws://{host}:{port}/v1/responses"
+    recorded, boundary_before, totals = _scan(lines)
+    replay = _Replay(recorded, split.hostname or "127.0.0.1", split.port or 80, api_key, timeout)
+    async with AsyncExitStack() as stack:
+        nursery = await stack.enter_async_context(trio.open_nursery())
+        stack.callback(nursery.cancel_scope.cancel)
+        requests = [line for line in lines if line["dir"] == "in"]
+        for line, expected in zip(requests, boundary_before, strict=True):
+            await replay.settle(expected)
+            c = replay.conns.get(line["conn"])
+            if c is None:
+                c = await replay.open(line, stack, nursery)
+            await replay.send(c, line)
+        await replay.settle(totals)
+    return by_connection(
+        r for c in sorted(replay.conns.values(), key=lambda c: c.number) for r in c.received
+    )
+
+
+def _scan(lines: Iterable[Mapping[str, Any]]) -> tuple[_Ids, list[dict[int, int]], Counter[int]]:
+    """The recording's ids; for each request, how many boundaries each WebSocket connection had
+    recorded before it; and how many each had in all."""
     recorded = _Ids()
-    boundary_before: list[dict[int, int]] = []  # per line: ws conn -> boundaries recorded so far
+    boundary_before: list[dict[int, int]] = []  # per request: ws conn -> boundaries so far
     totals: Counter[int] = Counter()
     for line in lines:
         if line["dir"] == "out":
@@ -185,99 +204,123 @@ async def replay_session(
                     totals[line["conn"]] += 1
         else:
             boundary_before.append(dict(totals))
-    new = _Ids()
-    conns: dict[int, _Conn] = {}
-    progress = trio.Event()  # set (and replaced) whenever a WebSocket hits a boundary or closes
+    return recorded, boundary_before, totals
 
-    def advanced() -> None:
-        nonlocal progress
-        progress.set()
-        progress = trio.Event()
 
-    def rewrite(value: Any) -> Any:
+@attrs.define(eq=False)
+class _Replay:
+    """A replay under way: the connections opened so far, the new server's ids as they arrive,
+    and the WebSocket readers' progress."""
+
+    recorded: _Ids
+    host: str
+    port: int
+    api_key: str | None
+    timeout: float
+    new: _Ids = attrs.field(factory=_Ids)
+    conns: dict[int, _Conn] = attrs.field(factory=dict)
+    #: Set (and replaced) whenever a WebSocket hits a boundary or closes.
+    progress: trio.Event = attrs.field(factory=trio.Event)
+
+    def advanced(self) -> None:
+        self.progress.set()
+        self.progress = trio.Event()
+
+    def rewrite(self, value: Any) -> Any:
+        """A recorded request's JSON with each recorded id replaced by the new id at its place."""
+
         def swap(match: re.Match[str]) -> str:
             found = match.group(0)
-            place = recorded.where.get(found)
+            place = self.recorded.where.get(found)
             if place is None:
                 return found
             key, k = place
-            seen = new.seen.get(key, [])
+            seen = self.new.seen.get(key, [])
             return seen[k] if k < len(seen) else found
 
         if isinstance(value, str):
             return ID.sub(swap, value)
         if isinstance(value, dict):
-            return {k: rewrite(v) for k, v in value.items()}
+            return {k: self.rewrite(v) for k, v in value.items()}
         if isinstance(value, list):
-            return [rewrite(v) for v in value]
+            return [self.rewrite(v) for v in value]
         return value
 
-    async def read(c: _Conn, ws: WebSocketConnection) -> None:
+    async def settle(self, expected: Mapping[int, int]) -> None:
+        """Wait (at most `timeout`) until every open WebSocket has had its `expected` boundaries."""
+        with trio.move_on_after(self.timeout):
+            while any(
+                c.boundaries < expected.get(c.number, 0) and not c.closed
+                for c in self.conns.values()
+                if c.transport == "ws"
+            ):
+                await self.progress.wait()
+
+    async def open(
+        self, line: Mapping[str, Any], stack: AsyncExitStack, nursery: trio.Nursery
+    ) -> _Conn:
+        """The connection that stands for the recorded one whose first request is `line`."""
+        number = line["conn"]
+        c = self.conns[number] = _Conn(number, line["transport"])
+        if c.transport == "ws":
+            key = self.api_key
+            headers = [(b"authorization", f"Bearer {key}".encode())] if key else []
+            c.ws = await stack.enter_async_context(
+                open_websocket_url(
+                    f"ws://{self.host}:{self.port}/v1/responses",
+                    extra_headers=headers,
+                    max_message_size=1 << 26,
+                )
+            )
+            nursery.start_soon(self.read, c, c.ws)
+        else:
+            c.http = HttpClient(f"http://{self.host}:{self.port}", self.api_key)
+            stack.push_async_callback(c.http.aclose)
+        return c
+
+    async def read(self, c: _Conn, ws: WebSocketConnection) -> None:
+        """A WebSocket's events as they come, counting its boundaries, until it closes."""
         try:
             while True:
                 message = await ws.get_message()
                 record = {"transport": "ws", "conn": c.number, "event": parse(message)}
                 c.received.append(record)
-                new.note(record)
+                self.new.note(record)
                 event = record["event"]
                 if isinstance(event, dict) and event.get("type") in BOUNDARY:
                     c.boundaries += 1
-                    advanced()
+                    self.advanced()
         except ConnectionClosed:
             c.closed = True
-            advanced()
+            self.advanced()
 
-    async def settle(expected: Mapping[int, int]) -> None:
-        with trio.move_on_after(timeout):
-            while any(
-                c.boundaries < expected.get(c.number, 0) and not c.closed
-                for c in conns.values()
-                if c.transport == "ws"
-            ):
-                await progress.wait()
+    async def send(self, c: _Conn, line: Mapping[str, Any]) -> None:
+        """One recorded request sent again on its connection."""
+        if c.ws is not None:
+            await self._send_ws(c, c.ws, line)
+        elif c.http is not None:
+            await self._send_http(c, c.http, line)
 
-    async with AsyncExitStack() as stack:
-        nursery = await stack.enter_async_context(trio.open_nursery())
-        stack.callback(nursery.cancel_scope.cancel)
-        requests = [line for line in lines if line["dir"] == "in"]
-        for line, expected in zip(requests, boundary_before, strict=True):
-            await settle(expected)
-            number = line["conn"]
-            c = conns.get(number)
-            if c is None:
-                c = conns[number] = _Conn(number, line["transport"])
-                if c.transport == "ws":
-                    headers = [(b"authorization", f"Bearer {api_key}".encode())] if api_key else []
-                    c.ws = await stack.enter_async_context(
-                        open_websocket_url(ws_url, extra_headers=headers, max_message_size=1 << 26)
-                    )
-                    nursery.start_soon(read, c, c.ws)
-                else:
-                    c.http = HttpClient(f"http://{host}:{port}", api_key)
-                    stack.push_async_callback(c.http.aclose)
-            if c.ws is not None:
-                if c.closed:  # closed by the server: what was sent after is not replayed
-                    continue
-                if "binary" in line:
-                    message: str | bytes = base64.b64decode(line["binary"])
-                elif "text" in line:
-                    message = str(line["text"])
-                else:
-                    message = orjson.dumps(rewrite(line.get("frame"))).decode()
-                try:
-                    await c.ws.send_message(message)
-                except ConnectionClosed:
-                    c.closed = True
-            elif c.http is not None:
-                start = len(c.received)
-                tag = {"transport": "http", "conn": number}
-                try:
-                    await _exchange(c.http, rewrite(payload(line)), c.received, tag)
-                except (OSError, h11.ProtocolError, trio.BrokenResourceError, SSEError):
-                    await c.http.aclose()  # the server dropped the connection mid-reply
-                for record in c.received[start:]:
-                    new.note(record)
-        await settle(totals)
-    return by_connection(
-        r for c in sorted(conns.values(), key=lambda c: c.number) for r in c.received
-    )
+    async def _send_ws(self, c: _Conn, ws: WebSocketConnection, line: Mapping[str, Any]) -> None:
+        if c.closed:  # closed by the server: what was sent after is not replayed
+            return
+        if "binary" in line:
+            message: str | bytes = base64.b64decode(line["binary"])
+        elif "text" in line:
+            message = str(line["text"])
+        else:
+            message = orjson.dumps(self.rewrite(line.get("frame"))).decode()
+        try:
+            await ws.send_message(message)
+        except ConnectionClosed:
+            c.closed = True
+
+    async def _send_http(self, c: _Conn, http: HttpClient, line: Mapping[str, Any]) -> None:
+        start = len(c.received)
+        tag = {"transport": "http", "conn": c.number}
+        try:
+            await _exchange(http, self.rewrite(payload(line)), c.received, tag)
+        except (OSError, h11.ProtocolError, trio.BrokenResourceError, SSEError):
+            await http.aclose()  # the server dropped the connection mid-reply
+        for record in c.received[start:]:
+            self.new.note(record)

@@ -14,11 +14,14 @@ import trio
 
 from rollout.client import run_agent
 from rollout.client.agent import Turn
+from rollout.client.modes import TABLE
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.harness.procs import ChildServer, running
 from rollout.experiments.workloads.catalog import Latency, Scenario, Workload
 
-MODES = ("http-full", "http-chain", "ws-full", "ws-chain", "ws-append", "http-append")
+#: The compared modes whose turns end at a pause or terminal event, after which the server is
+#: idle and its CPU clock can be read (not a multi-agent response's turn, which ends at a call).
+MODES = tuple(m.name for m in TABLE if not m.scenario and not m.at_call)
 GATED = ("ws-chain", "ws-append")  # history-independent by design: 100k <= 1.2 x 1k
 PER_TOKEN = ("http-full", "http-chain")  # resend (or re-read) the history: cost per token
 #: http-full at 100k tokens: <= 0.6 x the 118 ms of server CPU per turn that

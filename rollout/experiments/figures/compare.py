@@ -31,6 +31,7 @@ from rollout.experiments.figures.common import (
 from rollout.experiments.results import RunResult
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 
@@ -57,47 +58,8 @@ def end_to_end_figure(results: Sequence[RunResult], modes: Sequence[str], captio
         2, len(profiles), 0.62 * most + 1.0, 2.5, sharex="col", height_ratios=(1.5, 1.0)
     )
     for col, profile in enumerate(profiles):
-        top, low = axes[0][col], axes[1][col]
-        shown = [m for m in modes if any(r.mode == m and r.profile == profile for r in results)]
-        ref = [r.seconds for r in results if r.mode == REFERENCE and r.profile == profile]
-        base = statistics.median(ref) if ref else None
-        highest = api_highest = 0.0
-        for x, mode in enumerate(shown):
-            runs = [r for r in results if r.mode == mode and r.profile == profile]
-            bottom = 0.0
-            for value, (label, color) in zip(phases(runs), (INFERENCE, CLIENT, API), strict=True):
-                top.bar(x, value, 0.7, bottom=bottom, color=color, label=label)
-                if x == 0 and label != API[0] and value > 0.06 * sum(phases(runs)):
-                    top.annotate(
-                        _s(value),
-                        (x, bottom + value / 2),
-                        ha="center",
-                        va="center",
-                        fontsize=7,
-                        color="white",
-                    )
-                bottom += value
-            mid, lo, hi = spread([r.seconds for r in runs])
-            top.errorbar(x, mid, yerr=[[mid - lo], [hi - mid]], color="black", capsize=3, lw=1)
-            text = (
-                _s(mid) if base is None else f"{_s(mid)}\n{mid / base:.3f}\N{MULTIPLICATION SIGN}"
-            )
-            label_above(top, x, hi, text)
-            highest = max(highest, hi)
-            amid, alo, ahi = spread([r.overhead_s for r in runs])
-            low.bar(x, amid, 0.7, color=API[1])
-            low.errorbar(x, amid, yerr=[[amid - alo], [ahi - amid]], color="black", capsize=3, lw=1)
-            label_above(low, x, max(ahi, amid), f"{_s(amid)}\n{amid / mid:.1%}")
-            api_highest = max(api_highest, ahi, amid)
-        top.set_ylim(0, highest * 1.22 or 1.0)
-        low.set_ylim(0, api_highest * 1.4 or 1.0)
-        top.set_title(profile, fontsize=10)
-        low.set_xticks(range(len(shown)), shown, rotation=35, ha="right", fontsize=8)
-        for ax in (top, low):
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.set_axisbelow(True)
-        top.set_ylabel("end-to-end, s")
-        low.set_ylabel("API work, s")
+        at = [r for r in results if r.profile == profile]
+        _end_to_end_column(axes[0][col], axes[1][col], profile, at, modes)
     handles, labels = axes[0][0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
     legend_below(fig, list(unique.values()), list(unique))
@@ -111,6 +73,58 @@ def end_to_end_figure(results: Sequence[RunResult], modes: Sequence[str], captio
         "bars: medians of the repeats, whiskers: their min-max",
     )
     return fig
+
+
+def _end_to_end_column(
+    top: Axes, low: Axes, profile: str, results: Sequence[RunResult], modes: Sequence[str]
+) -> None:
+    """The profile's column of end_to_end_figure, from that profile's results."""
+    shown = [m for m in modes if any(r.mode == m for r in results)]
+    ref = [r.seconds for r in results if r.mode == REFERENCE]
+    base = statistics.median(ref) if ref else None
+    highest = api_highest = 0.0
+    for x, mode in enumerate(shown):
+        hi, api_hi = _end_to_end_bars(top, low, x, [r for r in results if r.mode == mode], base)
+        highest = max(highest, hi)
+        api_highest = max(api_highest, api_hi)
+    top.set_ylim(0, highest * 1.22 or 1.0)
+    low.set_ylim(0, api_highest * 1.4 or 1.0)
+    top.set_title(profile, fontsize=10)
+    low.set_xticks(range(len(shown)), shown, rotation=35, ha="right", fontsize=8)
+    for ax in (top, low):
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    top.set_ylabel("end-to-end, s")
+    low.set_ylabel("API work, s")
+
+
+def _end_to_end_bars(
+    top: Axes, low: Axes, x: int, runs: Sequence[RunResult], base: float | None
+) -> tuple[float, float]:
+    """One mode's bars at `x`: end-to-end stacked by phase above (the phases labelled in the
+    first), the API work below; returns the tops of their whiskers and labels' anchors."""
+    bottom = 0.0
+    for value, (label, color) in zip(phases(runs), (INFERENCE, CLIENT, API), strict=True):
+        top.bar(x, value, 0.7, bottom=bottom, color=color, label=label)
+        if x == 0 and label != API[0] and value > 0.06 * sum(phases(runs)):
+            top.annotate(
+                _s(value),
+                (x, bottom + value / 2),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white",
+            )
+        bottom += value
+    mid, lo, hi = spread([r.seconds for r in runs])
+    top.errorbar(x, mid, yerr=[[mid - lo], [hi - mid]], color="black", capsize=3, lw=1)
+    text = _s(mid) if base is None else f"{_s(mid)}\n{mid / base:.3f}\N{MULTIPLICATION SIGN}"
+    label_above(top, x, hi, text)
+    amid, alo, ahi = spread([r.overhead_s for r in runs])
+    low.bar(x, amid, 0.7, color=API[1])
+    low.errorbar(x, amid, yerr=[[amid - alo], [ahi - amid]], color="black", capsize=3, lw=1)
+    label_above(low, x, max(ahi, amid), f"{_s(amid)}\n{amid / mid:.1%}")
+    return hi, max(ahi, amid)
 
 
 def end_to_end(

@@ -6,6 +6,7 @@
 # `Workers` is the parent's side.
 from __future__ import annotations
 
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
@@ -122,8 +123,6 @@ class Worker:
 @asynccontextmanager
 async def workers(count: int, setup: dict[str, Any]) -> AsyncIterator[list[Worker]]:
     """`count` workers, each set up and warmed up (ready), ended on exit."""
-    import subprocess
-
     command, env = child_command(CODE)
     started: list[Worker] = []
     try:

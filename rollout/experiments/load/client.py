@@ -96,13 +96,8 @@ async def _rollout(ws: WebSocketConnection, conn: Conn, calls: int) -> None:
             conn.overheads.append(now - sent)
             sent = None
         conn.frames += 1
-        try:
-            frame = orjson.loads(message)
-        except orjson.JSONDecodeError:
-            conn.errors.append("invalid JSON from the server")
-            return
-        if not isinstance(frame, dict):
-            conn.errors.append("a frame that is not a JSON object")
+        frame = _parse(conn, message)
+        if frame is None:
             return
         kind = frame.get("type")
         if kind == "error":
@@ -112,31 +107,13 @@ async def _rollout(ws: WebSocketConnection, conn: Conn, calls: int) -> None:
             error = frame.get("error") or {}
             conn.errors.append(f"error event: {error.get('code')}: {error.get('message')}")
             return
-        seq = frame.get("sequence_number")
-        if not isinstance(seq, int):
-            conn.errors.append(f"{kind} without a sequence_number")
-        else:
-            if conn.seqs and seq < conn.seqs[-1] and seq not in conn.seqs:
-                conn.errors.append(f"sequence_number {seq} after {conn.seqs[-1]} (out of order)")
-            conn.seqs.append(seq)
-        snapshot = frame.get("response")
-        rid = frame.get("response_id") or (
-            snapshot.get("id") if isinstance(snapshot, dict) else None
-        )
-        if rid is not None:
-            if conn.response_id is None:
-                conn.response_id = rid
-            elif rid != conn.response_id:
-                conn.errors.append(f"{kind} of another response {rid!r}")
+        snapshot = _note(conn, kind, frame)
         if kind in TERMINAL:
             conn.terminals.append(kind)
             if fenced:
                 conn.errors.append(f"a second terminal event ({kind})")
                 continue  # keep reading to the fence
-            if kind != "response.completed":
-                conn.errors.append(f"ended with {kind}: {_reason(snapshot)}")
-            if conn.pauses != calls:
-                conn.errors.append(f"{conn.pauses} pauses, expected {calls}")
+            _check_end(conn, kind, snapshot, calls)
             fenced = True
             await ws.send_message(_fence_frame())
         elif kind == "response.done":
@@ -144,16 +121,66 @@ async def _rollout(ws: WebSocketConnection, conn: Conn, calls: int) -> None:
             if fenced:
                 conn.errors.append("a pause after the terminal event")
                 continue
-            if conn.response_id is None:
-                conn.errors.append("a pause before any event naming the response")
-                return
-            pending = frame.get("pending_calls") or []
-            call_ids = [c["call_id"] for c in pending if isinstance(c, dict) and "call_id" in c]
-            if not call_ids:
-                conn.errors.append("a pause without pending calls")
+            pending = _pending(conn, frame)
+            if pending is None:
                 return
             sent = time.perf_counter()
-            await ws.send_message(_append_frame(conn.response_id, call_ids))
+            await ws.send_message(_append_frame(*pending))
+
+
+def _parse(conn: Conn, message: str | bytes) -> dict[str, Any] | None:
+    """A frame as a JSON object; None (with the error noted) if it is not one."""
+    try:
+        frame = orjson.loads(message)
+    except orjson.JSONDecodeError:
+        conn.errors.append("invalid JSON from the server")
+        return None
+    if not isinstance(frame, dict):
+        conn.errors.append("a frame that is not a JSON object")
+        return None
+    return frame
+
+
+def _note(conn: Conn, kind: Any, frame: dict[str, Any]) -> Any:
+    """A frame's sequence number and response id, checked against what the connection saw so
+    far; returns the response snapshot the frame carries, if any."""
+    seq = frame.get("sequence_number")
+    if not isinstance(seq, int):
+        conn.errors.append(f"{kind} without a sequence_number")
+    else:
+        if conn.seqs and seq < conn.seqs[-1] and seq not in conn.seqs:
+            conn.errors.append(f"sequence_number {seq} after {conn.seqs[-1]} (out of order)")
+        conn.seqs.append(seq)
+    snapshot = frame.get("response")
+    rid = frame.get("response_id") or (snapshot.get("id") if isinstance(snapshot, dict) else None)
+    if rid is not None:
+        if conn.response_id is None:
+            conn.response_id = rid
+        elif rid != conn.response_id:
+            conn.errors.append(f"{kind} of another response {rid!r}")
+    return snapshot
+
+
+def _check_end(conn: Conn, kind: str, snapshot: Any, calls: int) -> None:
+    """The first terminal event: it should be `response.completed`, after `calls` pauses."""
+    if kind != "response.completed":
+        conn.errors.append(f"ended with {kind}: {_reason(snapshot)}")
+    if conn.pauses != calls:
+        conn.errors.append(f"{conn.pauses} pauses, expected {calls}")
+
+
+def _pending(conn: Conn, frame: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """What answers a pause: the response's id and the ids of the calls it waits for; None
+    (with the error noted) if the pause cannot be answered."""
+    if conn.response_id is None:
+        conn.errors.append("a pause before any event naming the response")
+        return None
+    pending = frame.get("pending_calls") or []
+    call_ids = [c["call_id"] for c in pending if isinstance(c, dict) and "call_id" in c]
+    if not call_ids:
+        conn.errors.append("a pause without pending calls")
+        return None
+    return conn.response_id, call_ids
 
 
 def _reason(snapshot: Any) -> str:

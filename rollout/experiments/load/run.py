@@ -18,9 +18,11 @@ from collections.abc import Callable, Sequence
 import attrs
 import trio
 
+import rollout
 from rollout.experiments.bench.run import Figure
 from rollout.experiments.harness.procs import ChildError, ChildServer, serve_engine
 from rollout.experiments.load.client import Conn, Phase, run_connection
+from rollout.service.config import ServerConfig
 
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
 FD_MARGIN = 64  # descriptors beyond one per connection (listener, pipes, logs, imports)
@@ -57,9 +59,6 @@ def raise_nofile(needed: int) -> int:
 
 def serve_main(argv: Sequence[str]) -> None:
     """The server process: `calls` exec calls then "done", every rollout; prints the port."""
-    import rollout
-    from rollout.service.config import ServerConfig
-
     calls, max_connections = int(argv[0]), int(argv[1])
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
@@ -196,51 +195,21 @@ async def run_load(
     raise_nofile(connections + FD_MARGIN)
     server: ChildServer | None = None
     if url is None:
-        server = ChildServer(_SERVER, [str(calls), str(connections + 100)])
-        try:
-            port = await server.start()
-        except ChildError as exc:
-            raise LoadError(str(exc)) from None
-        except BaseException:
-            server.stop()
-            raise
-        url = f"ws://127.0.0.1:{port}/v1/responses"
+        server, url = await _start_server(calls, connections)
     conns = [Conn(index=i) for i in range(connections)]
     server_errors: list[str] = []
     server_cpu = float("nan")
-    open_seconds = float("nan")
     cpu_before = server.cpu_seconds() if server is not None else float("nan")
     client_cpu = time.process_time()
     start = time.perf_counter()
     try:
-        with trio.move_on_after(timeout) as deadline:
-            phase = Phase(deadline=deadline)
-            if api_key is not None:
-                phase.headers.append((b"authorization", f"Bearer {api_key}".encode()))
-            async with trio.open_nursery() as nursery:
-                for first in range(0, connections, batch):
-                    opened = []
-                    for conn in conns[first : first + batch]:
-                        event = trio.Event()
-                        opened.append(event)
-                        nursery.start_soon(run_connection, url, conn, calls, event, phase)
-                    for event in opened:
-                        await event.wait()
-                open_seconds = time.perf_counter() - start
-                phase.go.set()
-        if deadline.cancelled_caught:
-            for conn in conns:
-                if not conn.finished and not conn.errors:
-                    conn.errors.append("timed out")
+        phase, open_seconds = await _run_all(url, conns, calls, timeout, batch, api_key, start)
         seconds = time.perf_counter() - start
         client_cpu = time.process_time() - client_cpu
     finally:
         if server is not None:
             server_cpu = server.cpu_seconds() - cpu_before
-            code = server.stop()
-            server_errors = [f"server log: {line}" for line in server.log_errors()]
-            if code is not None:
-                server_errors.append(f"the server process exited with code {code}")
+            server_errors = _stop_server(server)
     return LoadResult(
         url=url,
         connections=connections,
@@ -254,6 +223,63 @@ async def run_load(
         open_seconds=open_seconds,
         server_cpu_s=server_cpu,
     )
+
+
+async def _start_server(calls: int, connections: int) -> tuple[ChildServer, str]:
+    """The load's own server, in its own process, and its WebSocket URL."""
+    server = ChildServer(_SERVER, [str(calls), str(connections + 100)])
+    try:
+        port = await server.start()
+    except ChildError as exc:
+        raise LoadError(str(exc)) from None
+    except BaseException:
+        server.stop()
+        raise
+    return server, f"ws://127.0.0.1:{port}/v1/responses"
+
+
+def _stop_server(server: ChildServer) -> list[str]:
+    """Stop the load's own server; the errors it logged, and its exit code if it crashed."""
+    code = server.stop()
+    errors = [f"server log: {line}" for line in server.log_errors()]
+    if code is not None:
+        errors.append(f"the server process exited with code {code}")
+    return errors
+
+
+async def _run_all(
+    url: str,
+    conns: list[Conn],
+    calls: int,
+    timeout: float,
+    batch: int,
+    api_key: str | None,
+    start: float,
+) -> tuple[Phase, float]:
+    """Every connection opened, `batch` at a time, then all their rollouts at once, within
+    `timeout`. Returns the shared phase and the seconds from `start` until every connection was
+    open (nan if the time ran out first)."""
+    open_seconds = float("nan")
+    with trio.move_on_after(timeout) as deadline:
+        phase = Phase(deadline=deadline)
+        if api_key is not None:
+            phase.headers.append((b"authorization", f"Bearer {api_key}".encode()))
+        async with trio.open_nursery() as nursery:
+            for first in range(0, len(conns), batch):
+                opened = []
+                for conn in conns[first : first + batch]:
+                    event = trio.Event()
+                    opened.append(event)
+                    nursery.start_soon(run_connection, url, conn, calls, event, phase)
+                for event in opened:
+                    await event.wait()
+            open_seconds = time.perf_counter() - start
+            phase.go.set()
+    if deadline.cancelled_caught:
+        for conn in conns:
+            if not conn.finished and not conn.errors:
+                conn.errors.append("timed out")
+    return phase, open_seconds
 
 
 def main(

@@ -21,6 +21,7 @@ import trio
 
 from rollout.experiments.harness.procs import stop
 from rollout.experiments.load.run import LoadError, LoadResult, _percentile, run_load
+from rollout.experiments.load.run import main as load_main
 from rollout.store import MissingExtra, require_redis
 
 STARTUP_S = 60.0
@@ -171,8 +172,6 @@ def main(
 
 def command(args: argparse.Namespace) -> int:
     """`rollout load`: one load (against --url, or a server of its own), or a scaling run."""
-    from rollout.experiments.load.run import main as load_main
-
     if args.workers is not None:
         try:
             require_redis()  # the workers' store

@@ -12,13 +12,16 @@ from typing import Any
 import attrs
 import orjson
 
+from rollout.client.modes import TABLE
+from rollout.experiments.figures.plots import caption, chain_plot
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.harness.run import run_one
 from rollout.experiments.results import Point, RunResult
 from rollout.experiments.workloads.catalog import WORKLOADS, Scenario, Workload
 from rollout.model.profiles import CostProfile, InferenceProfile
 
-CHAIN_MODES = ("http-chain", "ws-chain")
+#: The compared modes that chain each turn to the last by `previous_response_id`.
+CHAIN_MODES = tuple(m.name for m in TABLE if m.shape == "chain" and not m.scenario)
 
 #: The coding agent with short model steps (20-60 output tokens), so that a 40-turn chain at
 #: 65 tokens/s takes under a minute; everything else as `coding-agent`.
@@ -215,8 +218,6 @@ def write(
     origin: dict[str, Any] | None = None,
 ) -> list[Path]:
     """chains.json (every run, the points) and, with matplotlib, ttft-chain.png."""
-    from rollout.experiments.figures.plots import caption, chain_plot
-
     out.mkdir(parents=True, exist_ok=True)
     ps = points(runs)
     data: dict[str, Any] = {
@@ -240,8 +241,6 @@ def write(
 
 def replot(directory: Path) -> list[Path]:
     """ttft-chain.png again from the directory's chains.json."""
-    from rollout.experiments.figures.plots import caption, chain_plot
-
     data = orjson.loads((directory / "chains.json").read_bytes())
     ps = [Point(**p) for p in data["points"]]
     modes = list(dict.fromkeys(p.mode for p in ps))

@@ -23,6 +23,7 @@ import trio
 from rollout.conversation.work import Stats, Work
 from rollout.engine.engine import Engine
 from rollout.experiments.bench.figure import Figure
+from rollout.experiments.figures.plots import agent_plot, caption
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.results import CodexRun
 from rollout.model.policy import DefaultPolicy
@@ -248,8 +249,6 @@ def write(
     origin: dict[str, Any] | None = None,
 ) -> list[Path]:
     """codex.json (every run) and, with matplotlib, codex.png."""
-    from rollout.experiments.figures.plots import agent_plot
-
     out.mkdir(parents=True, exist_ok=True)
     path = out / "codex.json"
     data = (origin if origin is not None else provenance()) | meta
@@ -261,8 +260,6 @@ def write(
 
 def _caption(meta: Mapping[str, Any]) -> str:
     """The figure's title: the task, the profile, the costs and the repeats."""
-    from rollout.experiments.figures.plots import caption
-
     profile = meta.get("inference_profile", {}).get("name", "?")
     costs = meta.get("cost_profile", {}).get("name", "?")
     task = repr(meta.get("prompt", "codex"))
@@ -271,8 +268,6 @@ def _caption(meta: Mapping[str, Any]) -> str:
 
 def replot(directory: Path) -> list[Path]:
     """codex.png again from the directory's codex.json."""
-    from rollout.experiments.figures.plots import agent_plot
-
     data = orjson.loads((directory / "codex.json").read_bytes())
     runs = [CodexRun(**r) for r in data["runs"]]
     plot = agent_plot(directory / "codex.png", runs, _caption(data))

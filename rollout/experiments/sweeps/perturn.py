@@ -13,12 +13,13 @@ from typing import Any
 import attrs
 import orjson
 
-from rollout.client import run_agent
+from rollout.client import HttpClient, run_agent
+from rollout.experiments.figures.plots import caption, per_turn
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.harness.procs import running
 from rollout.experiments.harness.run import run_one
 from rollout.experiments.workloads.catalog import Dist, Latency, Scenario, Tool, Workload
-from rollout.model.profiles import COST_PROFILES, CostProfile, InferenceProfile
+from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES, CostProfile, InferenceProfile
 
 #: The session of the sweep: short model steps, ~2,600-token tool outputs and no client latency,
 #: so the history grows by about 2.6k tokens a turn and a turn's time is the API's.
@@ -108,8 +109,6 @@ async def run_turns(
 async def _warm_up(port: int, s: Scenario) -> None:
     """One short unrelated request first, so the first turn is not the fresh process's first
     request (its imports and first-use setup)."""
-    from rollout.client import HttpClient
-
     body = {"model": s.request["model"], "input": "warm up", "stream": True, "store": False}
     async with HttpClient(f"http://127.0.0.1:{port}/v1") as http:
         async for _ in http.events("/responses", body):
@@ -118,8 +117,6 @@ async def _warm_up(port: int, s: Scenario) -> None:
 
 async def history_of(s: Scenario) -> list[int]:
     """Each sampling step's prompt tokens, the same in every mode (one in-process run)."""
-    from rollout.model.profiles import INFERENCE_PROFILES
-
     run = await run_one("ws-append", s, INFERENCE_PROFILES["instant"], COST_PROFILES["cpu-only"])
     return run.step_prompt
 
@@ -202,8 +199,6 @@ def write(
 
 
 def _plot(out: Path, data: dict[str, Any], runs: Sequence[TurnRun]) -> list[Path]:
-    from rollout.experiments.figures.plots import caption, per_turn
-
     modes = list(dict.fromkeys(r.mode for r in runs))
     series = {m: per_turn_rows(runs, m) for m in modes}
     title = caption(data["workload"]["name"], data["cost_profile"]["name"], data["repeats"])
