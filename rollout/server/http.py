@@ -30,6 +30,7 @@ from rollout.server.resources import Request, digits, integer, route
 from rollout.server.sockio import write_now
 from rollout.server.sse import SseBroken, SseSink
 from rollout.server.ws import serve_websocket
+from rollout.server.wsconn import Handshake
 from rollout.service.config import ServerConfig
 from rollout.service.record import HttpIn
 from rollout.service.service import Service
@@ -105,7 +106,7 @@ class HttpConnection:
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     raise _Closed() from None
                 if self.conn.their_state is h11.IDLE:
-                    self._head += data  # kept for a WebSocket handshake on this request
+                    self._head += data  # the head so far (its size is limited)
                     if (
                         len(self._head) > self.config.max_header_bytes
                         and b"\r\n\r\n" not in (self._head[: self.config.max_header_bytes + 4])
@@ -182,7 +183,7 @@ class HttpConnection:
                 request = _request(event)
                 self._head_only = request.method == "HEAD"
                 if is_upgrade(request):
-                    await self._upgrade(request)
+                    await self._upgrade(request, Handshake(list(event.headers), event.target))
                     return
                 self.engine.stats.http_in_flight += 1
                 self.status = 0
@@ -216,7 +217,7 @@ class HttpConnection:
                 with trio.move_on_after(1):
                     await self.stream.aclose()
 
-    async def _upgrade(self, request: Request) -> None:
+    async def _upgrade(self, request: Request, handshake: Handshake) -> None:
         """Vet a WebSocket handshake here (plain HTTP refusals), then hand the connection over."""
         try:
             check_handshake(request)
@@ -233,11 +234,10 @@ class HttpConnection:
         self.engine.stats.ws_connections += 1
         # What was read past the request head (frames sent in the same write) is frame data.
         trailing = bytes(self.conn.trailing_data[0])
-        head = bytes(self._head[: len(self._head) - len(trailing)])
         try:
             await serve_websocket(
                 self.stream,
-                head,
+                handshake,
                 self.service,
                 self.owner,
                 self.request_id,

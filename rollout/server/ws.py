@@ -24,7 +24,7 @@ from protocol.lanes import Lane
 from rollout.engine.loop import Disconnected
 from rollout.server import logs
 from rollout.server.closing import LINGER_S
-from rollout.server.wsconn import TooLarge, WsClosed, WsConnection
+from rollout.server.wsconn import Handshake, TooLarge, WsClosed, WsConnection
 from rollout.service.service import Service
 from rollout.service.session import After, Receive, Session, Spawn
 from rollout.service.taps import Taps
@@ -77,7 +77,7 @@ class LaneSink:
 
 async def serve_websocket(
     stream: trio.abc.Stream,
-    head: bytes,
+    head: Handshake,
     service: Service,
     owner: str | None,
     request_id: str = "",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import attrs
 import trio
 from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
@@ -36,6 +37,14 @@ HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before 
 #: What a message's delivery does instead of the reading it handed over (see `read`).
 After = Callable[[], Awaitable[None]]
 Deliver = Callable[[str | bytes | TooLarge], Awaitable[After | None]]
+
+
+@attrs.frozen
+class Handshake:
+    """A WebSocket handshake request as the HTTP layer parsed it (its head is parsed once)."""
+
+    headers: list[tuple[bytes, bytes]]
+    target: bytes
 
 
 class WsConnection:
@@ -80,20 +89,24 @@ class WsConnection:
 
     async def accept(
         self,
-        head: bytes,
+        head: bytes | Handshake,
         nursery: trio.Nursery,
         headers: list[tuple[bytes, bytes]] | None = None,
         trailing: bytes = b"",
         *,
         reader: bool = True,
     ) -> None:
-        """Complete the handshake whose request bytes (`head`) were already read; `trailing`
-        is what came after them (frames sent without waiting for the 101): the start of the
-        frame data. A handshake wsproto refuses gets its HTTP rejection, then WsClosed. The
+        """Complete the handshake whose request was already read: parsed by the HTTP layer (a
+        Handshake), or its bytes (`head`, when nothing parsed them yet); `trailing` is what
+        came after them (frames sent without waiting for the 101): the start of the frame
+        data. A handshake wsproto refuses gets its HTTP rejection, then WsClosed. The
         writer starts in `nursery`, and with `reader` a task reading for `get_message`;
         without it, the caller reads with `read`."""
         try:
-            self._ws.receive_data(head)
+            if isinstance(head, Handshake):
+                self._ws.initiate_upgrade_connection(head.headers, head.target)
+            else:
+                self._ws.receive_data(head)
             events = list(self._ws.events())
         except RemoteProtocolError as exc:
             hint = exc.event_hint
