@@ -29,8 +29,7 @@ from rollout.model.script import load as load_script
 from rollout.server.listen import serve, tune_gc
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
-from rollout.store import MissingExtra
-from rollout.store.sqlite import SqliteStore, open_store
+from rollout.store import MissingExtra, Store, StoreUnreachable, open_store
 from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
 
@@ -107,23 +106,50 @@ class _Setup:
     config: ServerConfig
 
     def close(self) -> None:
-        if isinstance(self.engine.store, SqliteStore):
-            self.engine.store.close()
+        """Close the store (outside trio: after the server's run, or before the workers')."""
+        trio.run(self.engine.store.close)
+
+
+class _Refused(Exception):
+    """A flag of `rollout serve` that cannot work; `str()` is the line to print after
+    `rollout: `."""
 
 
 def _setup(args: argparse.Namespace) -> _Setup | int:
-    """Check every flag of `rollout serve` and build what they ask for, a Redis store checked
+    """Check every flag of `rollout serve` and build what they ask for, a shared store checked
     to answer; or print one line saying what is wrong and return the exit status (2)."""
+    try:
+        _check_numbers(args)
+        engine = _engine(args)
+        _set_model(engine, args)
+        keys = _keys(args.api_keys)
+        engine.store = _store(args.store)
+    except _Refused as exc:
+        print(f"rollout: {exc}", file=sys.stderr)
+        return 2
+    config = ServerConfig(
+        shutdown_grace_s=args.shutdown_grace,
+        api_keys=keys,
+        max_open_connections=args.max_open_connections,
+        max_body_bytes_in_flight=args.max_body_bytes_in_flight,
+        ws_idle_timeout_s=args.ws_idle_timeout,
+    )
+    return _Setup(engine, config)
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
     if args.tool_calls < 0 or args.parallel < 1:
-        print("rollout: --tool-calls must be >= 0 and --parallel >= 1", file=sys.stderr)
-        return 2
+        raise _Refused("--tool-calls must be >= 0 and --parallel >= 1")
     if min(args.max_open_connections, args.max_body_bytes_in_flight, args.ws_idle_timeout) <= 0:
-        print(
-            "rollout: --max-open-connections, --max-body-bytes-in-flight and --ws-idle-timeout "
-            "must be positive",
-            file=sys.stderr,
+        raise _Refused(
+            "--max-open-connections, --max-body-bytes-in-flight and --ws-idle-timeout "
+            "must be positive"
         )
-        return 2
+
+
+def _engine(args: argparse.Namespace) -> Engine:
+    """The engine of the policy, profiles and faults the flags name (its model and store are
+    set after)."""
     try:
         engine = Engine(
             policy=DefaultPolicy(
@@ -133,8 +159,7 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
             costs=cost_profile(args.costs),
         )
     except ProfileError as exc:
-        print(f"rollout: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
     try:
         if args.fault_error or args.fault_disconnect_after is not None or args.fault_latency:
             engine.faults = Faults(
@@ -144,17 +169,19 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
                 seed=args.fault_seed,
             )
     except ValueError as exc:
-        print(f"rollout: {exc}", file=sys.stderr)
-        return 2
+        raise _Refused(str(exc)) from None
+    return engine
+
+
+def _set_model(engine: Engine, args: argparse.Namespace) -> None:
+    """An upstream model (--upstream) or a script (--script) in place of the default policy."""
     if args.upstream is not None:
         if args.script is not None:
-            print("rollout: --script and --upstream are two models; choose one", file=sys.stderr)
-            return 2
+            raise _Refused("--script and --upstream are two models; choose one")
         try:
             engine.model = UpstreamModel(upstream_config(args, os.environ))
         except UpstreamError as exc:
-            print(f"rollout: --upstream: {exc}", file=sys.stderr)
-            return 2
+            raise _Refused(f"--upstream: {exc}") from None
     if args.script is not None:
         try:
             if is_recording(args.script):
@@ -162,38 +189,30 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
             else:
                 engine.policy = load_script(args.script)
         except (ScriptError, RecordingError) as exc:
-            print(f"rollout: --script: {exc}", file=sys.stderr)
-            return 2
-    try:
-        keys = api_keys(args.api_keys, os.environ.get("ROLLOUT_API_KEYS"))
-    except (OSError, ValueError) as exc:
-        print(f"rollout: --api-keys: {exc}", file=sys.stderr)
-        return 2
-    try:
-        engine.store = open_store(args.store)
-    except MissingExtra as exc:
-        print(f"rollout: --store {args.store}: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:
-        print(f"rollout: --store: {exc}", file=sys.stderr)
-        return 2
-    if args.store.startswith("redis:"):
-        from rollout.store.redis import RedisStore, StoreUnreachable
+            raise _Refused(f"--script: {exc}") from None
 
-        assert isinstance(engine.store, RedisStore)
-        try:
-            trio.run(engine.store.check)
-        except StoreUnreachable as exc:
-            print(f"rollout: --store {args.store}: {exc}", file=sys.stderr)
-            return 2
-    config = ServerConfig(
-        shutdown_grace_s=args.shutdown_grace,
-        api_keys=keys,
-        max_open_connections=args.max_open_connections,
-        max_body_bytes_in_flight=args.max_body_bytes_in_flight,
-        ws_idle_timeout_s=args.ws_idle_timeout,
-    )
-    return _Setup(engine, config)
+
+def _keys(path: str | None) -> frozenset[str]:
+    """The API keys of `--api-keys PATH`, or else of $ROLLOUT_API_KEYS."""
+    try:
+        return api_keys(path, os.environ.get("ROLLOUT_API_KEYS"))
+    except (OSError, ValueError) as exc:
+        raise _Refused(f"--api-keys: {exc}") from None
+
+
+def _store(spec: str) -> Store:
+    """The store `--store` names, after its start-up check (a shared one is reached once)."""
+    try:
+        store = open_store(spec)
+    except MissingExtra as exc:
+        raise _Refused(f"--store {spec}: {exc}") from None
+    except ValueError as exc:
+        raise _Refused(f"--store: {exc}") from None
+    try:
+        trio.run(store.check)
+    except StoreUnreachable as exc:
+        raise _Refused(f"--store {spec}: {exc}") from None
+    return store
 
 
 def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
@@ -327,8 +346,8 @@ async def _serve_until_signalled(
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
         service = Service(engine, config)
-        if config.worker_id is not None:  # over Redis: the cluster layer (many workers)
-            from rollout.service.cluster import clustered
+        if config.worker_id is not None and engine.store.shared() is not None:  # many workers
+            from rollout.service.cluster import clustered  # lazy: it needs coredis
 
             service = clustered(service, config.worker_id)
         await serve(

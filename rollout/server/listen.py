@@ -2,13 +2,11 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -61,13 +59,8 @@ async def serve(
     is a listening socket to accept on instead of binding `host:port` (a worker of
     `rollout serve --workers N` gets its parent's).
     """
-    if service is None:
-        service = Service(engine or Engine(), config or ServerConfig())
+    service = _service(engine, config, service, record, capture)
     engine, config = service.engine, service.config
-    if record is not None:
-        service.taps.record_dir = Path(record)
-    if capture is not None:
-        service.taps.captured = capture
     tokens.encode("warm up")  # load the encoding now, not inside the first request
     gc.freeze()  # what is loaded by now lives for good: keep it out of every collection
     if sock is not None:
@@ -75,38 +68,17 @@ async def serve(
     else:
         listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
-
     limits = Limits(config.max_open_connections, config.max_body_bytes_in_flight, engine.stats)
 
-    async def handle(stream: trio.SocketStream) -> None:
-        try:
-            await HttpConnection(stream, service, limits=limits).run()
-        except Exception:
-            log.exception("connection handler failed")
-        finally:
-            limits.leave()
-
-    async def accept(listener: trio.SocketListener, connections: trio.Nursery) -> None:
-        async with listener:
-            while True:
-                try:
-                    stream = await listener.accept()
-                except OSError as exc:  # e.g. out of file descriptors: wait, do not die
-                    log.warning("accept failed: %s", exc)
-                    await trio.sleep(0.1)
-                    continue
-                if limits.admit():
-                    connections.start_soon(handle, stream)
-                else:
-                    connections.start_soon(limits.refuse, stream)
-
-    async with _connected(engine.store), trio.open_nursery() as nursery:
+    # The store is connected for the server's lifetime (a store with a connection of its own,
+    # Redis, opens it here); it belongs to whoever made the engine, who closes it.
+    async with engine.store.connect(), trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 for listener in listeners:
-                    accepting.start_soon(accept, listener, connections)
+                    accepting.start_soon(_accept, listener, connections, service, limits)
                 log.info("serving on http://%s:%d/v1", host, bound)
                 task_status.started(bound)
                 await (stop.wait() if stop is not None else trio.sleep_forever())
@@ -117,14 +89,54 @@ async def serve(
         await service.flush()  # many workers: what the cluster layer still has to write
         nursery.cancel_scope.cancel()
     # Nothing of the store to flush: every stored response was committed before its terminal
-    # event was sent. The store belongs to whoever made the engine, who closes it.
+    # event was sent.
     log.info("stopped")
 
 
-def _connected(store: Any) -> contextlib.AbstractAsyncContextManager[Any]:
-    """A store with a connection of its own (Redis) is connected for the server's lifetime."""
-    connect = getattr(store, "connect", None)
-    return connect() if connect is not None else contextlib.nullcontext()
+def _service(
+    engine: Engine | None,
+    config: ServerConfig | None,
+    service: Service | None,
+    record: str | Path | None,
+    capture: list[Captured] | None,
+) -> Service:
+    """The service layer `serve` runs (made of `engine` and `config` unless given), its
+    traffic recorded in `record` and captured in `capture` when they are given."""
+    if service is None:
+        service = Service(engine or Engine(), config or ServerConfig())
+    if record is not None:
+        service.taps.record_dir = Path(record)
+    if capture is not None:
+        service.taps.captured = capture
+    return service
+
+
+async def _accept(
+    listener: trio.SocketListener, connections: trio.Nursery, service: Service, limits: Limits
+) -> None:
+    """Accept connections on `listener` until cancelled, each handled in `connections` (or
+    refused, past the limits)."""
+    async with listener:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:  # e.g. out of file descriptors: wait, do not die
+                log.warning("accept failed: %s", exc)
+                await trio.sleep(0.1)
+                continue
+            if limits.admit():
+                connections.start_soon(_handle, stream, service, limits)
+            else:
+                connections.start_soon(limits.refuse, stream)
+
+
+async def _handle(stream: trio.SocketStream, service: Service, limits: Limits) -> None:
+    try:
+        await HttpConnection(stream, service, limits=limits).run()
+    except Exception:
+        log.exception("connection handler failed")
+    finally:
+        limits.leave()
 
 
 async def drain(service: Service, grace: float) -> None:

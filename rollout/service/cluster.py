@@ -1,20 +1,20 @@
-# Live rollouts across workers (with `--store redis://`). A worker owns each append rollout it
-# started: the rollout's record in Redis (`live:{id}`: its worker, owner, and its state at the
-# last pause) names it, and the worker's heartbeat (`alive:{worker}`) is the lease. An append,
+# Live rollouts across workers, over a store they share (rollout.store.shared.SharedStore; with
+# `--store redis://`). A worker owns each append rollout it started: the rollout's live record
+# (its worker, owner, and its state at the last pause) names it, and the worker's heartbeat is
+# the lease. An append,
 # inject or cancel that reaches another worker is published to the owner's inbox; the owner runs
 # it through its Service as if local, with a RemoteSink whose events are published back to the
 # asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
 # or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
 # with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
-# This layer (with lost, owning, eventlog and writer) needs coredis, the `redis` extra: rollout.cli
-# imports it only for a server over Redis, so the base install never does.
+# This module needs coredis, the `redis` extra (rollout.service.owning imports rollout.store.redis):
+# rollout.cli imports it only for a server over a shared store, so the base install never does.
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 import orjson
 import trio
@@ -31,7 +31,7 @@ from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
-from rollout.store.redis import RedisStore
+from rollout.store.shared import DropLive, Publish, SetLive, SharedStore
 
 if TYPE_CHECKING:
     from rollout.service.service import Service
@@ -44,7 +44,7 @@ SinkFor = Callable[[str | None], Sink]  # the asking client's sink for a lane
 
 @attrs.define(eq=False)
 class Cluster(Owning):
-    store: RedisStore
+    store: SharedStore
     worker_id: str
     service: Service | None = None  # set by the Service that consults this
     writer: Writer = attrs.field(init=False)
@@ -54,7 +54,7 @@ class Cluster(Owning):
     nursery: trio.Nursery | None = None
 
     def __attrs_post_init__(self) -> None:
-        self.writer = Writer(lambda: self.store.client)
+        self.writer = Writer(self.store)
 
     def key(self, kind: str, name: str) -> str:
         return self.store.key(kind, name)
@@ -69,7 +69,7 @@ class Cluster(Owning):
             task_status.started()
 
     async def _beat(self) -> None:
-        await self.store.client.set(self.key("alive", self.worker_id), b"1", px=ALIVE_MS)
+        await self.store.beat(self.worker_id, ALIVE_MS)
 
     async def _heartbeat(self) -> None:
         beats = 0
@@ -83,40 +83,28 @@ class Cluster(Owning):
     async def sweep(self) -> int:
         """End every live rollout whose worker is gone (so none is lost silently, even if no
         client asks for it again); returns how many. Any worker may do it; one wins each."""
-        client = self.store.client
         ended = 0
-        async for key in client.scan_iter(match=self.key("live", "*"), count=1000):
-            record = await client.hgetall(key)
+        async for rid in self.store.live_ids():
+            record = await self.store.live(rid)
             worker = record.get(b"worker", b"").decode()
             if worker and not await self.alive(worker):
-                rid = key.decode().rsplit(":", 1)[-1]
                 await self.lost(rid, record)
                 ended += 1
         return ended
 
     async def alive(self, worker: str) -> bool:
-        return worker == self.worker_id or bool(
-            await self.store.client.exists([self.key("alive", worker)])
-        )
+        return worker == self.worker_id or await self.store.alive(worker)
 
     def publish(self, worker: str, message: dict[str, Any], then: Any = None) -> None:
-        self.writer.send("publish", self.key("w", worker), orjson.dumps(message), then=then)
+        self.writer.send(Publish(worker, orjson.dumps(message)), then=then)
 
     # -- the inbox ------------------------------------------------------------------------------
 
     async def _inbox(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        channel = self.key("w", self.worker_id)
-        try:
-            async with self.store.client.pubsub(
-                channels=[channel], ignore_subscribe_messages=True
-            ) as pubsub:
-                task_status.started()
-                async for message in pubsub:
-                    data = message["data"]
-                    if message["type"] == "message" and isinstance(data, bytes):
-                        self._dispatch(orjson.loads(data))
-        except* anyio.ClosedResourceError:
-            pass  # coredis, cancelled: its unsubscribe finds the connection closed already
+        def receive(data: bytes) -> None:
+            self._dispatch(orjson.loads(data))
+
+        await self.store.listen(self.worker_id, receive, task_status=task_status)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         kind = message["k"]
@@ -147,7 +135,7 @@ class Cluster(Owning):
             "response": orjson.dumps(codec.to_json(r.stream.response)),
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
-        await self.store.client.hset(self.key("live", r.stream.response.id), fields)
+        await self.store.set_live(r.stream.response.id, fields)
 
     def paused(self, prepared: Prepared) -> None:
         """Keep the rollout's state at this pause, for the record if its worker dies."""
@@ -155,10 +143,10 @@ class Cluster(Owning):
             "response": orjson.dumps(codec.to_json(prepared.rollout.stream.response)),
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
-        self.writer.send("hset", self.key("live", prepared.rollout.stream.response.id), fields)
+        self.writer.send(SetLive(prepared.rollout.stream.response.id, fields))
 
     def forget(self, response_id: str) -> None:
-        self.writer.send("delete", [self.key("live", response_id)])
+        self.writer.send(DropLive(response_id))
 
     def finished(self, live: Live) -> None:
         self.forget(live.id)
@@ -302,11 +290,12 @@ class Cluster(Owning):
 
 
 def clustered(service: Service, worker_id: str) -> Service:
-    """`service` with the cluster layer and event logs on, when its store is a RedisStore."""
+    """`service` with the cluster layer and event logs on, when its store is shared (one that
+    many workers share: `Store.shared()`)."""
     from rollout.service.eventlog import EventLog
 
-    store = service.engine.store
-    if not isinstance(store, RedisStore):
+    store = service.engine.store.shared()
+    if store is None:
         return service
     cluster = Cluster(store, worker_id)
     cluster.service = service

@@ -1,17 +1,17 @@
-# Per-response event logs in Redis (with `--store redis://`), so that `GET
-# /v1/responses/{id}?stream=true&starting_after=N` resumes a stream from any worker, as the real
-# API resumes background streams: every event of a stored response goes into a Redis stream
-# (`ev:{id}`: sequence number, type, the wire JSON) through the worker's ordered Writer, and its
-# terminal event only after the log holds everything before it. A logged response outlives its
-# client's connection (to its end), as a background response does. A reader follows the log
-# until the terminal event, or until the worker writing it is gone (then an error event ends it).
+# Per-response event logs in the shared store (rollout.store.shared; `--store redis://`), so that
+# `GET /v1/responses/{id}?stream=true&starting_after=N` resumes a stream from any worker, as the
+# real API resumes background streams: every event of a stored response goes into its log (in
+# Redis, a stream: sequence number, type, the wire JSON) through the worker's ordered Writer,
+# and its terminal event only after the log holds everything before it. A logged response
+# outlives its client's connection (to its end), as a background response does. A reader follows
+# the log until the terminal event, or until the worker writing it is gone (then an error event
+# ends it).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
-import trio
 
 from protocol import codec
 from protocol.deltas import DeltaRun
@@ -19,8 +19,8 @@ from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
 from rollout.engine.loop import Disconnected, PassOn, Sink, emit_each
 from rollout.service.writer import Writer
-from rollout.store.memory import StoredResponse
-from rollout.store.redis import RedisStore
+from rollout.store.base import StoredResponse
+from rollout.store.shared import LogEvent, LogMeta, SharedStore
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 TTL_MS = 3600 * 1000  # a log lives this long after its last event
@@ -35,16 +35,16 @@ class LogSink(PassOn):
     """Logs each event, then passes it on; the terminal event waits for the log to hold all."""
 
     log: EventLog
-    key: str
+    response_id: str
     gone: bool = False  # the client left: the response runs on for the log (and a resume)
 
     async def emit(self, event: Event) -> None:
         payload = codec.encode_event(event)
         seq = event.sequence_number if event.sequence_number is not None else -1
         fields = {"s": str(seq).encode(), "y": event.type.encode(), "e": payload}
-        self.log.writer.send("xadd", self.key, fields)
-        if event.type in TERMINAL:
-            self.log.writer.send("pexpire", self.key, TTL_MS)
+        terminal = event.type in TERMINAL
+        self.log.writer.send(LogEvent(self.response_id, fields, TTL_MS if terminal else None))
+        if terminal:
             await self.log.writer.barrier()
         if self.gone:
             return
@@ -61,7 +61,7 @@ class LogSink(PassOn):
 
 @attrs.define(eq=False)
 class EventLog:
-    store: RedisStore
+    store: SharedStore
     writer: Writer
     worker_id: str
     alive: Callable[[str], Awaitable[bool]]  # is this worker still running?
@@ -70,16 +70,15 @@ class EventLog:
         """`inner`, with the response's events logged as they pass."""
         rid = prepared.rollout.stream.response.id
         meta = {"worker": self.worker_id.encode(), "owner": self.store.owner_field(prepared.owner)}
-        self.writer.send("hset", self.store.key("evm", rid), meta)
-        self.writer.send("pexpire", self.store.key("evm", rid), TTL_MS)
-        return LogSink(inner, self, self.store.key("ev", rid))
+        self.writer.send(LogMeta(rid, meta, TTL_MS))
+        return LogSink(inner, self, rid)
 
     async def visible(
         self, response_id: str, owner: str | None, record: StoredResponse | None
     ) -> str | None:
         """The worker that writes the response's log, if there is a log `owner` may read (a
         stored record, when there is one, already passed the owner check)."""
-        meta = await self.store.client.hgetall(self.store.key("evm", response_id))
+        meta = await self.store.log_meta(response_id)
         if not meta:
             return None
         if record is None and not self.store.owned(meta.get(b"owner"), owner):
@@ -89,21 +88,11 @@ class EventLog:
     async def follow(self, response_id: str, worker: str, after: int, emit: EmitEncoded) -> None:
         """Emit the logged events after sequence number `after` up to the terminal event,
         waiting for those not written yet; an error event if the writer is gone first."""
-        client = self.store.client
-        key = self.store.key("ev", response_id)
-        last = "-"
+        last: str | None = None  # the position of the last entry read
         while True:
-            entries: Any = await client.xrange(key, last, "+", count=PAGE)
-            if not entries:
-                # Shielded: a blocking read cut by a cancellation would cost its connection.
-                with trio.CancelScope(shield=True):
-                    got: Any = await client.xread(
-                        {key: "0-0" if last == "-" else last[1:]}, count=PAGE, block=BLOCK_MS
-                    )
-                entries = got.get(key.encode(), ()) if got else ()
-            for entry in entries:
-                fields = entry.field_values
-                last = "(" + entry.identifier.decode()
+            entries = await self.store.read_log(response_id, last, PAGE, BLOCK_MS)
+            for position, fields in entries:
+                last = position
                 if int(fields[b"s"]) > after:
                     await emit(fields[b"y"], fields[b"e"])
                 if fields[b"y"].decode() in TERMINAL:

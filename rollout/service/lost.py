@@ -9,8 +9,8 @@ import orjson
 from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.response import Response, ResponseError
-from rollout.store.memory import StoredResponse
-from rollout.store.redis import RedisStore, items_of
+from rollout.store.base import StoredResponse, items_of
+from rollout.store.shared import Record, SharedStore
 
 LOST_TTL_MS = 3600 * 1000  # how long "the owner was lost" is remembered for a rollout
 ENDED = ("completed", "incomplete", "failed")
@@ -28,13 +28,12 @@ def owner_lost(response_id: str) -> ProtocolError:
     )
 
 
-async def end_lost(store: RedisStore, response_id: str, record: dict[bytes, bytes]) -> None:
-    """End the rollout of `record` (its `live:{id}` hash) whose worker is gone."""
-    client = store.client
-    if not await client.delete([store.key("live", response_id)]):
+async def end_lost(store: SharedStore, response_id: str, record: Record) -> None:
+    """End the rollout of `record` (its live record) whose worker is gone."""
+    if not await store.drop_live(response_id):
         return  # finished, or another worker got here first
     owner = record.get(b"owner", b"")
-    await client.set(store.key("lost", response_id), owner, px=LOST_TTL_MS)  # its key only
+    await store.mark_lost(response_id, owner, LOST_TTL_MS)  # its key only
     if record.get(b"store") != b"1":
         return
     stored = await store.get(response_id)

@@ -1,7 +1,8 @@
-# The one ordered path from a worker to Redis for writes that must not wait on the event loop's
-# hot path: event-log entries, relayed events, lease updates. Callers queue commands without
-# awaiting; one task sends whatever is queued as one pipeline (one round trip for many
-# commands), in order; `barrier()` waits until everything queued before it has been written.
+# The one ordered path from a worker to the shared store for writes that must not wait on the
+# event loop's hot path: event-log entries, relayed events, live records. Callers queue writes
+# (rollout.store.shared's `Write` values) without awaiting; one task sends whatever is queued
+# as one batch (one round trip for many writes), in order; `barrier()` waits until everything
+# queued before it has been written.
 from __future__ import annotations
 
 import logging
@@ -10,33 +11,34 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-import coredis
 import trio
 
-log = logging.getLogger("rollout.service.writer")
-BATCH = 512  # commands per pipeline, at most
+from rollout.store.shared import SharedStore, Write, WriteFailed
 
-#: A queued command: (name, args, called with its result or None when it failed).
-Op = tuple[str, tuple[Any, ...], Callable[[Any], None] | None]
+log = logging.getLogger("rollout.service.writer")
+BATCH = 512  # writes per batch, at most
+
+#: A queued write, and what is called with its result (None when it failed).
+Op = tuple[Write, Callable[[Any], None] | None]
 
 
 @attrs.define(eq=False)
 class Writer:
-    client: Callable[[], coredis.Redis[bytes]]
+    store: SharedStore
     _send: trio.MemorySendChannel[Op | trio.Event] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[Op | trio.Event] = attrs.field(init=False)
-    written: int = 0  # commands written (for tests and metrics)
+    written: int = 0  # writes made (for tests and metrics)
 
     def __attrs_post_init__(self) -> None:
         # Unbounded in count; what is queued is bounded by its producers (a rollout's events are
         # bounded by its sink's own backpressure, relayed events by the relaying connection).
         self._send, self._receive = trio.open_memory_channel(math.inf)
 
-    def send(self, name: str, *args: Any, then: Callable[[Any], None] | None = None) -> None:
-        self._send.send_nowait((name, args, then))
+    def send(self, write: Write, *, then: Callable[[Any], None] | None = None) -> None:
+        self._send.send_nowait((write, then))
 
     async def barrier(self) -> None:
-        """Wait until every command queued so far is written."""
+        """Wait until every write queued so far is made."""
         done = trio.Event()
         self._send.send_nowait(done)
         await done.wait()
@@ -57,15 +59,11 @@ class Writer:
         results: list[Any] = [None] * len(ops)
         if ops:
             try:
-                # Shielded: a pipeline cut halfway would leave its connection in doubt.
-                with trio.CancelScope(shield=True):
-                    async with self.client().pipeline(transaction=False) as pipe:
-                        requests = [getattr(pipe, name)(*args) for name, args, _ in ops]
-                    results = [await r for r in requests]
+                results = await self.store.write([write for write, _ in ops])  # (not cut short)
                 self.written += len(ops)
-            except coredis.exceptions.RedisError as exc:
-                log.error("writing %d commands to Redis failed: %s", len(ops), exc)
-        for (_, _, then), result in zip(ops, results, strict=True):
+            except WriteFailed as exc:
+                log.error("writing %d commands to the shared store failed: %s", len(ops), exc)
+        for (_, then), result in zip(ops, results, strict=True):
             if then is not None:
                 then(result)
         for op in batch:

@@ -1,25 +1,25 @@
-# The response stores: MemoryStore (store/memory.py, the default), SqliteStore and
-# `open_store(spec)` (store/sqlite.py), RedisStore (store/redis.py). The Redis store needs
-# coredis, which only the `redis` extra installs: store/redis.py is imported only when a
-# `redis://` store is asked for, and MissingExtra says how to install it when it is absent.
+# The response stores, behind one boundary (store/base.py): the `Store` protocol and
+# `open_store(spec)`, which picks the backend by the spec's scheme: MemoryStore (store/memory.py,
+# the default), SqliteStore (store/sqlite.py), RedisStore (store/redis.py, which needs coredis,
+# the `redis` extra: it is imported only when a `redis://` store is asked for, and MissingExtra
+# says how to install it when it is absent). `SharedStore` (store/shared.py) is what the cluster
+# layer needs of a store many workers share.
 from __future__ import annotations
 
-import importlib.util
+from rollout.store.base import (
+    MissingExtra,
+    Store,
+    StoredResponse,
+    StoreUnreachable,
+    open_store,
+    require_redis,
+)
 
-
-class MissingExtra(ValueError):
-    """What was asked for needs an optional extra that is not installed; `str()` says how to
-    install it (`needs pip install 'rollout[redis]'`)."""
-
-    def __init__(self, extra: str) -> None:
-        super().__init__(f"needs pip install 'rollout[{extra}]'")
-        self.extra = extra
-
-
-def require_redis() -> None:
-    """MissingExtra("redis") unless coredis (the `redis` extra) is installed."""
-    if importlib.util.find_spec("coredis") is None:
-        raise MissingExtra("redis")
-
-
-__all__ = ["MissingExtra", "require_redis"]
+__all__ = [
+    "MissingExtra",
+    "Store",
+    "StoreUnreachable",
+    "StoredResponse",
+    "open_store",
+    "require_redis",
+]

@@ -1,35 +1,48 @@
 # The shared response store (`rollout serve --store redis://HOST:PORT/DB`): one hash per stored
 # response (orjson of the wire form), so every worker and machine reads the same chains; a chain
 # is walked inside Redis by one Lua script (one round trip, however long). Owners are keyed
-# hashes of API keys, never the keys. It owns the coredis
-# client (built on anyio, so it runs under trio) and its lifetime (`async with store.connect()`);
-# the cluster layer (rollout.service.cluster) borrows the client for leases, delivery and logs.
-# `check()` is the start-up check `rollout serve` makes before it serves (one connection, no
-# retries: StoreUnreachable says where and why). coredis is the `redis` extra's: this module is
-# imported only once a `redis://` store is asked for (rollout.store.require_redis first).
+# hashes of API keys, never the keys. It owns the coredis client (built on anyio, so it runs
+# under trio) and its lifetime (`async with store.connect()`). It is also the SharedStore
+# (store/shared.py) that the cluster layer (rollout.service.cluster) runs on: leases, inboxes,
+# live records and event logs, under the same key prefix. `check()` is the start-up check
+# `rollout serve` makes before it serves (one connection, no retries: StoreUnreachable says where
+# and why). coredis is the `redis` extra's: this module is imported only once a `redis://` store
+# is asked for (open_store checks that coredis is installed first).
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import hmac
-import os
 import secrets
-import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-import attrs
+import anyio
 import coredis
 import orjson
 import trio
+from coredis.patterns.pipeline import Pipeline
 from coredis.retry import NoRetryPolicy
 
 from protocol import codec
 from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from protocol.response import Response
-from rollout.store.memory import ChainBroken, StoredResponse
+from rollout.store.base import ChainBroken, Store, StoredResponse, StoreUnreachable, items_of
+from rollout.store.redis_url import CHECK_TIMEOUT_S, RedisUrl, bottom, reason
+from rollout.store.shared import (
+    DropLive,
+    Fields,
+    LogEntry,
+    LogEvent,
+    LogMeta,
+    Publish,
+    Record,
+    SetLive,
+    SharedStore,
+    Write,
+    WriteFailed,
+)
 
 # The chain ending at ARGV[2], newest first: [missing_id_or_empty, previous, response, items, ...]
 CHAIN = """
@@ -50,59 +63,6 @@ return out
 """
 
 
-@attrs.frozen
-class RedisUrl:
-    """A parsed `redis://HOST:PORT/DB[?prefix=P]` spec."""
-
-    host: str
-    port: int
-    db: int
-    prefix: str = "rollout:"
-
-    @classmethod
-    def parse(cls, spec: str) -> RedisUrl:
-        """ValueError with a message for the user when `spec` is not such a URL."""
-        split = urlsplit(spec)
-        if split.scheme != "redis" or not split.hostname:
-            raise ValueError(f"expected redis://HOST:PORT/DB, got {spec!r}")
-        try:
-            port = split.port or 6379
-        except ValueError:
-            raise ValueError(f"bad port in {spec!r}") from None
-        path = split.path.strip("/") or "0"
-        if not path.isascii() or not path.isdigit():
-            raise ValueError(f"the database in {spec!r} must be a number, e.g. redis://host:6379/0")
-        prefix = parse_qs(split.query).get("prefix", ["rollout:"])[-1]
-        return cls(host=split.hostname, port=port, db=int(path), prefix=prefix)
-
-
-CHECK_TIMEOUT_S = 5.0  # the longest a start-up check waits for Redis to answer
-
-
-class StoreUnreachable(Exception):
-    """Redis did not answer a start-up check; `str()` says where and why (for the user)."""
-
-
-def _bottom(exc: BaseException) -> BaseException:
-    """What lies under `exc`: the first of each exception group, then each cause."""
-    while True:
-        if isinstance(exc, BaseExceptionGroup):
-            exc = exc.exceptions[0]
-        elif exc.__cause__ is not None:
-            exc = exc.__cause__
-        else:
-            return exc
-
-
-def _reason(exc: BaseException) -> str:
-    """An error for a person: `Connection refused`, not the path through the libraries."""
-    if isinstance(exc, socket.gaierror) and exc.strerror:
-        return exc.strerror
-    if isinstance(exc, OSError) and exc.errno is not None and exc.errno > 0:
-        return os.strerror(exc.errno)
-    return str(exc) or type(exc).__name__
-
-
 def unavailable(exc: BaseException) -> ProtocolError:
     message = f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly."
     return overloaded(message, "store_unavailable")
@@ -118,8 +78,8 @@ def _mapped() -> Iterator[None]:
 
 
 class RedisStore:
-    """The `Store` protocol on Redis. Use inside `async with store.connect():` (the server's
-    `serve` enters it); nested entries share one client."""
+    """The `Store` and `SharedStore` protocols on Redis. Use inside `async with
+    store.connect():` (the server's `serve` enters it); nested entries share one client."""
 
     def __init__(self, url: str | RedisUrl, *, max_connections: int = 256) -> None:
         self.url = url if isinstance(url, RedisUrl) else RedisUrl.parse(url)
@@ -141,6 +101,8 @@ class RedisStore:
         if self._client is None:
             raise RuntimeError(f"{self!r} is not connected: use `async with store.connect()`")
         return self._client
+
+    # -- lifetime -------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def connect(self) -> AsyncIterator[RedisStore]:
@@ -174,12 +136,15 @@ class RedisStore:
             finally:
                 self._client = None
 
+    async def close(self) -> None:
+        """Nothing to let go of: the client lives only inside `connect()`."""
+        return None
+
     async def check(self, timeout_s: float = CHECK_TIMEOUT_S) -> None:
         """Connect once (no retries), select the database and ping, then disconnect:
         StoreUnreachable, saying where and why, when that fails. For a server's start, before
         it takes any request (a running server's errors are 503s: `unavailable`)."""
         u = self.url
-        where = f"Redis at {f'[{u.host}]' if ':' in u.host else u.host}:{u.port}"
         client: coredis.Redis[bytes] = coredis.Redis(
             host=u.host,
             port=u.port,
@@ -193,14 +158,19 @@ class RedisStore:
                 async with client:
                     await client.ping()
         except trio.TooSlowError:
-            raise StoreUnreachable(f"{where} did not answer in {timeout_s:g} s") from None
+            raise StoreUnreachable(f"{u.where} did not answer in {timeout_s:g} s") from None
         except Exception as exc:  # coredis raises from a task group: look under the group
-            bottom = _bottom(exc)
-            if isinstance(bottom, OSError | coredis.exceptions.ConnectionError):
-                raise StoreUnreachable(f"cannot connect to {where}: {_reason(bottom)}") from exc
-            if isinstance(bottom, coredis.exceptions.RedisError):
-                raise StoreUnreachable(f"{where} failed: {_reason(bottom)}") from exc
+            under = bottom(exc)
+            if isinstance(under, OSError | coredis.exceptions.ConnectionError):
+                raise StoreUnreachable(f"cannot connect to {u.where}: {reason(under)}") from exc
+            if isinstance(under, coredis.exceptions.RedisError):
+                raise StoreUnreachable(f"{u.where} failed: {reason(under)}") from exc
             raise
+
+    def shared(self) -> SharedStore:
+        return self
+
+    # -- keys and owners ------------------------------------------------------------------------
 
     def key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -280,10 +250,116 @@ class RedisStore:
             n += 1
         return n
 
+    # -- the SharedStore protocol (store/shared.py): the cluster layer's ----------------------
 
-def items_of(values: list[Any]) -> list[Item]:
-    """Items from their wire JSON."""
-    return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
+    async def beat(self, worker: str, ttl_ms: int) -> None:
+        await self.client.set(self.key("alive", worker), b"1", px=ttl_ms)
+
+    async def alive(self, worker: str) -> bool:
+        return bool(await self.client.exists([self.key("alive", worker)]))
+
+    async def listen(
+        self,
+        worker: str,
+        receive: Callable[[bytes], None],
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        channel = self.key("w", worker)
+        try:
+            async with self.client.pubsub(
+                channels=[channel], ignore_subscribe_messages=True
+            ) as pubsub:
+                task_status.started()
+                async for message in pubsub:
+                    data = message["data"]
+                    if message["type"] == "message" and isinstance(data, bytes):
+                        receive(data)
+        except* anyio.ClosedResourceError:
+            pass  # coredis, cancelled: its unsubscribe finds the connection closed already
+
+    async def set_live(self, response_id: str, fields: Fields) -> None:
+        await self.client.hset(self.key("live", response_id), fields)
+
+    async def live(self, response_id: str) -> Record:
+        return await self.client.hgetall(self.key("live", response_id))
+
+    async def live_ids(self) -> AsyncIterator[str]:
+        async for key in self.client.scan_iter(match=self.key("live", "*"), count=1000):
+            yield key.decode().rsplit(":", 1)[-1]
+
+    async def drop_live(self, response_id: str) -> bool:
+        return bool(await self.client.delete([self.key("live", response_id)]))
+
+    async def mark_lost(self, response_id: str, owner: bytes, ttl_ms: int) -> None:
+        await self.client.set(self.key("lost", response_id), owner, px=ttl_ms)
+
+    async def log_meta(self, response_id: str) -> Record:
+        return await self.client.hgetall(self.key("evm", response_id))
+
+    async def read_log(
+        self, response_id: str, after: str | None, count: int, block_ms: int
+    ) -> list[LogEntry]:
+        key = self.key("ev", response_id)
+        start = "-" if after is None else f"({after}"
+        entries: Any = await self.client.xrange(key, start, "+", count=count)
+        if not entries:
+            # Shielded: a blocking read cut by a cancellation would cost its connection.
+            with trio.CancelScope(shield=True):
+                got: Any = await self.client.xread(
+                    {key: "0-0" if after is None else after}, count=count, block=block_ms
+                )
+            entries = got.get(key.encode(), ()) if got else ()
+        return [(e.identifier.decode(), e.field_values) for e in entries]
+
+    async def write(self, writes: Sequence[Write]) -> list[Any]:
+        results: list[Any] = []
+        try:
+            # Shielded: a pipeline cut halfway would leave its connection in doubt.
+            with trio.CancelScope(shield=True):
+                async with self.client.pipeline(transaction=False) as pipe:
+                    requests = [self._queue(pipe, w) for w in writes]
+                for first, *others in requests:
+                    results.append(await first)
+                    for other in others:
+                        await other
+        except coredis.exceptions.RedisError as exc:
+            raise WriteFailed(f"{self!r}: {exc}") from exc
+        return results
+
+    def _queue(self, pipe: Pipeline[bytes], write: Write) -> list[Awaitable[Any]]:
+        """The pipeline's commands for `write`: the first one's result is the write's."""
+        match write:
+            case Publish():
+                return [pipe.publish(self.key("w", write.worker), write.message)]
+            case SetLive():
+                return [pipe.hset(self.key("live", write.response_id), write.fields)]
+            case DropLive():
+                return [pipe.delete([self.key("live", write.response_id)])]
+            case LogMeta():
+                key = self.key("evm", write.response_id)
+                return [pipe.hset(key, write.fields), pipe.pexpire(key, write.ttl_ms)]
+            case LogEvent():
+                key = self.key("ev", write.response_id)
+                added = pipe.xadd(key, write.fields)
+                if write.ttl_ms is None:
+                    return [added]
+                return [added, pipe.pexpire(key, write.ttl_ms)]
 
 
-__all__ = ["RedisStore", "RedisUrl", "StoreUnreachable", "items_of", "unavailable"]
+def from_spec(spec: str) -> Store:
+    """The store of `--store redis://HOST:PORT/DB[?prefix=P]` (connected when the server
+    starts); ValueError, with a message for the user, for a spec that is not such a URL."""
+    return RedisStore(spec)
+
+
+# StoreUnreachable, RedisUrl and items_of are named here too, for the modules that import them
+# from here.
+__all__ = [
+    "RedisStore",
+    "RedisUrl",
+    "StoreUnreachable",
+    "from_spec",
+    "items_of",
+    "unavailable",
+]

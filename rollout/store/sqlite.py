@@ -3,8 +3,8 @@
 # (`trio.to_thread`, one call at a time), one transaction per write. It owns that connection and
 # the file's schema (versioned; an older file is migrated on open). API keys are not stored: the
 # `owner` column holds an HMAC of the key under the file's own secret (docs/reliability.md).
-# Encoding and decoding stay on the trio thread. Also `open_store(spec)`, which turns a `--store`
-# spec into a store.
+# Encoding and decoding stay on the trio thread. `from_spec` makes one from `--store sqlite:PATH`
+# (open_store's row for it, store/base.py).
 from __future__ import annotations
 
 import hashlib
@@ -23,8 +23,14 @@ import trio
 from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
-from rollout.store import require_redis
-from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
+from rollout.store.base import (
+    ChainBroken,
+    LocalStore,
+    Store,
+    StoredResponse,
+    items_of,
+    open_store,
+)
 
 T = TypeVar("T")
 log = logging.getLogger("rollout.store.sqlite")
@@ -57,9 +63,9 @@ SELECT previous_response_id, response, input_items FROM chain ORDER BY depth DES
 """
 
 
-class SqliteStore:
+class SqliteStore(LocalStore):
     """The `Store` protocol on one SQLite file. Opened (and the schema made) on construction;
-    `aclose()` (or `close()` outside trio) when done."""
+    `close()` when done."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.path = Path(path)
@@ -145,7 +151,7 @@ class SqliteStore:
             owner=owner,
             hashed=self.owner_hash,
             response=codec.structure(orjson.loads(response), Response),
-            input_items=_items(orjson.loads(input_items)),
+            input_items=items_of(orjson.loads(input_items)),
             previous_response_id=previous,
         )
 
@@ -172,22 +178,20 @@ class SqliteStore:
             raise ChainBroken(oldest_previous)
         items: list[Item] = []
         for _, response, input_items in rows:
-            items.extend(_items(orjson.loads(input_items)))
-            items.extend(_items(orjson.loads(response)["output"]))
+            items.extend(items_of(orjson.loads(input_items)))
+            items.extend(items_of(orjson.loads(response)["output"]))
         return items
 
     # -- lifetime -------------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
         """Close the connection (after any call in flight). Idempotent."""
         async with self._limiter:
-            self.close()
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
 
-    def close(self) -> None:
-        """Close from outside trio (or when no call can be in flight). Idempotent."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+    aclose = close  # the name trio gives closing an async resource
 
     def __len__(self) -> int:
         """Rows in the table (a blocking query: for tests and tools, not the server)."""
@@ -236,10 +240,6 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
     return bytes(row[0])
 
 
-def _items(values: list[Any]) -> list[Item]:
-    return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
-
-
 def _pragma(synchronous: str) -> str:
     value = synchronous.upper()
     if value not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -247,32 +247,19 @@ def _pragma(synchronous: str) -> str:
     return value
 
 
-def open_store(spec: str) -> Store:
-    """The store a `--store` spec names: `memory` (the default), `sqlite:PATH` (parent
-    directories are made) or `redis://HOST:PORT/DB` (shared by every worker; connected when the
-    server starts). Anything else, or a file that cannot be opened as a database, is a
-    ValueError with a message for the user (MissingExtra, one too, for a Redis store without
-    coredis installed)."""
-    if spec == "memory":
-        return MemoryStore()
-    if spec.startswith("redis:"):
-        require_redis()  # MissingExtra (a ValueError) without coredis
-        from rollout.store.redis import RedisStore
-
-        return RedisStore(spec)
-    kind, sep, rest = spec.partition(":")
-    if kind == "sqlite" and sep:
-        if not rest:
-            raise ValueError("--store sqlite:PATH needs a file path, e.g. sqlite:./rollout.db")
-        path = Path(rest).expanduser()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            return SqliteStore(path)
-        except (OSError, sqlite3.Error, StoreVersionError) as exc:
-            raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
-    raise ValueError(
-        f"unknown store {spec!r}: use 'memory', 'sqlite:PATH' or 'redis://HOST:PORT/DB'"
-    )
+def from_spec(spec: str) -> Store:
+    """The store of `--store sqlite:PATH` (parent directories are made); ValueError, with a
+    message for the user, when there is no path or the file cannot be opened as a database."""
+    rest = spec.partition(":")[2]
+    if not rest:
+        raise ValueError("--store sqlite:PATH needs a file path, e.g. sqlite:./rollout.db")
+    path = Path(rest).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStore(path)
+    except (OSError, sqlite3.Error, StoreVersionError) as exc:
+        raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
 
 
-__all__ = ["SqliteStore", "StoreVersionError", "open_store"]
+# open_store is named here too, for the modules that import it from here.
+__all__ = ["SqliteStore", "StoreVersionError", "from_spec", "open_store"]

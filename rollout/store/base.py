@@ -1,0 +1,197 @@
+# The boundary of the response stores: the record a store keeps (StoredResponse), the `Store`
+# protocol every store implements, and `open_store(spec)`, which turns a `--store` spec into a
+# store by the spec's scheme (BACKENDS: one row per kind of store). A backend's module is
+# imported only when a store of its kind is asked for, so one that needs an optional extra
+# (Redis: coredis, the `redis` extra) costs the base install nothing, and a spec for it without
+# the extra is MissingExtra, saying how to install it. What the cluster layer needs beyond a
+# Store is `SharedStore` (store/shared.py), which `Store.shared()` returns.
+from __future__ import annotations
+
+import contextlib
+import hmac
+import importlib
+import importlib.util
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from protocol import codec
+from protocol.items import Item
+from protocol.response import Response
+
+if TYPE_CHECKING:
+    from rollout.store.shared import SharedStore
+
+
+@attrs.define
+class StoredResponse:
+    response: Response
+    input_items: list[Item]
+    previous_response_id: str | None = None
+    # The API key that created it (other keys cannot see it), or, from a store that keeps no
+    # keys (SQLite, Redis), its keyed hash; `hashed` then turns a key into that form.
+    owner: str | None = None
+    hashed: Callable[[str], str] | None = attrs.field(default=None, eq=False, repr=False)
+
+    def owned_by(self, key: str | None) -> bool:
+        """Whether `key` (None: no authentication) created this response (constant time)."""
+        if key is None or self.owner is None:
+            return key is None and self.owner is None
+        mine = self.hashed(key) if self.hashed is not None else key
+        return hmac.compare_digest(mine.encode(), self.owner.encode())
+
+
+def visible(record: StoredResponse | None, owner: str | None) -> StoredResponse | None:
+    """The record if `owner` may see it (isolation by API key), else None."""
+    return record if record is not None and record.owned_by(owner) else None
+
+
+def items_of(values: list[Any]) -> list[Item]:
+    """Items from their wire JSON (as a durable store keeps them)."""
+    return [codec.structure(v, Item) for v in values]  # type: ignore[arg-type]
+
+
+class ChainBroken(LookupError):
+    """A response in the chain is gone (deleted); carries the missing id."""
+
+
+class StoreUnreachable(Exception):
+    """The store did not answer a start-up check; `str()` says where and why (for the user)."""
+
+
+class Store(Protocol):
+    """Where `store: true` responses live. Async, so a durable store can do blocking I/O in a
+    worker thread (`trio.to_thread`) without stalling the event loop."""
+
+    async def put(self, record: StoredResponse) -> None: ...
+    async def get(self, response_id: str) -> StoredResponse | None: ...
+    async def delete(self, response_id: str) -> bool: ...
+    async def conversation(self, response_id: str) -> list[Item]:
+        """Every item of the chain ending at `response_id`; ChainBroken if one is missing."""
+        ...
+
+    def connect(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """Connected for the body's duration (a server enters it for its lifetime): a store
+        with a connection of its own (Redis) opens it; one that is open from its construction
+        on has nothing to do. Nested entries share one connection."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of what the store holds, for good (its owner, who made it, calls this once
+        done with it; a server does not). Idempotent."""
+        ...
+
+    async def check(self) -> None:
+        """The start-up check `rollout serve` makes before it serves: StoreUnreachable, saying
+        where and why, when the store does not answer (a store in this process always does)."""
+        ...
+
+    def shared(self) -> SharedStore | None:
+        """This store as one that many workers share (the cluster layer runs over it), or None
+        for a store of this process alone."""
+        ...
+
+
+class LocalStore:
+    """What a store of this process alone (memory, SQLite) does about connections: nothing to
+    connect, check or share, and nothing to close unless the store says otherwise."""
+
+    def connect(self) -> contextlib.AbstractAsyncContextManager[object]:
+        return contextlib.nullcontext(self)
+
+    async def close(self) -> None:
+        return None
+
+    async def check(self) -> None:
+        return None
+
+    def shared(self) -> SharedStore | None:
+        return None
+
+
+class MissingExtra(ValueError):
+    """What was asked for needs an optional extra that is not installed; `str()` says how to
+    install it (`needs pip install 'rollout[redis]'`)."""
+
+    def __init__(self, extra: str) -> None:
+        super().__init__(f"needs pip install 'rollout[{extra}]'")
+        self.extra = extra
+
+
+@attrs.frozen
+class Extra:
+    """An optional extra of the package (`pip install 'rollout[NAME]'`) and the package of its
+    that a backend imports."""
+
+    name: str
+    package: str
+
+    def require(self) -> None:
+        """MissingExtra unless the extra's package is installed."""
+        if importlib.util.find_spec(self.package) is None:
+            raise MissingExtra(self.name)
+
+
+REDIS = Extra("redis", "coredis")
+
+
+def require_redis() -> None:
+    """MissingExtra("redis") unless coredis (the `redis` extra) is installed."""
+    REDIS.require()
+
+
+@attrs.frozen
+class Backend:
+    """A kind of store: the module that makes one (its `from_spec(spec) -> Store`, which raises
+    ValueError with a message for the user), imported only when such a store is asked for; the
+    form of its spec (for the message that lists them); whether the spec takes an argument
+    after the scheme (`sqlite:PATH`) or is the bare name (`memory`); the extra it needs."""
+
+    module: str
+    usage: str
+    argument: bool = True
+    extra: Extra | None = None
+
+
+#: Every kind of store `--store` can name, by the spec's scheme (what comes before its `:`).
+BACKENDS: dict[str, Backend] = {
+    "memory": Backend("rollout.store.memory", "memory", argument=False),
+    "sqlite": Backend("rollout.store.sqlite", "sqlite:PATH"),
+    "redis": Backend("rollout.store.redis", "redis://HOST:PORT/DB", extra=REDIS),
+}
+
+
+def open_store(spec: str) -> Store:
+    """The store a `--store` spec names: `memory` (the default), `sqlite:PATH` (parent
+    directories are made) or `redis://HOST:PORT/DB` (shared by every worker; connected when the
+    server starts). Anything else, or a file that cannot be opened as a database, is a
+    ValueError with a message for the user (MissingExtra, one too, for a backend whose extra is
+    not installed)."""
+    scheme, sep, _ = spec.partition(":")
+    backend = BACKENDS.get(scheme)
+    if backend is None or backend.argument != bool(sep):
+        usages = [repr(b.usage) for b in BACKENDS.values()]
+        choices = f"{', '.join(usages[:-1])} or {usages[-1]}"
+        raise ValueError(f"unknown store {spec!r}: use {choices}")
+    if backend.extra is not None:
+        backend.extra.require()  # before the import, which would fail without it
+    make: Callable[[str], Store] = importlib.import_module(backend.module).from_spec
+    return make(spec)
+
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ChainBroken",
+    "Extra",
+    "LocalStore",
+    "MissingExtra",
+    "Store",
+    "StoreUnreachable",
+    "StoredResponse",
+    "items_of",
+    "open_store",
+    "require_redis",
+    "visible",
+]
