@@ -10,13 +10,10 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.items import WEB_SEARCH_TOOL_TYPES
+from protocol.items import HOSTED_BY_CHOICE
 
 Mode = Literal["none", "auto", "required"]
 FormatType = Literal["text", "json_object", "json_schema"]
-
-#: Hosted-tool `tool_choice` types that select the web-search tool (any of its type names).
-WEB_SEARCH_CHOICES = WEB_SEARCH_TOOL_TYPES | {"web_search_preview_2025_03_11"}
 
 
 @attrs.frozen(kw_only=True)
@@ -24,26 +21,29 @@ class ToolChoice:
     """The tools a response may call, and what its first sampling step must call.
 
     `functions` are the function names the model may call (None: every offered one; an
-    `allowed_tools` choice narrows them), `web_search` whether it may search when the tool is
-    offered; `forced` names the one function the first step must call; `force_search` makes the
-    first step a hosted web search; `mode == "required"` makes the first step call some allowed
-    tool.
+    `allowed_tools` choice narrows them), `hosted` the hosted tools (by name, of
+    protocol.items.HOSTED_TOOLS) it may call when they are offered (None: all of them); `forced`
+    names the one function the first step must call, `forced_hosted` the hosted tool it must
+    call; `mode == "required"` makes the first step call some allowed tool.
     """
 
     mode: Mode = "auto"
     functions: frozenset[str] | None = None
-    web_search: bool = True
+    hosted: frozenset[str] | None = None
     forced: str | None = None
-    force_search: bool = False
+    forced_hosted: str | None = None
     parallel: bool = True
     max_calls: int | None = None  # tool calls (function and hosted) per response
 
     def allows(self, name: str) -> bool:
         return self.mode != "none" and (self.functions is None or name in self.functions)
 
+    def allows_hosted(self, name: str) -> bool:
+        return self.mode != "none" and (self.hosted is None or name in self.hosted)
+
     @property
     def must_call(self) -> bool:
-        return self.mode == "required" or self.forced is not None or self.force_search
+        return self.mode == "required" or self.forced is not None or self.forced_hosted is not None
 
 
 @attrs.frozen(kw_only=True)
@@ -70,14 +70,16 @@ def resolve_tool_choice(
     kind = choice.get("type")
     if kind == "function":
         return ToolChoice(forced=str(choice.get("name")), **common)
-    if kind in WEB_SEARCH_CHOICES:
-        return ToolChoice(force_search=True, **common)
+    if kind in HOSTED_BY_CHOICE:
+        return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, **common)
     if kind == "allowed_tools":
         allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
         names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
-        search = any(t.get("type") in WEB_SEARCH_CHOICES for t in allowed)
+        hosted = frozenset(
+            HOSTED_BY_CHOICE[t["type"]].name for t in allowed if t.get("type") in HOSTED_BY_CHOICE
+        )
         mode: Mode = "required" if choice.get("mode") == "required" else "auto"
-        return ToolChoice(mode=mode, functions=names, web_search=search, **common)
+        return ToolChoice(mode=mode, functions=names, hosted=hosted, **common)
     # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
     # not call function tools instead, so it answers with text.
     return ToolChoice(mode="none", **common)
@@ -111,7 +113,6 @@ def resolve_format(text: Mapping[str, Any] | None) -> OutputFormat:
 
 
 __all__ = [
-    "WEB_SEARCH_CHOICES",
     "OutputFormat",
     "ToolChoice",
     "resolve_format",

@@ -17,6 +17,7 @@ from protocol.events import (
 )
 from protocol.invalid import Invalid, at_path, locate, missing, wrong_type
 from protocol.items import (
+    HOSTED_TOOLS,
     Compaction,
     FunctionCall,
     FunctionTool,
@@ -26,7 +27,6 @@ from protocol.items import (
     Message,
     OtherTool,
     Reasoning,
-    WebSearchCall,
 )
 
 T = TypeVar("T")
@@ -299,7 +299,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (Reasoning, ("encrypted_content", "content", "status")),
     (Compaction, ("created_by",)),
     (Message, ("phase",)),
-    (WebSearchCall, ("action",)),  # in_progress: no action yet (as recorded)
+    *((tool.item, tool.omit_none) for tool in HOSTED_TOOLS if tool.omit_none),
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("prompt_cache_breakpoint",)),

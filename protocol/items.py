@@ -1,7 +1,10 @@
 # Input and output items, content parts, annotations and tool definitions: the wire shape of
 # everything that goes into a conversation, as immutable attrs classes.
 # Each class's fields are its JSON keys; the codec (protocol.codec) turns them into JSON and back.
-# Nothing here validates meaning across items (that is protocol.validate).
+# Nothing here validates meaning across items (that is protocol.validate). The tools the server
+# runs itself are one table, HOSTED_TOOLS (at the end): what validation, tool choice, the codec,
+# the event builders and the context know of a hosted tool, they read there.
+from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -173,11 +176,14 @@ class ItemReference:
     id: str
 
 
+#: The output items of the hosted tools (HOSTED_TOOLS).
+HostedItem = WebSearchCall
+
 Item = (
     Message
     | FunctionCall
     | FunctionCallOutput
-    | WebSearchCall
+    | HostedItem
     | Reasoning
     | Compaction
     | ItemReference
@@ -201,10 +207,10 @@ WEB_SEARCH_TOOL_TYPES = frozenset({"web_search", "web_search_2025_08_26", "web_s
 
 @attrs.frozen(kw_only=True)
 class OtherTool:
-    """A tool type the server does not execute itself (web search, namespace, custom, ...).
+    """A tool type other than a function (web search, namespace, custom, ...).
 
-    It is accepted, echoed back as given in `Response.tools`, and otherwise only web search is
-    acted on (see `is_web_search`).
+    It is accepted, echoed back as given in `Response.tools`, and otherwise only the hosted tools
+    (HOSTED_TOOLS: web search) are acted on.
     """
 
     type: str
@@ -229,3 +235,57 @@ def text_of(content: str | tuple[ContentPart, ...]) -> str:
         elif isinstance(part, Refusal):
             parts.append(part.refusal)
     return "\n".join(parts)
+
+
+# -- hosted tools -------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class HostedTool:
+    """A tool the server runs itself, as the wire shows it (a row of HOSTED_TOOLS).
+
+    Its call is an output item of its own: made `in_progress` from `id` and `status` alone, its
+    `output_item.added` followed by the `opening` events; when the call completes, the item is
+    replaced whole, and the `completed` event precedes its `output_item.done`. Each of those
+    events carries `output_index` and `item_id` (protocol.events.WebSearchCallEvent's shape)."""
+
+    name: str  # the tool, in the engine's tables and in the prompt
+    types: frozenset[str]  # the `tools[].type` values that offer it
+    choices: frozenset[str]  # the `tool_choice` types that force it (in `allowed_tools`: allow)
+    item: type[HostedItem]
+    prefix: str  # of its items' ids
+    opening: tuple[str, ...]
+    completed: str
+    text: Callable[[Any], str]  # what the prompt shows of its item
+    omit_none: tuple[str, ...] = ()  # keys of its item left off the wire when None
+
+    @property
+    def item_type(self) -> str:
+        return str(attrs.fields_dict(self.item)["type"].default)
+
+
+def _search_text(item: WebSearchCall) -> str:
+    action = item.action
+    if not isinstance(action, SearchAction):
+        return ""
+    urls = "\n".join(s.url for s in action.sources or ())
+    return f"{action.query}\n{urls}"
+
+
+WEB_SEARCH_TOOL = HostedTool(
+    name="web_search",
+    types=WEB_SEARCH_TOOL_TYPES,
+    choices=WEB_SEARCH_TOOL_TYPES | {"web_search_preview_2025_03_11"},
+    item=WebSearchCall,
+    prefix="ws",
+    opening=("response.web_search_call.in_progress", "response.web_search_call.searching"),
+    completed="response.web_search_call.completed",
+    text=_search_text,
+    omit_none=("action",),  # in_progress: no action yet (as recorded)
+)
+
+HOSTED_TOOLS: tuple[HostedTool, ...] = (WEB_SEARCH_TOOL,)
+HOSTED_BY_TYPE: dict[str, HostedTool] = {t: tool for tool in HOSTED_TOOLS for t in tool.types}
+HOSTED_BY_CHOICE: dict[str, HostedTool] = {c: tool for tool in HOSTED_TOOLS for c in tool.choices}
+HOSTED_BY_ITEM: dict[type, HostedTool] = {tool.item: tool for tool in HOSTED_TOOLS}
+HOSTED_ITEMS: tuple[type[HostedItem], ...] = tuple(HOSTED_BY_ITEM)

@@ -5,12 +5,13 @@ import attrs
 
 from protocol.events import Event
 from protocol.items import (
+    HOSTED_BY_ITEM,
+    HOSTED_ITEMS,
     FunctionCall,
     Message,
     OutputText,
     Reasoning,
     Refusal,
-    WebSearchCall,
 )
 from protocol.response import Response, ResponseError, Usage
 from protocol.stream import ResponseStream
@@ -56,9 +57,9 @@ def replay(final: Response) -> list[Event]:
             events += s.begin_call(item.id or "", item.call_id, item.name, item.async_)
             events.append(s.arguments_delta(index, item.arguments))
             events += s.end_call(index, item.arguments, item.status or "completed")
-        elif isinstance(item, WebSearchCall) and item.action is not None:
-            events += s.begin_web_search(item.id)
-            events += s.end_web_search(index, item.action)
+        elif isinstance(item, HOSTED_ITEMS) and item.status == "completed":
+            events += s.begin_hosted(HOSTED_BY_ITEM[type(item)], item.id)
+            events += s.end_hosted(index, item)
         else:
             s.response.output.append(item)
             for kind in ("response.output_item.added", "response.output_item.done"):

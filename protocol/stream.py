@@ -1,11 +1,11 @@
 # Event builders: a small state machine per response that turns "what happened" into the exact
 # event sequences of spec §2.5 (reasoning with summary parts, text and refusals, function calls,
-# hosted web search) and the append shape's pause. It numbers events (`sequence_number` from 0,
-# contiguous, never restarting inside one response, pauses included) and output items
-# (`output_index` keeps counting across pauses).
+# hosted tools' calls, whose events protocol.items.HOSTED_TOOLS names) and the append shape's
+# pause. It numbers events (`sequence_number` from 0, contiguous, never restarting inside one
+# response, pauses included) and output items (`output_index` keeps counting across pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -13,6 +13,7 @@ import attrs
 from protocol.control import ControlEvents
 from protocol.deltas import DeltaRun, E, Fields
 from protocol.events import (
+    CLASS_BY_TYPE,
     AnnotationAddedEvent,
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
@@ -29,10 +30,13 @@ from protocol.events import (
     ResponseEvent,
     TextDeltaEvent,
     TextDoneEvent,
-    WebSearchCallEvent,
 )
 from protocol.items import (
+    HOSTED_BY_ITEM,
+    WEB_SEARCH_TOOL,
     FunctionCall,
+    HostedItem,
+    HostedTool,
     Item,
     Message,
     OutputText,
@@ -358,33 +362,38 @@ class ResponseStream(ControlEvents):
             self._item_event("response.output_item.done", output_index, done),
         ]
 
-    # -- hosted web search ----------------------------------------------------------------------
+    # -- hosted tools (protocol.items.HOSTED_TOOLS) ----------------------------------------------
 
-    def begin_web_search(self, item_id: str) -> list[Event]:
-        """`output_item.added` (no action yet), then `.in_progress` and `.searching`."""
+    def begin_hosted(self, tool: HostedTool, item_id: str) -> list[Event]:
+        """`output_item.added` (in progress, no result yet), then the tool's opening events."""
         index = self.next_output_index
-        item = WebSearchCall(id=item_id, status="in_progress")
+        item = tool.item(id=item_id, status="in_progress")
         self.response.output.append(item)
         return [
             self._item_event("response.output_item.added", index, item),
-            self._search_event("response.web_search_call.in_progress", index, item_id),
-            self._search_event("response.web_search_call.searching", index, item_id),
+            *[self._hosted_event(type_, index, item_id) for type_ in tool.opening],
         ]
 
-    def end_web_search(self, output_index: int, action: WebSearchAction) -> list[Event]:
-        item = self.response.output[output_index]
-        assert isinstance(item, WebSearchCall)
-        done = attrs.evolve(item, status="completed", action=action)
+    def end_hosted(self, output_index: int, done: HostedItem) -> list[Event]:
+        """The completed item replaces the one in progress: `completed`, `output_item.done`."""
+        assert type(self.response.output[output_index]) is type(done)
+        tool = HOSTED_BY_ITEM[type(done)]
         self.response.output[output_index] = done
         return [
-            self._search_event("response.web_search_call.completed", output_index, item.id),
+            self._hosted_event(tool.completed, output_index, done.id),
             self._item_event("response.output_item.done", output_index, done),
         ]
 
-    def _search_event(self, type_: str, index: int, item_id: str) -> WebSearchCallEvent:
-        return WebSearchCallEvent(
-            type=type_,  # type: ignore[arg-type]
-            sequence_number=self._n(),
-            output_index=index,
-            item_id=item_id,
-        )
+    def begin_web_search(self, item_id: str) -> list[Event]:
+        """A web search call opens (`begin_hosted` of the web-search tool)."""
+        return self.begin_hosted(WEB_SEARCH_TOOL, item_id)
+
+    def end_web_search(self, output_index: int, action: WebSearchAction) -> list[Event]:
+        """The web search call at `output_index` completes with `action`."""
+        item = self.response.output[output_index]
+        assert isinstance(item, WebSearchCall)
+        return self.end_hosted(output_index, attrs.evolve(item, status="completed", action=action))
+
+    def _hosted_event(self, type_: str, index: int, item_id: str) -> Event:
+        make: Callable[..., Event] = CLASS_BY_TYPE[type_]
+        return make(type=type_, sequence_number=self._n(), output_index=index, item_id=item_id)

@@ -5,17 +5,16 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from protocol.choices import WEB_SEARCH_CHOICES
 from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
 from protocol.formats import check_reasoning, check_text, missing, one_of, required_string
-from protocol.items import FunctionTool, OtherTool
+from protocol.items import HOSTED_BY_CHOICE, FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
 STREAM_ID = re.compile(r"[A-Za-z0-9_.-]{1,256}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 HOSTED_CHOICES = frozenset(
     {
-        *WEB_SEARCH_CHOICES,
+        *HOSTED_BY_CHOICE,
         "file_search",
         "computer",
         "computer_use",
@@ -260,8 +259,8 @@ def _check_chosen(req: CreateRequest, choice: Mapping[str, Any], param: str) -> 
     if kind == "programmatic_tool_calling":
         return
     types = {t.type for t in req.tools if isinstance(t, OtherTool)}
-    if kind in WEB_SEARCH_CHOICES:
-        found = bool(types & WEB_SEARCH_CHOICES)
+    if kind in HOSTED_BY_CHOICE:
+        found = bool(types & HOSTED_BY_CHOICE[kind].choices)
     else:
         found = kind in types or (
             kind.startswith("computer") and any("computer" in t for t in types)

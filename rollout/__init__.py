@@ -12,10 +12,11 @@ from rollout.client import (
     run_agent,
 )
 from rollout.client.replay import normalize, replay_session
-from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults
+from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import (
     CallStep,
     DefaultPolicy,

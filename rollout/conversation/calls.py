@@ -1,9 +1,14 @@
 # What a model can ask for in a step, in the engine's own terms: a function call (the client's
-# tool, or an async one), a hosted tool's call (web search), and the citations an answer carries.
+# tool, or an async one), a hosted tool's call (a HostedSpec: each hosted tool's own spec lives
+# with the tool, rollout.model.hosted), and the citations an answer carries.
 # Every model (the simulated policy, a real engine behind the upstream) and the loop speak these.
 from __future__ import annotations
 
+from typing import ClassVar
+
 import attrs
+
+from protocol.items import HostedTool
 
 
 @attrs.frozen(kw_only=True)
@@ -21,8 +26,11 @@ class FunctionCallSpec:
 
 
 @attrs.frozen(kw_only=True)
-class WebSearchSpec:
-    query: str
+class HostedSpec:
+    """A call of a tool the server runs itself (after the step that asks for it). Each hosted
+    tool's spec is a subclass that names its tool: its row of protocol.items.HOSTED_TOOLS."""
+
+    tool: ClassVar[HostedTool]
 
 
-CallSpec = FunctionCallSpec | WebSearchSpec
+CallSpec = FunctionCallSpec | HostedSpec

@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import attrs
@@ -15,6 +16,10 @@ import orjson
 from protocol import codec, errors
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
+    HOSTED_BY_ITEM,
+    HOSTED_BY_TYPE,
+    HOSTED_ITEMS,
+    WEB_SEARCH_TOOL,
     Compaction,
     FunctionCall,
     FunctionCallOutput,
@@ -24,9 +29,7 @@ from protocol.items import (
     Message,
     OtherTool,
     Reasoning,
-    SearchAction,
     Tool,
-    WebSearchCall,
     text_of,
 )
 from rollout.conversation import tokens as tok
@@ -36,6 +39,9 @@ from rollout.conversation.work import Work
 NO_CHOICE = ToolChoice()
 TEXT_FORMAT = OutputFormat()
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
+NO_CALLS: Mapping[str, int] = MappingProxyType({})
+#: The items a model makes, besides assistant messages.
+_MODEL_ITEMS: tuple[type, ...] = (FunctionCall, *HOSTED_ITEMS, Reasoning)
 
 
 @attrs.define
@@ -61,13 +67,9 @@ def render(item: Item, hidden: str = "") -> str:
     if isinstance(item, FunctionCallOutput):
         # No ids in the prompt: they are random, and the prompt must be the same in every mode.
         return f"<|im_start|>tool\n{text_of(item.output)}<|im_end|>\n"
-    if isinstance(item, WebSearchCall):
-        action = item.action
-        body = ""
-        if isinstance(action, SearchAction):
-            urls = "\n".join(s.url for s in action.sources or ())
-            body = f"{action.query}\n{urls}"
-        return f"<|im_start|>assistant to=web_search\n{body}<|im_end|>\n"
+    hosted = HOSTED_BY_ITEM.get(type(item))
+    if hosted is not None:
+        return f"<|im_start|>assistant to={hosted.name}\n{hosted.text(item)}<|im_end|>\n"
     if isinstance(item, Reasoning):
         # The hidden reasoning (restored from encrypted_content, or kept from this server's own
         # step) is part of the prompt; a client's summary alone is all that is left otherwise.
@@ -103,7 +105,7 @@ def _breakpoint(item: Item) -> dict[str, Any] | None:
 def is_model_item(item: Item) -> bool:
     if isinstance(item, Message):
         return item.role == "assistant"
-    return isinstance(item, FunctionCall | WebSearchCall | Reasoning)
+    return isinstance(item, _MODEL_ITEMS)
 
 
 @attrs.define(eq=False)
@@ -115,7 +117,7 @@ class Context:
     instructions: str | None = None
     tools: tuple[Tool, ...] = ()
     function_tools: dict[str, FunctionTool] = attrs.field(factory=dict)
-    web_search: bool = False
+    hosted: frozenset[str] = frozenset()  # the hosted tools the request offers, by name
     scan: ScanState = attrs.field(factory=ScanState)
     route: Route | None = None
     block_hashes: list[int] = attrs.field(factory=list)
@@ -129,7 +131,8 @@ class Context:
     last_was_hosted: bool = False
     last_user_text: str = ""
     calls_since_user: int = 0
-    searches_since_user: int = 0
+    # Hosted calls since the latest user message, by tool (replaced, never changed in place).
+    hosted_since_user: Mapping[str, int] = NO_CALLS
     item_tokens: list[int] = attrs.field(factory=list)  # rendered tokens of each item
     # Explicit prompt-cache breakpoints: (end of the item after the header, its ttl or None).
     body_breakpoints: list[tuple[int, str | None]] = attrs.field(factory=list)
@@ -160,7 +163,11 @@ class Context:
         self.instructions = instructions
         self.tools = tools
         self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
-        self.web_search = any(isinstance(t, OtherTool) and t.is_web_search for t in tools)
+        self.hosted = frozenset(
+            HOSTED_BY_TYPE[t.type].name
+            for t in tools
+            if isinstance(t, OtherTool) and t.type in HOSTED_BY_TYPE
+        )
         text = render_header(instructions, tools)
         with work.stage("tokenize", items=1) as c:
             header = array("I", tok.encoded(text))
@@ -232,7 +239,8 @@ class Context:
         if model and (not self.last_was_model or self.last_was_hosted):
             self.model_turns += 1
         self.last_was_model = model
-        self.last_was_hosted = isinstance(item, WebSearchCall)
+        hosted = HOSTED_BY_ITEM.get(type(item))
+        self.last_was_hosted = hosted is not None
         if isinstance(item, FunctionCall):
             self.call_names[item.call_id] = item.name
             self.open_calls.add(item.call_id)
@@ -242,12 +250,13 @@ class Context:
         elif isinstance(item, FunctionCallOutput):
             self.open_calls.discard(item.call_id)
             self.async_calls.discard(item.call_id)
-        elif isinstance(item, WebSearchCall):
-            self.searches_since_user += 1
+        elif hosted is not None:
+            done = self.hosted_since_user
+            self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
         elif isinstance(item, Message) and item.role == "user":
             self.last_user_text = text_of(item.content)
             self.calls_since_user = 0
-            self.searches_since_user = 0
+            self.hosted_since_user = NO_CALLS
 
     def _hash_blocks(self) -> None:
         """Chain-hash each newly completed 128-token block (the prefix cache's keys)."""
@@ -264,6 +273,16 @@ class Context:
     @property
     def token_count(self) -> int:
         return len(self.tokens)
+
+    @property
+    def web_search(self) -> bool:
+        """Whether the request offers the web-search tool."""
+        return WEB_SEARCH_TOOL.name in self.hosted
+
+    @property
+    def searches_since_user(self) -> int:
+        """Web searches since the latest user message."""
+        return self.hosted_since_user.get(WEB_SEARCH_TOOL.name, 0)
 
     @property
     def breakpoints(self) -> list[tuple[int, str | None]]:
@@ -303,10 +322,7 @@ class Context:
         # The conversation is as far along as before: only its prompt lost items (a script's
         # position and the default model's plan do not start over).
         ctx.model_turns, ctx.last_user_text = self.model_turns, self.last_user_text
-        ctx.calls_since_user, ctx.searches_since_user = (
-            self.calls_since_user,
-            self.searches_since_user,
-        )
+        ctx.calls_since_user, ctx.hosted_since_user = self.calls_since_user, self.hosted_since_user
         ctx.response_steps, ctx.response_calls = self.response_steps, self.response_calls
         return ctx
 

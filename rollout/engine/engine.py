@@ -34,7 +34,7 @@ from protocol.stream import ResponseStream
 from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
-from rollout.engine.executors import Deferred, WebSearch
+from rollout.engine.executors import Deferred, hosted_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
@@ -127,7 +127,7 @@ class Engine:
         if env is None:
             env = self._loop_env = LoopEnv(
                 model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
-                hosted=WebSearch(self.costs),
+                hosted=hosted_tools(self.costs),
                 safety=self.scan_latency,
                 secret=self.secret,
                 thoughts=self.thoughts,

@@ -1,21 +1,21 @@
 # The executors of the sampling loop that the engine itself provides, all behind the loop's one
 # interface (`rollout.engine.loop.Executor`). The chain shape's client-tool executor ends the
-# response (the client answers with a new response.create carrying previous_response_id); the
-# hosted web-search service runs inside the server with a declared latency and deterministic
-# results. Calls of async tools go to Deferred, which returns at once: the model does not wait,
-# and their outputs join the context whenever they arrive (a later create, an inject). The append
-# and multi-agent shapes' executor waits for the client (rollout.service.live).
+# response (the client answers with a new response.create carrying previous_response_id); a
+# hosted tool's calls (the table: rollout.model.hosted) run inside the server, each through the
+# tool's simulated service (a declared latency, deterministic results). Calls of async tools go
+# to Deferred, which returns at once: the model does not wait, and their outputs join the context
+# whenever they arrive (a later create, an inject). The append and multi-agent shapes' executor
+# waits for the client (rollout.service.live).
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 
 import attrs
-import trio
 
-from protocol.items import Item, SearchAction, UrlSource, WebSearchCall
-from rollout.conversation.calls import WebSearchSpec
-from rollout.engine.loop import Call, Rollout
+from protocol.items import HOSTED_ITEMS, Item
+from rollout.conversation.calls import HostedSpec
+from rollout.engine.loop import Call, Executor, Rollout
+from rollout.model.hosted import HOSTED, Service
 from rollout.model.profiles import CostProfile
 
 
@@ -41,34 +41,24 @@ class Deferred:
 
 
 @attrs.define
-class WebSearch:
-    """The hosted web-search service: declared latency, results derived from the query."""
+class Hosted:
+    """A hosted tool's calls (rollout.model.hosted): each completed by the tool's simulated
+    service (its declared latency, its result), then closed on the wire."""
 
-    costs: CostProfile
-    results: int = 3
+    service: Service
     scans = False  # its results are the server's own items, not client input
 
     async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         done: list[Item] = []
         for c in calls:
-            assert isinstance(c.spec, WebSearchSpec)
-            action = await self.search(c.spec.query, r)
-            await r.send(r.stream.end_web_search(c.output_index, action))
-            item = r.stream.response.output[c.output_index]
-            assert isinstance(item, WebSearchCall)
+            assert isinstance(c.spec, HostedSpec) and isinstance(c.item, HOSTED_ITEMS)
+            with r.work.stage("hosted_tool", items=1):
+                item = await self.service.complete(c.spec, c.item)
+            await r.send(r.stream.end_hosted(c.output_index, item))
             done.append(item)
         return done
 
-    async def search(self, query: str, r: Rollout) -> SearchAction:
-        with r.work.stage("hosted_tool", items=1):
-            if self.costs.web_search_s > 0:
-                await trio.sleep(self.costs.web_search_s)
-            return SearchAction(query=query, sources=self.sources(query))
 
-    def sources(self, query: str) -> tuple[UrlSource, ...]:
-        slug = "-".join(query.lower().split()[:6]) or "search"
-        digest = hashlib.sha256(query.encode()).hexdigest()
-        return tuple(
-            UrlSource(url=f"https://example.com/{digest[i * 6 : i * 6 + 6]}/{slug}")
-            for i in range(self.results)
-        )
+def hosted_tools(costs: CostProfile) -> dict[type[HostedSpec], Executor]:
+    """The executor of each hosted tool of the table, by its spec class."""
+    return {row.spec: Hosted(row.service(costs)) for row in HOSTED}

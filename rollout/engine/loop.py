@@ -5,7 +5,7 @@
 # No loop here, and no import of the step (rollout.engine.step), which builds on these.
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -17,7 +17,7 @@ from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import CallSpec, HostedSpec
 from rollout.conversation.context import Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.mailbox import Mailbox
@@ -145,11 +145,11 @@ class Call(Protocol):
 
     @property
     def item(self) -> Item:
-        """A FunctionCall, or a WebSearchCall in progress."""
+        """A FunctionCall, or a hosted tool's item in progress."""
         ...
 
     @property
-    def spec(self) -> FunctionCallSpec | WebSearchSpec:
+    def spec(self) -> CallSpec:
         """What the model asked for."""
         ...
 
@@ -207,7 +207,7 @@ class Model(Protocol):
 @attrs.define
 class LoopEnv:
     model: Model
-    hosted: Executor  # hosted tools (web search)
+    hosted: Mapping[type[HostedSpec], Executor]  # each hosted tool's, by its spec class
     safety: Callable[[int, Work], Awaitable[None]]  # the safety service's latency for new tokens
     deferred: Executor  # calls of async tools: returns at once, outputs come later
     secret: bytes = DEFAULT_SECRET

@@ -1,5 +1,5 @@
 # The one sampling loop. Each step, the rollout's model streams pieces (rollout.model.pieces:
-# reasoning, message text, function calls and their argument deltas, hosted searches, usage, how
+# reasoning, message text, function calls and their argument deltas, hosted calls, usage, how
 # the step ended) and the loop turns them into the response's events and context; the simulated
 # model (a policy paced by a profile: rollout.engine.simulated) and a real engine behind the
 # upstream (rollout.upstream) are two models of the one loop. Text ends the response; tool calls
@@ -11,8 +11,10 @@
 # caller's (rollout.engine.engine); the loop's state and interfaces are rollout.engine.loop.
 from __future__ import annotations
 
+import itertools
+
 from protocol.items import FunctionCall
-from rollout.conversation.calls import WebSearchSpec
+from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import fit
 from rollout.engine.loop import Executor, LoopEnv, Rollout
 from rollout.engine.step import Outcome, StepRunner, ToolCall
@@ -46,10 +48,12 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         ended = await StepRunner(r, env).run(stream)
         if isinstance(ended, Outcome):
             return ended
-        hosted = [c for c in ended if isinstance(c.spec, WebSearchSpec)]
-        functions = [c for c in ended if not isinstance(c.spec, WebSearchSpec)]
-        if hosted:
-            await _execute(r, env, env.hosted, hosted)
+        hosted = [c for c in ended if isinstance(c.spec, HostedSpec)]
+        functions = [c for c in ended if not isinstance(c.spec, HostedSpec)]
+        # Each hosted tool's calls go to its executor, in step order (the context keeps the
+        # output's order), a run of one tool's calls at a time.
+        for kind, run in itertools.groupby(hosted, key=lambda c: type(c.spec)):
+            await _execute(r, env, env.hosted[kind], list(run))
         if functions:
             r.ctx.extend([c.item for c in functions], r.work, scan=False)
             deferred = [c for c in functions if _is_async(c)]

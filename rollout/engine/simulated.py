@@ -10,7 +10,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from rollout.conversation.calls import WebSearchSpec
+from rollout.conversation.calls import HostedSpec
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.choice import constrain
@@ -108,17 +108,17 @@ class SimulatedModel:
 
 
 async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
-    """The step's commentary, then every function call, then its web searches (hosted calls
-    come last in a step: the loop samples a new step after running them)."""
+    """The step's commentary, then every function call, then its hosted tools' calls (hosted
+    calls come last in a step: the loop samples a new step after running them)."""
     if step.text:
         yield p.MessageStart()
         async for piece in _decode(r, step.text, pacer, p.Text):
             yield piece
             if isinstance(piece, p.Finish):
                 return
-    for spec in sorted(step.calls, key=lambda spec: isinstance(spec, WebSearchSpec)):
-        if isinstance(spec, WebSearchSpec):
-            yield p.Search(spec.query)
+    for spec in sorted(step.calls, key=lambda spec: isinstance(spec, HostedSpec)):
+        if isinstance(spec, HostedSpec):
+            yield p.Hosted(spec)
             continue
         yield p.CallStart(spec.name)
         async for piece in _decode(r, spec.arguments, pacer, p.Args):

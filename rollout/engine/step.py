@@ -15,7 +15,7 @@ import trio
 from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
 from protocol.reasoning import Sealed, seal
-from rollout.conversation.calls import Citation, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
 from rollout.conversation.ids import new_id
 from rollout.model import pieces as p
 
@@ -31,11 +31,11 @@ THOUGHTS_KEPT = 100_000  # reasoning items whose hidden text the engine remember
 @attrs.frozen
 class ToolCall:
     """One call of a sampling step, as streamed: where it sits in the output, the item (a
-    FunctionCall, or a WebSearchCall in progress) and what the model asked for."""
+    FunctionCall, or a hosted tool's item in progress) and what the model asked for."""
 
     output_index: int
     item: Item
-    spec: FunctionCallSpec | WebSearchSpec
+    spec: CallSpec
 
 
 @attrs.frozen
@@ -210,11 +210,12 @@ class StepRunner:
             call_id = piece.call_id or new_id("call")
             is_async = r.ctx.is_async(piece.name) or None
             await r.send(r.stream.begin_call(new_id("fc"), call_id, piece.name, is_async))
-        elif isinstance(piece, p.Search):
+        elif isinstance(piece, p.Hosted):
             r.ctx.response_calls += 1
-            await r.send(r.stream.begin_web_search(new_id("ws")))
-            spec = WebSearchSpec(query=piece.query)
-            self.calls.append(ToolCall(self.index, r.stream.response.output[self.index], spec))
+            tool = piece.spec.tool  # its item and opening events (protocol.items.HOSTED_TOOLS)
+            await r.send(r.stream.begin_hosted(tool, new_id(tool.prefix)))
+            item = r.stream.response.output[self.index]
+            self.calls.append(ToolCall(self.index, item, piece.spec))
         elif isinstance(piece, p.ReasoningStart):
             self.kind, self.item_id, self.buffer, self.spent = "reasoning", new_id("rs"), [], 0
             self.summary = False

@@ -10,10 +10,11 @@ import random
 import attrs
 import orjson
 
-from rollout.conversation.calls import CallSpec, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import CallSpec, FunctionCallSpec, HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.args import UnsupportedSchema, generate_arguments
-from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text, search_step
+from rollout.model.hosted import BY_NAME, HOSTED
+from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text
 
 ANSWER_TOKENS = 40  # the length of an answer made up when the step's calls were all ruled out
 
@@ -26,9 +27,14 @@ def _allowed(spec: CallSpec, ctx: Context) -> bool:
     """Whether the request rules the call out (a script may call what the request did not
     declare; only `tool_choice` forbids)."""
     choice = ctx.choice
-    if isinstance(spec, WebSearchSpec):
-        return choice.mode != "none" and choice.web_search
+    if isinstance(spec, HostedSpec):
+        return choice.allows_hosted(spec.tool.name)
     return choice.allows(spec.name)
+
+
+def _is_forced_hosted(spec: CallSpec, ctx: Context) -> bool:
+    """Whether the call is of the hosted tool `tool_choice` forces."""
+    return isinstance(spec, HostedSpec) and spec.tool.name == ctx.choice.forced_hosted
 
 
 def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
@@ -46,8 +52,8 @@ def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
 def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
     """The call the first step must make, or None when nothing callable is allowed."""
     choice = ctx.choice
-    if choice.force_search or (choice.mode == "required" and not _any_function(ctx)):
-        return search_step(ctx) if ctx.web_search and choice.web_search else None
+    if choice.forced_hosted is not None or (choice.mode == "required" and not _any_function(ctx)):
+        return _hosted_call(ctx)
     if choice.forced is not None:
         return _forced_call(choice.forced, ctx) if choice.forced in ctx.function_tools else None
     names = sorted(n for n in ctx.function_tools if choice.allows(n))
@@ -56,6 +62,19 @@ def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
 
 def _any_function(ctx: Context) -> bool:
     return any(ctx.choice.allows(n) for n in ctx.function_tools)
+
+
+def _hosted_call(ctx: Context) -> CallStep | None:
+    """A call of the forced hosted tool, else of the first (in the table's order) the request
+    offers and allows; None when there is none."""
+    choice = ctx.choice
+    forced = choice.forced_hosted
+    names = [row.name for row in HOSTED] if forced is None else [forced]
+    for name in names:
+        row = BY_NAME.get(name)
+        if row is not None and name in ctx.hosted and choice.allows_hosted(name):
+            return CallStep(calls=(row.plan(ctx),))
+    return None
 
 
 def _answer(step: CallStep, ctx: Context) -> TextStep | ErrorStep:
@@ -81,8 +100,8 @@ def constrain(step: Step, ctx: Context) -> Step:
     calls = [c for c in step.calls if _allowed(c, ctx)]
     if first and choice.forced is not None:
         calls = [c for c in calls if isinstance(c, FunctionCallSpec) and c.name == choice.forced]
-    elif first and choice.force_search:
-        calls = [c for c in calls if isinstance(c, WebSearchSpec)]
+    elif first and choice.forced_hosted is not None:
+        calls = [c for c in calls if _is_forced_hosted(c, ctx)]
     if budget is not None:
         calls = calls[:budget]
     if not choice.parallel:
@@ -100,8 +119,8 @@ def _satisfies(step: Step, ctx: Context) -> bool:
         return isinstance(step, ErrorStep)
     choice = ctx.choice
     allowed = [c for c in step.calls if _allowed(c, ctx)]
-    if choice.force_search:
-        return any(isinstance(c, WebSearchSpec) for c in allowed)
+    if choice.forced_hosted is not None:
+        return any(_is_forced_hosted(c, ctx) for c in allowed)
     if choice.forced is not None:
         first = allowed[:1]
         return (

@@ -1,6 +1,6 @@
 # What a model streams in one sampling step, as the sampling loop consumes it: a scripted wait,
 # the prompt's counts, reasoning, message text, function calls and their argument deltas, hosted
-# searches, the engine's usage, and how the step ended. Every model speaks in these pieces (the
+# tools' calls, the engine's usage, and how the step ended. Every model speaks in these pieces (the
 # simulated model: rollout.engine.simulated; a real engine behind the upstream:
 # rollout.upstream), so the loop that turns them into events is one. Plain values: no I/O.
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from rollout.conversation.calls import Citation
+from rollout.conversation.calls import Citation, HostedSpec
 
 
 @attrs.frozen
@@ -127,10 +127,10 @@ class Args:
 
 
 @attrs.frozen
-class Search:
-    """A hosted web search is called (it runs after the step, as hosted calls do)."""
+class Hosted:
+    """A hosted tool is called (it runs after the step, as hosted calls do): its item opens."""
 
-    query: str
+    spec: HostedSpec
 
 
 @attrs.frozen
@@ -170,7 +170,7 @@ Piece = (
     | Text
     | CallStart
     | Args
-    | Search
+    | Hosted
     | Usage
     | Finish
     | Failed

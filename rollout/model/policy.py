@@ -14,12 +14,14 @@ import attrs
 import orjson
 
 from protocol.items import FunctionTool, SearchAction, WebSearchCall
-from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.model import prose
 from rollout.model.args import UnsupportedSchema, generate_arguments
 from rollout.model.commands import next_command
 from rollout.model.grounding import Grounding, ground
+from rollout.model.hosted import HOSTED
+from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.toolpick import Ranked, candidates, rank_tools
 
 
@@ -202,8 +204,9 @@ class ScriptedPolicy:
 @attrs.define
 class DefaultPolicy:
     """Works like a model would with what the request allows (docs/test-rigs.md, "The default
-    model"): a hosted web search when the prompt asks for current information; up to
-    `tool_calls` function calls (`parallel` per step) to the tools most relevant to the prompt
+    model"): a hosted tool's call when that tool's row wants one (rollout.model.hosted: a web
+    search when the prompt asks for current information); up to `tool_calls` function calls
+    (`parallel` per step) to the tools most relevant to the prompt
     (a shell or exec tool for coding prompts, running read-only commands planned from the
     prompt and earlier outputs), each after a sentence of commentary, with arguments a model
     would write (required properties, values from the conversation); then an answer of about
@@ -228,11 +231,10 @@ class DefaultPolicy:
         choice = ctx.choice
         calls_ok = choice.mode != "none"
         ranked = rank_tools((t for t in ctx.function_tools.values() if choice.allows(t.name)), g)
-        searching = calls_ok and ctx.web_search and choice.web_search
-        # A function tool named for the subject (get_weather for the weather) beats a search.
+        # Whether a function tool is named for the subject (get_weather for the weather).
         named = any(r.score >= 3 and r.kind != "shell" for r in ranked)
-        if searching and ctx.searches_since_user == 0 and g.current_info and not named:
-            return search_step(ctx)
+        if calls_ok and (hosted := hosted_call(ctx, g, named)) is not None:
+            return hosted
         done = ctx.calls_since_user
         if calls_ok and ranked and done < self.tool_calls:
             step = plan_calls(ctx, g, ranked, min(self.parallel, self.tool_calls - done), rng)
@@ -248,13 +250,16 @@ class DefaultPolicy:
         return TextStep(text=body)
 
 
-def search_step(ctx: Context) -> CallStep:
-    """A hosted web search for the latest user message (its content words)."""
-
-    g = ground(ctx)
-    words = [*g.places[:2], *(w for w in g.words if w.lower() not in {p.lower() for p in g.places})]
-    words = words[:8] or ctx.last_user_text.split()[:8] or ["latest", "news"]
-    return CallStep(calls=(WebSearchSpec(query=" ".join(words)),))
+def hosted_call(ctx: Context, g: Grounding, named: bool) -> CallStep | None:
+    """The default model's call of a hosted tool the request offers and allows, when one wants
+    to be called now (the first in the table's order)."""
+    choice = ctx.choice
+    for row in HOSTED:
+        if row.name in ctx.hosted and choice.allows_hosted(row.name):
+            spec = row.wants(ctx, g, named)
+            if spec is not None:
+                return CallStep(calls=(spec,))
+    return None
 
 
 def tool_arguments(

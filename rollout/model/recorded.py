@@ -15,10 +15,11 @@ import orjson
 
 from protocol import codec
 from protocol.input import normalize_input
-from protocol.items import Item, Message, WebSearchCall, text_of
-from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, WebSearchSpec
+from protocol.items import HOSTED_ITEMS, Item, Message, text_of
+from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, HostedSpec
 from rollout.conversation.context import Context, is_model_item
 from rollout.conversation.ids import new_id
+from rollout.model.hosted import BY_ITEM_TYPE, HostedRow
 from rollout.model.policy import CallStep, ErrorStep, ScriptedPolicy, Step, TextStep
 
 TERMINAL = frozenset({"response.completed", "response.failed", "response.incomplete"})
@@ -112,14 +113,14 @@ class _Turns:
             if model and (not self.last_model or self.last_hosted):
                 self.turns += 1
             self.last_model = model
-            self.last_hosted = isinstance(item, WebSearchCall)
+            self.last_hosted = isinstance(item, HOSTED_ITEMS)
 
     def step(self, step: Step) -> int:
         """The turn a step was sampled at; then the state after it."""
         turn = self.turns
         self.turns += 1
         self.last_model = True
-        self.last_hosted = isinstance(step, CallStep) and isinstance(step.calls[-1], WebSearchSpec)
+        self.last_hosted = isinstance(step, CallStep) and isinstance(step.calls[-1], HostedSpec)
         return turn
 
 
@@ -167,7 +168,7 @@ class RecordedModel:
 
 def script_from_recording(path: str | Path, final: str = "Done.") -> ScriptedPolicy:
     """A ScriptedPolicy that plays a recording's model: the steps of every recorded response
-    (messages → TextStep, function calls and web searches → CallStep, `response.failed` →
+    (messages → TextStep, function calls and hosted calls → CallStep, `response.failed` →
     ErrorStep), keyed by conversation (its first user message) and turn, so the recorded
     requests get the recorded outputs again."""
     model = RecordedModel(final=final)
@@ -303,27 +304,27 @@ def _note(r: _Response, event: Mapping[str, Any]) -> None:
 
 
 def _steps(r: _Response) -> list[Step]:
-    """A response's model steps. A step is an optional message, then calls (web searches last);
-    a new one starts after a pause, after web searches ran, or with a message after calls."""
+    """A response's model steps. A step is an optional message, then calls (hosted calls last);
+    a new one starts after a pause, after hosted calls ran, or with a message after calls."""
     steps: list[Step] = []
     step: list[int] = []  # output indexes of the step being read
-    searched = False  # a web search of this step finished: the loop samples anew after it
+    hosted = False  # a hosted call of this step finished: the loop samples anew after it
 
     def close() -> None:
-        nonlocal step, searched
+        nonlocal step, hosted
         if step:
             steps.append(_step([r.items.get(i, {}) for i in step]))
-        step, searched = [], False
+        step, hosted = [], False
 
     for kind, value in r.tokens:
         if kind == "added":
             starts_message = r.items.get(value, {}).get("type") == "message"
-            if searched or (starts_message and step):
+            if hosted or (starts_message and step):
                 close()
             step.append(value)
         elif kind == "done":
-            if r.items.get(value, {}).get("type") == "web_search_call":
-                searched = True
+            if _hosted_row(r.items.get(value, {})) is not None:
+                hosted = True
         elif kind == "pause":
             close()
         elif kind == "end":
@@ -338,6 +339,12 @@ def _steps(r: _Response) -> list[Step]:
                 )
     close()
     return steps
+
+
+def _hosted_row(item: Mapping[str, Any]) -> HostedRow | None:
+    """The hosted tool a recorded item is a call of, if any."""
+    kind = item.get("type")
+    return BY_ITEM_TYPE.get(kind) if isinstance(kind, str) else None
 
 
 def _step(items: Sequence[Mapping[str, Any]]) -> Step:
@@ -362,9 +369,8 @@ def _step(items: Sequence[Mapping[str, Any]]) -> Step:
                             )
         elif kind == "function_call":
             calls.append(FunctionCallSpec(name=item["name"], arguments=item.get("arguments", "")))
-        elif kind == "web_search_call":
-            action = item.get("action") or {}
-            calls.append(WebSearchSpec(query=str(action.get("query", ""))))
+        elif (row := _hosted_row(item)) is not None:
+            calls.append(row.from_item(item))
     if calls:
         return CallStep(calls=tuple(calls), text=text)
     return TextStep(text=text, citations=tuple(citations))

@@ -20,8 +20,11 @@ from typing import Any
 
 import orjson
 
-from rollout.conversation.calls import CallSpec, FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import CallSpec, FunctionCallSpec
+from rollout.model.hosted import BY_SCRIPT
 from rollout.model.policy import CallStep, ErrorStep, ScriptedPolicy, Step, TextStep
+
+KINDS = ("text", "refusal", "call", "calls", *BY_SCRIPT, "error")  # what a step may be
 
 
 class ScriptError(ValueError):
@@ -29,8 +32,9 @@ class ScriptError(ValueError):
 
 
 def _call(spec: Mapping[str, Any], where: str) -> CallSpec:
-    if "search" in spec:
-        return WebSearchSpec(query=str(spec["search"]))
+    for key, row in BY_SCRIPT.items():
+        if key in spec:
+            return row.from_script(spec[key])
     name = spec.get("name") or spec.get("call")
     if not isinstance(name, str) or not name:
         raise ScriptError(f"{where}: a call needs a 'name'")
@@ -56,7 +60,7 @@ def step(value: Step | Mapping[str, Any], where: str = "step") -> Step:
             message=str(value.get("message", "The model failed to generate a response.")),
             delay_s=delay,
         )
-    if "call" in value or "search" in value:
+    if "call" in value or any(key in value for key in BY_SCRIPT):
         return CallStep(calls=(_call(value, where),), delay_s=delay)
     if "calls" in value:
         calls = value["calls"]
@@ -68,9 +72,7 @@ def step(value: Step | Mapping[str, Any], where: str = "step") -> Step:
         return TextStep(text=str(value["text"]), delay_s=delay)
     if "refusal" in value:
         return TextStep(text=str(value["refusal"]), delay_s=delay, refusal=True)
-    raise ScriptError(
-        f"{where}: expected one of 'text', 'refusal', 'call', 'calls', 'search', 'error'"
-    )
+    raise ScriptError(f"{where}: expected one of {', '.join(repr(k) for k in KINDS)}")
 
 
 def steps(values: Sequence[Step | Mapping[str, Any]]) -> list[Step]:

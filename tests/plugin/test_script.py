@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from rollout.cli import main
-from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import CallStep, ErrorStep, TextStep
 from rollout.model.script import ScriptError, load, steps
 

@@ -20,9 +20,10 @@ from protocol.items import (
     UrlSource,
     WebSearchCall,
 )
-from rollout.conversation.calls import FunctionCallSpec, WebSearchSpec
+from rollout.conversation.calls import FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
+from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import CallStep, DefaultPolicy, TextStep
 
 CODEX_TOOLS: list[dict[str, Any]] = json.loads(

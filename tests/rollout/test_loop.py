@@ -15,8 +15,8 @@ from rollout.conversation import tokens as tok
 from rollout.conversation.calls import FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
-from rollout.engine.executors import WebSearch
 from rollout.engine.loop import Call, Executor, Rollout
+from rollout.model.hosted.web_search import WebSearch
 from rollout.model.policy import Step, cited_answer
 from rollout.model.profiles import CostProfile
 from support.drive import Ran, scripted

@@ -1,0 +1,69 @@
+# The hosted tools, as a table: each row is one tool the server runs itself, declared once. A row
+# names its call's spec (whose `tool` is its wire side: protocol.items.HOSTED_TOOLS, the request's
+# tool types, the output item and its events), the simulated service that answers a call (made
+# from the cost profile, which declares its latency), how the simulated model makes a call (when
+# the request forces the tool; when the default model wants it), and how a script and a recording
+# write one. Everything else reads the table: the engine builds its executors from it
+# (rollout.engine.executors.hosted_tools), the loop opens a call through its spec's tool, the
+# request's rules (rollout.model.choice) and the default policy consult it, scripts and
+# recordings parse with it. A new hosted tool is a module beside web_search.py, its row here, and
+# its wire item and events in protocol/.
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from protocol.items import HostedItem
+from rollout.conversation.calls import HostedSpec
+from rollout.conversation.context import Context
+from rollout.model.grounding import Grounding
+from rollout.model.hosted import web_search
+from rollout.model.profiles import CostProfile
+
+
+class Service(Protocol):
+    """A hosted tool's simulated service, behind the engine's hosted executor."""
+
+    async def complete(self, spec: HostedSpec, item: HostedItem) -> HostedItem:
+        """The call's item (in progress) completed with its result, after the service's
+        declared latency."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class HostedRow:
+    spec: type[HostedSpec]  # its calls' spec; `spec.tool` is the wire side
+    service: Callable[[CostProfile], Service]
+    plan: Callable[[Context], HostedSpec]  # the call a step the request forces to call it makes
+    #: The default model's own call now (given what it knows, and whether a function tool is
+    #: named for the subject), or None.
+    wants: Callable[[Context, Grounding, bool], HostedSpec | None]
+    script: str  # the key of a call in a script (`{"search": "query"}`)
+    from_script: Callable[[Any], HostedSpec]  # a call from that key's value
+    from_item: Callable[[Mapping[str, Any]], HostedSpec]  # a call from its recorded item
+
+    @property
+    def name(self) -> str:
+        return self.spec.tool.name
+
+
+HOSTED: tuple[HostedRow, ...] = (
+    HostedRow(
+        spec=web_search.WebSearchSpec,
+        service=web_search.WebSearch,
+        plan=web_search.plan,
+        wants=web_search.wants,
+        script="search",
+        from_script=web_search.from_script,
+        from_item=web_search.from_item,
+    ),
+)
+
+BY_NAME: dict[str, HostedRow] = {row.name: row for row in HOSTED}
+BY_SCRIPT: dict[str, HostedRow] = {row.script: row for row in HOSTED}
+#: Rows by the `type` of their output item (a recording's items are JSON).
+BY_ITEM_TYPE: dict[str, HostedRow] = {row.spec.tool.item_type: row for row in HOSTED}
+
+__all__ = ["BY_ITEM_TYPE", "BY_NAME", "BY_SCRIPT", "HOSTED", "HostedRow", "Service"]
