@@ -26,9 +26,6 @@ from protocol.input import (
     resolve_references,
     restore_reasoning,
 )
-from protocol.items import (
-    Item,
-)
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
 from rollout.conversation.context import Context, Route, fit
@@ -50,7 +47,7 @@ from rollout.engine.loop import (
     Sink,
     as_sink,
 )
-from rollout.engine.plan import CreatePlan
+from rollout.engine.plan import CreatePlan, Prepared
 from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
@@ -62,17 +59,6 @@ from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
 CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
-
-
-@attrs.define
-class Prepared:
-    """A request that passed pre-inference work: ready to run, nothing emitted yet."""
-
-    request: CreateRequest
-    rollout: Rollout
-    input_items: list[Item]
-    owner: str | None = None  # the API key of the request, when keys are configured
-    plan: CreatePlan | None = None  # its decisions, once made (Engine.plan_of)
 
 
 def _remade(engine: Engine, attribute: attrs.Attribute[Any], value: Any) -> Any:

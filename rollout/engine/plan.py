@@ -1,13 +1,16 @@
-# A create's decisions, made once before it runs and handed down to every part that acts on
-# them (the service, the engine, the live rollouts): its injected faults, whether it samples at
-# all (`generate: false` only warms the cache), and whether it runs as a live rollout that
-# pauses for the client (the append shape; multi-agent over WebSocket) and announces its pauses.
+# A prepared create (its pre-inference work done, nothing emitted yet) and its plan: the
+# decisions made once before it runs and handed down to every part that acts on them (the
+# service, the engine, the live rollouts): its injected faults, whether it samples at all
+# (`generate: false` only warms the cache), and whether it runs as a live rollout that pauses
+# for the client (the append shape; multi-agent over WebSocket) and announces its pauses.
 from __future__ import annotations
 
 import attrs
 
+from protocol.items import Item
 from protocol.request import CreateRequest
 from rollout.engine.faults import NO_FAULTS, FaultPlan
+from rollout.engine.loop import Rollout
 
 
 @attrs.frozen
@@ -35,3 +38,14 @@ class CreatePlan:
     def refusal(self) -> Exception | None:
         """The injected refusal of a create that samples, raised before any event."""
         return self.faults.refusal() if self.samples else None
+
+
+@attrs.define
+class Prepared:
+    """A request that passed pre-inference work: ready to run, nothing emitted yet."""
+
+    request: CreateRequest
+    rollout: Rollout
+    input_items: list[Item]
+    owner: str | None = None  # the API key of the request, when keys are configured
+    plan: CreatePlan | None = None  # its decisions, once made (Engine.plan_of)

@@ -201,79 +201,98 @@ def _start(r: _Response, states: Mapping[str, tuple[str, _Turns]]) -> tuple[str,
 
 def _responses(lines: Sequence[Mapping[str, Any]]) -> dict[str, _Response]:
     """Every response the recording shows being made or resumed, with its events."""
-    responses: dict[str, _Response] = {}
-    lanes: dict[str, Any] = {}  # response id -> its WebSocket lane
-    creates: dict[tuple[int, Any], list[dict[str, Any]]] = defaultdict(list)  # ws (conn, lane)
-    current: dict[tuple[int, Any], str] = {}  # (conn, lane) -> the response being streamed
-    http: dict[int, tuple[str, dict[str, Any] | None]] = {}  # conn -> (what, create body)
-
-    def made(rid: str, request: dict[str, Any] | None, n: int) -> _Response:
-        if rid not in responses:
-            responses[rid] = _Response(id=rid, request=request, n=n)
-        return responses[rid]
-
+    scan = _Scan()
     for line in lines:
-        conn = line.get("conn", 0)
-        n = line.get("n", 0)
+        conn, n = line.get("conn", 0), line.get("n", 0)
         if line["transport"] == "ws":
             if line["dir"] == "in":
-                frame = line.get("frame")
-                if not isinstance(frame, dict):
-                    continue
-                kind = frame.get("type")
-                if kind == "response.create":
-                    creates[(conn, frame.get("stream_id"))].append(frame)
-                elif kind == "response.append" and isinstance(frame.get("response_id"), str):
-                    rid = frame["response_id"]
-                    current[(conn, lanes.get(rid))] = rid
-                continue
-            event = line.get("event")
-            if not isinstance(event, dict):
-                continue
-            lane = event.get("stream_id")
-            if event.get("type") == "response.created":
-                response = event.get("response") or {}
-                request = _match(creates[(conn, lane)], response)
-                rid = response.get("id", "")
-                made(rid, request, n)
-                lanes[rid] = lane
-                current[(conn, lane)] = rid
-            rid = current.get((conn, lane), "")
-            if rid in responses:
-                _note(responses[rid], event)
-            continue
-        # HTTP: each reply belongs to the request before it on the connection.
-        if line["dir"] == "in":
-            path = str(line.get("path", "")).rstrip("/")
-            body = line.get("body")
-            if line.get("method") == "POST" and path == "/v1/responses":
-                http[conn] = ("create", body if isinstance(body, dict) else None)
-            elif line.get("method") == "POST" and path.endswith("/append"):
-                http[conn] = ("append", None)
-                current[(conn, None)] = path.split("/")[-2]
+                scan.ws_in(conn, line.get("frame"))
             else:
-                http[conn] = ("other", None)
-            continue
-        what, request = http.get(conn, ("other", None))
+                scan.ws_out(conn, n, line.get("event"))
+        elif line["dir"] == "in":
+            scan.http_in(conn, line)
+        else:
+            scan.http_out(conn, n, line)
+    return scan.responses
+
+
+@attrs.define
+class _Scan:
+    """A recording's lines in order, as `_responses` reads them."""
+
+    responses: dict[str, _Response] = attrs.field(factory=dict)
+    lanes: dict[str, Any] = attrs.field(factory=dict)  # response id -> its WebSocket lane
+    # create frames not yet answered, by WebSocket (connection, lane)
+    creates: dict[tuple[int, Any], list[dict[str, Any]]] = attrs.field(
+        factory=lambda: defaultdict(list)
+    )
+    current: dict[tuple[int, Any], str] = attrs.field(factory=dict)  # -> response streaming
+    http: dict[int, tuple[str, dict[str, Any] | None]] = attrs.field(factory=dict)  # conn ->
+    # (what its request is, its create body)
+
+    def made(self, rid: str, request: dict[str, Any] | None, n: int) -> _Response:
+        if rid not in self.responses:
+            self.responses[rid] = _Response(id=rid, request=request, n=n)
+        return self.responses[rid]
+
+    def note(self, key: tuple[int, Any], event: dict[str, Any]) -> None:
+        rid = self.current.get(key, "")
+        if rid in self.responses:
+            _note(self.responses[rid], event)
+
+    def ws_in(self, conn: int, frame: Any) -> None:
+        if not isinstance(frame, dict):
+            return
+        kind = frame.get("type")
+        if kind == "response.create":
+            self.creates[(conn, frame.get("stream_id"))].append(frame)
+        elif kind == "response.append" and isinstance(frame.get("response_id"), str):
+            rid = frame["response_id"]
+            self.current[(conn, self.lanes.get(rid))] = rid
+
+    def ws_out(self, conn: int, n: int, event: Any) -> None:
+        if not isinstance(event, dict):
+            return
+        lane = event.get("stream_id")
+        if event.get("type") == "response.created":
+            response = event.get("response") or {}
+            request = _match(self.creates[(conn, lane)], response)
+            rid = response.get("id", "")
+            self.made(rid, request, n)
+            self.lanes[rid] = lane
+            self.current[(conn, lane)] = rid
+        self.note((conn, lane), event)
+
+    def http_in(self, conn: int, line: Mapping[str, Any]) -> None:
+        """An HTTP request: each reply belongs to the request before it on the connection."""
+        path = str(line.get("path", "")).rstrip("/")
+        body = line.get("body")
+        if line.get("method") == "POST" and path == "/v1/responses":
+            self.http[conn] = ("create", body if isinstance(body, dict) else None)
+        elif line.get("method") == "POST" and path.endswith("/append"):
+            self.http[conn] = ("append", None)
+            self.current[(conn, None)] = path.split("/")[-2]
+        else:
+            self.http[conn] = ("other", None)
+
+    def http_out(self, conn: int, n: int, line: Mapping[str, Any]) -> None:
+        what, request = self.http.get(conn, ("other", None))
         if what == "other":
-            continue
+            return
         event = line.get("event")
         if isinstance(event, dict):
             if event.get("type") == "response.created":
                 rid = (event.get("response") or {}).get("id", "")
-                made(rid, request, n)
-                current[(conn, None)] = rid
-            rid = current.get((conn, None), "")
-            if rid in responses:
-                _note(responses[rid], event)
+                self.made(rid, request, n)
+                self.current[(conn, None)] = rid
+            self.note((conn, None), event)
         elif isinstance(line.get("body"), dict) and line["body"].get("object") == "response":
             body = line["body"]  # a JSON (non-streaming) create: the items, in order
-            r = made(body.get("id", ""), request, n)
+            r = self.made(body.get("id", ""), request, n)
             for index, item in enumerate(body.get("output") or []):
                 r.items[index] = item
                 r.tokens += [("added", index), ("done", index)]
             r.tokens.append(("end", body))
-    return responses
 
 
 def _match(queue: list[dict[str, Any]], response: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+from rollout.service.transport import Spawn
 
 
 class Successor:

@@ -26,8 +26,9 @@ from rollout.server import logs
 from rollout.server.closing import LINGER_S
 from rollout.server.wsconn import Handshake, TooLarge, WsClosed, WsConnection
 from rollout.service.service import Service
-from rollout.service.session import After, Receive, Session, Spawn
+from rollout.service.session import Session
 from rollout.service.taps import Taps
+from rollout.service.transport import After, Receive, Spawn
 
 log = logging.getLogger("rollout.server.ws")
 

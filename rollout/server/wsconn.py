@@ -27,15 +27,14 @@ from wsproto.utilities import RemoteProtocolError
 from rollout.server.closing import LINGER_S, discard_input, half_close
 from rollout.server.outbox import Outbox
 from rollout.server.sockio import SocketIO
-from rollout.server.successor import Spawn, Successor
+from rollout.server.successor import Successor
 from rollout.server.wsframes import TooLarge, WsClosed, frame_at, join, text_frame, text_of
+from rollout.service.transport import After, Spawn
 
 RECEIVE = 256 * 1024
 HIGH_WATER = 256 * 1024  # queued outgoing bytes (frames, pongs, closes) before senders wait
 
 
-#: What a message's delivery does instead of the reading it handed over (see `read`).
-After = Callable[[], Awaitable[None]]
 Deliver = Callable[[str | bytes | TooLarge], Awaitable[After | None]]
 
 

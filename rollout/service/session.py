@@ -9,7 +9,7 @@ import collections
 import contextlib
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 import trio
@@ -27,43 +27,7 @@ from rollout.service.inject import inject
 from rollout.service.service import Hold, Service, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
-
-After = Callable[[], Awaitable[None]]  # what a frame's handling does next in the reader's task
-Receive = Callable[[str | bytes], Awaitable[After | None]]
-Spawn = Callable[[Callable[[], Awaitable[None]]], None]
-Read = Callable[[Receive, Spawn, Callable[[], None]], Awaitable[None]]
-
-
-class Transport(Protocol):
-    """What a Session asks of the connection it serves (rollout.server.ws.WsTransport)."""
-
-    def sink_for(self, lane: Lane) -> Sink:
-        """The sink of a lane's events."""
-        ...
-
-    async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
-        """Send an `error` event on `lane`."""
-        ...
-
-    async def hangup(self) -> None:
-        """Close after a malformed event that ends the connection (`response.inject`)."""
-        ...
-
-    async def shutdown(self) -> None:
-        """Close because the server stops."""
-        ...
-
-    def queued(self) -> int:
-        """Bytes held for the client, not yet written (the outbox)."""
-        ...
-
-    def handing_over(self) -> bool:
-        """Whether the reader can hand its task to the frame being handled (see receive)."""
-        ...
-
-    def active(self, count: int) -> None:
-        """The session's creates queued, running or suspended are now `count` (idle limit)."""
-        ...
+from rollout.service.transport import After, Read, Transport
 
 
 @attrs.frozen

@@ -1,0 +1,50 @@
+# What a WebSocket connection's Session and its transport (rollout.server.ws) ask of each other:
+# the Transport protocol the session sends and refuses through, and the reading contract (the
+# transport hands each message to `Receive` in the reading task; a handling may return what
+# that task does next, `After`, and the reading goes on in a task `Spawn` starts).
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from protocol.errors import ProtocolError
+from protocol.lanes import Lane
+from rollout.engine.loop import Sink
+
+#: What a message's handling does next in the reader's task, instead of reading on.
+After = Callable[[], Awaitable[None]]
+Receive = Callable[[str | bytes], Awaitable[After | None]]
+Spawn = Callable[[Callable[[], Awaitable[None]]], None]
+Read = Callable[[Receive, Spawn, Callable[[], None]], Awaitable[None]]
+
+
+class Transport(Protocol):
+    """What a Session asks of the connection it serves (rollout.server.ws.WsTransport)."""
+
+    def sink_for(self, lane: Lane) -> Sink:
+        """The sink of a lane's events."""
+        ...
+
+    async def refuse(self, exc: ProtocolError, lane: Lane) -> None:
+        """Send an `error` event on `lane`."""
+        ...
+
+    async def hangup(self) -> None:
+        """Close after a malformed event that ends the connection (`response.inject`)."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Close because the server stops."""
+        ...
+
+    def queued(self) -> int:
+        """Bytes held for the client, not yet written (the outbox)."""
+        ...
+
+    def handing_over(self) -> bool:
+        """Whether the reader can hand its task to the frame being handled (see receive)."""
+        ...
+
+    def active(self, count: int) -> None:
+        """The session's creates queued, running or suspended are now `count` (idle limit)."""
+        ...
