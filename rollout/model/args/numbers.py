@@ -1,7 +1,9 @@
 # Owns: generating a number for a merged schema node: inside the (exclusive) bounds, a multiple
 # of every `multipleOf` (exactly, in fractions, then re-checked in floating point as validators
 # check it), near the typical values of the property's name. A fixed number of candidates is
-# tried, so the work does not grow with the numbers in the schema.
+# tried, each charged a step and costing a fixed handful of exact operations: multiples of the
+# step are built inside the bounds from integer multipliers (no check needed), and only the
+# typical values and the free draws are checked against the bounds.
 from __future__ import annotations
 
 import math
@@ -45,7 +47,7 @@ def _generate(
     # A fixed number of candidates, whatever the bounds.
     for v in _candidates(bounds, step, nice, w_lo, w_hi, rng, minimal=ctx.minimal):
         budget.spend(1, ctx.path)
-        if not bounds.admits(v) or (step is not None and v % step != 0):
+        if v is None:  # outside the bounds or not a multiple of the step
             continue
         out = _json_number(v, integer)
         if out is None:
@@ -87,6 +89,10 @@ class _Bounds:
         if low is not None and (v < low or (self.low_open and v == low)):
             return False
         return not (high is not None and (v > high or (self.high_open and v == high)))
+
+    def admitted(self, v: Fraction) -> Fraction | None:
+        """`v` when the bounds admit it, else None."""
+        return v if self.admits(v) else None
 
     def step_range(self, step: Fraction) -> tuple[int | None, int | None]:
         """The range of k for which k * step lies within the bounds (None: unbounded)."""
@@ -150,13 +156,16 @@ def _candidates(
     rng: Random,
     *,
     minimal: bool,
-) -> Iterator[Fraction]:
+) -> Iterator[Fraction | int | None]:
     """Numbers to try, in order: the typical values (most of the time), then draws from the
-    window and the edges, as multiples of `step` when there is one."""
+    window and the edges, as multiples of `step` when there is one. Each is within the bounds
+    and a multiple of `step`, or None where a tried value is not."""
     if nice and not minimal and rng.random() < 0.75:
         shuffled = list(nice)
         rng.shuffle(shuffled)
-        yield from (Fraction(v) for v in shuffled)
+        for x in shuffled:
+            v = Fraction(x)
+            yield v if bounds.admits(v) and (step is None or v % step == 0) else None
     if step is not None:
         yield from _step_candidates(bounds, step, w_lo, w_hi, rng)
     else:
@@ -165,8 +174,10 @@ def _candidates(
 
 def _step_candidates(
     bounds: _Bounds, step: Fraction, w_lo: Fraction, w_hi: Fraction, rng: Random
-) -> Iterator[Fraction]:
-    """Multiples of `step`: drawn from the window, the integral ones, then the edges."""
+) -> Iterator[Fraction | int]:
+    """Multiples of `step` (positive, as `multipleOf` is): drawn from the window, the integral
+    ones, then the edges. Every multiplier is within `bounds.step_range`, so every candidate is
+    within the bounds without a check."""
     k_lo, k_hi = bounds.step_range(step)
     if k_lo is not None and k_hi is not None and k_lo > k_hi:
         return
@@ -178,30 +189,39 @@ def _step_candidates(
     if k_hi is not None:
         wk_hi = min(wk_hi, k_hi)
         wk_lo = min(wk_lo, wk_hi)
+    num, den = step.numerator, step.denominator
     for _ in range(12):
-        yield rng.randint(wk_lo, wk_hi) * step
-    # Integral values pass float `multipleOf` checks that 0.1-style steps can fail.
-    for k in range(wk_lo, min(wk_hi, wk_lo + 200) + 1):
-        if (k * step).denominator == 1:
-            yield k * step
+        yield _multiple(rng.randint(wk_lo, wk_hi), num, den)
+    # Integral values pass float `multipleOf` checks that 0.1-style steps can fail. In lowest
+    # terms, k * num / den is integral exactly when den divides k: only those k are visited.
+    first_k = -(-wk_lo // den) * den
+    for k in range(first_k, min(wk_hi, wk_lo + 200) + 1, den):
+        yield k // den * num
     for edge_k in (k_lo, k_hi, wk_lo, wk_hi):
         if edge_k is not None:
-            yield edge_k * step
+            yield _multiple(edge_k, num, den)
+
+
+def _multiple(k: int, num: int, den: int) -> Fraction | int:
+    """k times the step num/den: an int when the step is integral (no Fraction to build)."""
+    return k * num if den == 1 else Fraction(k * num, den)
 
 
 def _free_candidates(
     bounds: _Bounds, w_lo: Fraction, w_hi: Fraction, rng: Random
-) -> Iterator[Fraction]:
-    """Numbers without a step: drawn from the window (two decimals), the middle, the edges."""
+) -> Iterator[Fraction | None]:
+    """Numbers without a step: drawn from the window (two decimals), the middle, the edges;
+    None where one is outside the bounds."""
     low, high = bounds.low, bounds.high
+    f_lo, f_hi = float(w_lo), float(w_hi)  # once, not per draw
     for _ in range(12):
-        yield Fraction(round(rng.uniform(float(w_lo), float(w_hi)), 2))
+        yield bounds.admitted(Fraction(round(rng.uniform(f_lo, f_hi), 2)))
     if low is not None and high is not None:
-        yield Fraction((float(low) + float(high)) / 2)
+        yield bounds.admitted(Fraction((float(low) + float(high)) / 2))
     for edge, toward in ((low, math.inf), (high, -math.inf)):
         if edge is not None:
-            yield edge
-            yield Fraction(math.nextafter(float(edge), toward))
+            yield bounds.admitted(edge)
+            yield bounds.admitted(Fraction(math.nextafter(float(edge), toward)))
 
 
 def _tightest(
@@ -232,13 +252,16 @@ def _lcm(a: Fraction, b: Fraction) -> Fraction:
     return Fraction(math.lcm(a.numerator, b.numerator), math.gcd(a.denominator, b.denominator))
 
 
-def _json_number(v: Fraction, integer: bool) -> int | float | None:
+def _json_number(v: Fraction | int, integer: bool) -> int | float | None:
     """`v` as JSON data: an int where exact and within 64 bits (what JSON encoders such as
-    orjson write), else a float (integral floats are JSON Schema integers); None past floats."""
-    if v.denominator == 1 and abs(v) < 2**63 and (integer or abs(v) < 2**53):
-        return int(v)
+    orjson write), else a float (integral floats are JSON Schema integers); None past floats.
+    Worked in `v`'s integer numerator and denominator: the float is their correctly rounded
+    quotient, as `float(Fraction)` computes it."""
+    num, den = v.numerator, v.denominator
+    if den == 1 and abs(num) < 2**63 and (integer or abs(num) < 2**53):
+        return num
     try:
-        return float(v)
+        return num / den
     except OverflowError:
         return None
 
