@@ -27,6 +27,7 @@ from rollout.model.recorded import RecordingError, is_recording, script_from_rec
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve, tune_gc
+from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.store import MissingExtra, Store, StoreUnreachable, open_store
@@ -347,8 +348,6 @@ async def _serve_until_signalled(
     async def server(task_status: trio.TaskStatus[int]) -> None:
         service = Service(engine, config)
         if config.worker_id is not None and engine.store.shared() is not None:  # many workers
-            from rollout.service.cluster import clustered  # lazy: it needs coredis
-
             service = clustered(service, config.worker_id)
         await serve(
             host=host,

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 import attrs
 import trio
 
+from rollout.store.base import is_shared_url, shared_usages
+
 log = logging.getLogger("rollout.workers")
 BACKLOG = 4096
 RESTART_PAUSE_S = (0.2, 5.0)  # the first pause before a restart, and the most it grows to
@@ -152,11 +154,9 @@ def workers_problem(args: argparse.Namespace) -> str | None:
     """Why `--workers N` cannot run with these flags (for the user), or None."""
     if args.workers < 1:
         return f"--workers must be >= 1, not {args.workers}"
-    if not args.store.startswith("redis://"):
-        return (
-            "--workers N needs a shared store: --store redis://HOST:PORT/DB "
-            f"(not --store {args.store})"
-        )
+    if not is_shared_url(args.store):
+        usages = " or ".join(f"--store {usage}" for usage in shared_usages())
+        return f"--workers N needs a shared store: {usages} (not --store {args.store})"
     return None
 
 
@@ -181,13 +181,13 @@ def supervise(args: argparse.Namespace, raw: list[str]) -> int:
 
 def worker_listener(args: argparse.Namespace) -> tuple[socket.socket | None, str | None]:
     """`rollout serve`'s listening socket and worker id: a worker of `--workers N` listens on
-    its own SO_REUSEPORT socket; one process over Redis is a cluster of one worker (binding
-    as usual); otherwise neither."""
+    its own SO_REUSEPORT socket; one process over a shared store (Redis) is a cluster of one
+    worker (binding as usual); otherwise neither."""
     host = socket.gethostname()
     if args.worker_index is not None:
         sock = reuseport_socket(args.host, args.port, listen=True)
         return sock, f"w{args.worker_index}.{os.getpid()}@{host}"
-    if args.store.startswith("redis:"):
+    if is_shared_url(args.store):
         return None, f"w0.{os.getpid()}@{host}"
     return None, None
 

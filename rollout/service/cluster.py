@@ -7,8 +7,8 @@
 # asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
 # or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
 # with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
-# This module needs coredis, the `redis` extra (rollout.service.owning imports rollout.store.redis):
-# rollout.cli imports it only for a server over a shared store, so the base install never does.
+# It reaches the store only through SharedStore's operations, so it imports without the store's
+# own client library (coredis, for Redis): the base install imports it too.
 from __future__ import annotations
 
 import math
@@ -26,12 +26,13 @@ from protocol.lifetime import State, response_not_suspended
 from rollout.conversation.ids import new_id
 from rollout.engine.engine import Prepared
 from rollout.engine.loop import Disconnected, Sink
+from rollout.service.eventlog import EventLog
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
-from rollout.store.shared import DropLive, Publish, SetLive, SharedStore
+from rollout.store.shared import DropLive, Publish, Record, SetLive, SharedStore
 
 if TYPE_CHECKING:
     from rollout.service.service import Service
@@ -55,9 +56,6 @@ class Cluster(Owning):
 
     def __attrs_post_init__(self) -> None:
         self.writer = Writer(self.store)
-
-    def key(self, kind: str, name: str) -> str:
-        return self.store.key(kind, name)
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -173,16 +171,7 @@ class Cluster(Owning):
         go to `sink_for(lane)` (until the next pause, or from now on with UNTIL_END). Raises
         `local` (the local miss) when no worker owns such a rollout. A cancel returns the
         rollout's final response (wire JSON)."""
-        client = self.store.client
-        record = await client.hgetall(self.key("live", response_id))
-        if not record or not self.store.owned(record.get(b"owner"), owner):
-            lost = await client.get(self.key("lost", response_id))
-            if lost is not None and self.store.owned(lost, owner):
-                raise owner_lost(response_id) from None
-            stored = await self.store.get(response_id)
-            if stored is not None and stored.owned_by(owner) and local.code == "response_not_found":
-                raise response_not_suspended(response_id, State.FINISHED) from None
-            raise local
+        record = await self._live_record(response_id, owner, local)
         worker = record[b"worker"].decode()
         if worker == self.worker_id:
             raise local
@@ -199,11 +188,42 @@ class Cluster(Owning):
             "items": [codec.to_json(i) for i in items],
             "raw": list(raw),  # an inject's input as sent (for response.inject.failed)
         }
+        return await self._ask(worker, record, message, sink_for, holder)
+
+    async def _live_record(
+        self, response_id: str, owner: str | None, local: ProtocolError
+    ) -> Record:
+        """The live record of the rollout, when `owner` may reach it; otherwise raises why
+        not: owner_lost when its worker was lost, response_not_suspended when it is stored and
+        finished (and the local miss was a not-found), else `local`."""
+        record = await self.store.live(response_id)
+        if record and self.store.owned(record.get(b"owner"), owner):
+            return record
+        lost = await self.store.lost_owner(response_id)
+        if lost is not None and self.store.owned(lost, owner):
+            raise owner_lost(response_id) from None
+        stored = await self.store.get(response_id)
+        if stored is not None and stored.owned_by(owner) and local.code == "response_not_found":
+            raise response_not_suspended(response_id, State.FINISHED) from None
+        raise local
+
+    async def _ask(
+        self,
+        worker: str,
+        record: Record,
+        message: dict[str, Any],
+        sink_for: SinkFor,
+        holder: object,
+    ) -> dict[str, Any] | None:
+        """Publish `message` to the owner `worker` and hand what it answers to the sink: its
+        events up to its end (whose response is returned), or, for an ack that attached, on
+        in the background (a relay) from now on."""
+        token, hkey, response_id = message["t"], message["h"], message["id"]
         send, box = trio.open_memory_channel[dict[str, Any]](math.inf)
         self.mailboxes[token] = send
         relayed = False
         try:
-            if not await client.publish(self.key("w", worker), orjson.dumps(message)):
+            if not await self.store.publish(worker, orjson.dumps(message)):
                 await self.lost(response_id, record)
                 raise owner_lost(response_id)
             lane = record.get(b"lane", b"").decode() or None
@@ -232,7 +252,7 @@ class Cluster(Owning):
         sink: Sink,
         worker: str,
         hkey: str,
-        record: dict[bytes, bytes],
+        record: Record,
     ) -> None:
         try:
             first = await self._next(box, worker, record)
@@ -249,7 +269,7 @@ class Cluster(Owning):
         sink: Sink,
         worker: str,
         hkey: str,
-        record: dict[bytes, bytes],
+        record: Record,
     ) -> dict[str, Any]:
         """Hand relayed events to `sink` up to the owner's end message (returned)."""
         while message["k"] != "end":
@@ -268,7 +288,7 @@ class Cluster(Owning):
         self,
         box: trio.MemoryReceiveChannel[dict[str, Any]],
         worker: str,
-        record: dict[bytes, bytes],
+        record: Record,
     ) -> dict[str, Any]:
         """The owner's next message; owner_lost if its heartbeat stops first."""
         while True:
@@ -284,7 +304,7 @@ class Cluster(Owning):
         for worker, hkey in self.remote.pop(id(holder), set()):
             self.publish(worker, {"k": "detach", "h": hkey})
 
-    async def lost(self, response_id: str, record: dict[bytes, bytes]) -> None:
+    async def lost(self, response_id: str, record: Record) -> None:
         """The owner is gone: end the rollout as failed (once, whoever finds out first)."""
         await end_lost(self.store, response_id, record)
 
@@ -292,8 +312,6 @@ class Cluster(Owning):
 def clustered(service: Service, worker_id: str) -> Service:
     """`service` with the cluster layer and event logs on, when its store is shared (one that
     many workers share: `Store.shared()`)."""
-    from rollout.service.eventlog import EventLog
-
     store = service.engine.store.shared()
     if store is None:
         return service

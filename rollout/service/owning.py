@@ -19,7 +19,7 @@ from protocol.lifetime import State
 from rollout.engine.loop import Disconnected, emit_each
 from rollout.engine.mailbox import Note
 from rollout.service.live import Hold, response_not_found
-from rollout.store.redis import items_of
+from rollout.store.base import items_of
 
 if TYPE_CHECKING:
     from rollout.service.service import Service

@@ -4,7 +4,8 @@
 # imported only when a store of its kind is asked for, so one that needs an optional extra
 # (Redis: coredis, the `redis` extra) costs the base install nothing, and a spec for it without
 # the extra is MissingExtra, saying how to install it. What the cluster layer needs beyond a
-# Store is `SharedStore` (store/shared.py), which `Store.shared()` returns.
+# Store is `SharedStore` (store/shared.py), which `Store.shared()` returns; which specs name such
+# a store (what `--workers N` needs) is `is_shared_url`, by the rows marked `shared`.
 from __future__ import annotations
 
 import contextlib
@@ -146,20 +147,36 @@ class Backend:
     """A kind of store: the module that makes one (its `from_spec(spec) -> Store`, which raises
     ValueError with a message for the user), imported only when such a store is asked for; the
     form of its spec (for the message that lists them); whether the spec takes an argument
-    after the scheme (`sqlite:PATH`) or is the bare name (`memory`); the extra it needs."""
+    after the scheme (`sqlite:PATH`) or is the bare name (`memory`); the extra it needs; whether
+    many workers share such a store (its `shared()` is a SharedStore; its spec is a URL,
+    `SCHEME://...`)."""
 
     module: str
     usage: str
     argument: bool = True
     extra: Extra | None = None
+    shared: bool = False
 
 
 #: Every kind of store `--store` can name, by the spec's scheme (what comes before its `:`).
 BACKENDS: dict[str, Backend] = {
     "memory": Backend("rollout.store.memory", "memory", argument=False),
     "sqlite": Backend("rollout.store.sqlite", "sqlite:PATH"),
-    "redis": Backend("rollout.store.redis", "redis://HOST:PORT/DB", extra=REDIS),
+    "redis": Backend("rollout.store.redis", "redis://HOST:PORT/DB", extra=REDIS, shared=True),
 }
+
+
+def is_shared_url(spec: str) -> bool:
+    """Whether `spec` is the URL (`SCHEME://...`) of a kind of store that many workers share
+    (a `shared` row of BACKENDS): what `--workers N` needs. It does not open the store."""
+    scheme, _, rest = spec.partition(":")
+    backend = BACKENDS.get(scheme)
+    return backend is not None and backend.shared and rest.startswith("//")
+
+
+def shared_usages() -> list[str]:
+    """The spec forms of the kinds of store that many workers share (for messages)."""
+    return [b.usage for b in BACKENDS.values() if b.shared]
 
 
 def open_store(spec: str) -> Store:
@@ -190,8 +207,10 @@ __all__ = [
     "Store",
     "StoreUnreachable",
     "StoredResponse",
+    "is_shared_url",
     "items_of",
     "open_store",
     "require_redis",
+    "shared_usages",
     "visible",
 ]

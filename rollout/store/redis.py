@@ -278,6 +278,9 @@ class RedisStore:
         except* anyio.ClosedResourceError:
             pass  # coredis, cancelled: its unsubscribe finds the connection closed already
 
+    async def publish(self, worker: str, message: bytes) -> int:
+        return await self.client.publish(self.key("w", worker), message)
+
     async def set_live(self, response_id: str, fields: Fields) -> None:
         await self.client.hset(self.key("live", response_id), fields)
 
@@ -293,6 +296,9 @@ class RedisStore:
 
     async def mark_lost(self, response_id: str, owner: bytes, ttl_ms: int) -> None:
         await self.client.set(self.key("lost", response_id), owner, px=ttl_ms)
+
+    async def lost_owner(self, response_id: str) -> bytes | None:
+        return await self.client.get(self.key("lost", response_id))
 
     async def log_meta(self, response_id: str) -> Record:
         return await self.client.hgetall(self.key("evm", response_id))
@@ -353,13 +359,11 @@ def from_spec(spec: str) -> Store:
     return RedisStore(spec)
 
 
-# StoreUnreachable, RedisUrl and items_of are named here too, for the modules that import them
-# from here.
+# StoreUnreachable and RedisUrl are named here too, for the modules that import them from here.
 __all__ = [
     "RedisStore",
     "RedisUrl",
     "StoreUnreachable",
     "from_spec",
-    "items_of",
     "unavailable",
 ]

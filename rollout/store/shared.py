@@ -2,20 +2,18 @@
 # store that many workers share, beyond the Store protocol: each worker's inbox (publish to it,
 # listen on one's own), leases (a worker's heartbeat), the records of live rollouts and of those
 # whose worker was lost, per-response event logs, and the ordered batches of writes the
-# cluster's Writer sends (the `Write` values). `store.shared()` returns it; RedisStore
+# cluster's Writer sends (the `Write` values). Typed operations only: the cluster layer never
+# sees a client or a key of the store underneath. `store.shared()` returns it; RedisStore
 # (store/redis.py) is the one implementation.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 import trio
 
 from rollout.store.base import Store
-
-if TYPE_CHECKING:
-    import coredis
 
 Fields = Mapping[str, bytes]  # a record's fields, as the cluster writes them
 Record = dict[bytes, bytes]  # and as it reads them back (empty: no such record)
@@ -112,6 +110,11 @@ class SharedStore(Store, Protocol):
         reports started once listening."""
         ...
 
+    async def publish(self, worker: str, message: bytes) -> int:
+        """Send `message` to `worker`'s inbox now (not through a batch); how many listeners got
+        it (0: none, the worker is gone)."""
+        ...
+
     # -- live rollouts --------------------------------------------------------------------------
 
     async def set_live(self, response_id: str, fields: Fields) -> None:
@@ -134,6 +137,11 @@ class SharedStore(Store, Protocol):
         """Remember for `ttl_ms` that the rollout's worker was lost (with its owner field)."""
         ...
 
+    async def lost_owner(self, response_id: str) -> bytes | None:
+        """The owner field `mark_lost` remembered for the rollout (empty without
+        authentication), or None when its worker was not lost (or that was forgotten)."""
+        ...
+
     # -- event logs -----------------------------------------------------------------------------
 
     async def log_meta(self, response_id: str) -> Record:
@@ -152,17 +160,6 @@ class SharedStore(Store, Protocol):
     async def write(self, writes: Sequence[Write]) -> list[Any]:
         """Make the writes, in order, in one round trip; their results, in order (WriteFailed
         when the store could not be reached). Not cut short by a cancellation."""
-        ...
-
-    # -- raw access, for what the protocol does not cover yet (Cluster.deliver's reads) ------
-
-    def key(self, kind: str, name: str) -> str:
-        """The key of the record `name` of the kind `kind` (`live`, `lost`, `w`: an inbox)."""
-        ...
-
-    @property
-    def client(self) -> coredis.Redis[bytes]:
-        """The connected client (RuntimeError when not connected)."""
         ...
 
 

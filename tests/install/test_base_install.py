@@ -36,12 +36,11 @@ EXTRA_ONLY = [
 ]
 # Modules that only the extras make importable, and the package each needs: the Redis store,
 # imported once a `redis://` store was asked for (after the check that coredis is installed),
-# the cluster modules that import it, and the pytest plugin, loaded by pytest. The rest of the
-# cluster layer (eventlog, lost, writer) is typed against rollout.store.shared and imports.
+# and the pytest plugin, loaded by pytest. The cluster layer (rollout.service.cluster, owning,
+# eventlog, lost, writer) is typed against rollout.store.shared and imports (rollout.cli
+# imports it).
 NEEDS_EXTRA = {
     "rollout.store.redis": "coredis",
-    "rollout.service.cluster": "coredis",
-    "rollout.service.owning": "coredis",
     "rollout.testing.plugin": "pytest",
 }
 # Run in the base environment: each module of the two packages, imported; those that fail,
