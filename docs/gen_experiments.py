@@ -18,7 +18,8 @@ profile, the verdict lines), `published` (the workload's published figures besid
 by the same functions `rollout compare` prints with. --check also fails when
 docs/results/quick was not produced by the quick default of the current code (the workload,
 profiles, modes, cost profile and repeats `rollout compare` runs without flags), so changing
-the default without running it again fails the tests (tests/docs/test_experiments_doc.py).
+the default without running it again fails the tests
+(tests/e2e/docs/test_experiments_doc.py).
 """
 
 from __future__ import annotations

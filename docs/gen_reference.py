@@ -8,8 +8,8 @@ server configuration (`attrs.fields(ServerConfig)`, with each field's comment re
 source of rollout/service/config.py), what the simulated model does with each request field
 (rollout/model/knobs.py), the fault codes, the named profiles (speed, costs, models), the
 model-script format (the header comment of rollout/model/script.py) and the `rollout_server`
-fixture's methods (their signatures and docstrings). tests/docs/test_reference.py fails when
-the file is out of date.
+fixture's methods (their signatures and docstrings). tests/e2e/docs/test_reference.py fails
+when the file is out of date.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ HEADER = """\
 flag, a ServerConfig field or its comment, run `python docs/gen_reference.py`. -->
 
 Everything on this page is generated from the code (`python docs/gen_reference.py`), and a test
-(tests/docs/test_reference.py) fails when it is out of date. For what the options are *for*,
+(tests/e2e/docs/test_reference.py) fails when it is out of date. For what the options are *for*,
 see the [quickstart](quickstart.md), the [test-rig guide](test-rigs.md) and
 [reliability](reliability.md).
 """

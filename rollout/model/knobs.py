@@ -1,5 +1,5 @@
 # What the simulated model (and the server around it) does with each field of a create request,
-# as data: docs/gen_reference.py prints it in docs/reference.md, and tests/docs fails when a
+# as data: docs/gen_reference.py prints it in docs/reference.md, and tests/e2e/docs fails when a
 # CreateRequest field has no entry here. Say what happens, not what the field means in general.
 from __future__ import annotations
 

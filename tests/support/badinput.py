@@ -1,5 +1,5 @@
-# What the two bad-input tables (tests/badinput) share: their server (playing one model, run in
-# the test so that all it logs is checked), the valid requests sent before and after each row
+# What the two bad-input tables (tests/e2e/badinput) share: their server (playing one model, run
+# in the test so that all it logs is checked), the valid requests sent before and after each row
 # (the server must still serve them), deep JSON.
 from __future__ import annotations
 

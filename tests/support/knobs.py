@@ -1,4 +1,4 @@
-# The request-knob tests' session (tests/knobs): one create over either transport with the
+# The request-knob tests' session (tests/e2e/knobs): one create over either transport with the
 # official SDK (HTTP streaming, or `client.responses.connect()`), every event checked against the
 # SDK's own pydantic class for its type (`model_validate`, not the SDK's lenient construct), and
 # the request error either transport reports (an HTTP error body, or a WebSocket `error` event).

@@ -109,7 +109,7 @@ def runs(live_server: str) -> Iterator[Runs]:
 def test_every_example_is_run_here() -> None:
     scripts = {p.name for p in EXAMPLES.glob("*.py") if not p.name.startswith("_")}  # _: shared
     assert scripts == set(SCRIPTS) | {PYTEST_EXAMPLE}, (
-        "a new example? add it to SCRIPTS in tests/examples/test_examples.py"
+        "a new example? add it to SCRIPTS in tests/e2e/examples/test_examples.py"
     )
 
 

@@ -1,4 +1,4 @@
-# The one sampling loop (rollout.engine.loop) driven through the engine without sockets:
+# The one sampling loop (rollout.engine.sampling) driven through the engine without sockets:
 # `Engine.prepare` + `Engine.run(prepared, EndResponse())` with a ScriptedPolicy, collecting the
 # events. Text answers, the chain shape's function calls (single and parallel), hosted web search
 # with citations, model errors, the output budget, and the script position following the context.

@@ -1,6 +1,6 @@
 """The pytest plugin, used the way a test rig uses it: a fresh project whose tests only ask for
 the `rollout_server` fixture (the plugin comes from this package's `pytest11` entry point).
-The sync SDK from a trio test is examples/test_with_fixture.py's, run by tests/examples."""
+The sync SDK from a trio test is examples/test_with_fixture.py's, run by tests/e2e/examples."""
 
 from __future__ import annotations
 

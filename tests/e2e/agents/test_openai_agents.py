@@ -12,9 +12,9 @@ import pytest
 
 agents = pytest.importorskip("agents")
 
+from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from agents.models.openai_provider import OpenAIProvider  # noqa: E402
 
-from agents import Agent, RunConfig, Runner, function_tool  # noqa: E402
 from rollout import (  # noqa: E402
     DefaultPolicy,
     Engine,

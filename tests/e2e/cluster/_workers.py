@@ -19,7 +19,7 @@ from openai import OpenAI
 
 from rollout.experiments.harness.procs import stop
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 STARTUP_S = 60.0
 T = TypeVar("T")
 

@@ -16,7 +16,7 @@ import pytest
 
 from support.generators import generator as load_generator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATOR = ROOT / "docs" / "gen_experiments.py"
 DOC = ROOT / "docs" / "experiments.md"
 

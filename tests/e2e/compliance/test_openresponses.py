@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "scripts" / "compliance.sh"
 SUITE = os.environ.get("OPENRESPONSES_DIR", "")
 TESTS = 17

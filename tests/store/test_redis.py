@@ -126,7 +126,8 @@ async def test_a_redis_that_went_away_is_a_503(redis_port: int) -> None:
     import subprocess
 
     import trio
-    from _workers import free_port
+
+    from support.processes import free_port
 
     del redis_port  # only for the skip when redis-server is missing
     port = free_port()

@@ -1,7 +1,8 @@
 # Record and replay inside one trio loop (in-process servers, the project's own trio client): the
 # model side rebuilt step for step (web search, commentary with parallel calls, citations, a
 # model error, two conversations), concurrent WebSocket lanes, a refused frame, an append-shape
-# rollout over HTTP, and normalizing. The recorder's own guarantees are in test_recorder.py.
+# rollout over HTTP, and normalizing. The recorder's own guarantees are in
+# tests/service/test_record.py.
 from __future__ import annotations
 
 from pathlib import Path

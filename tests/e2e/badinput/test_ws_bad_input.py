@@ -151,7 +151,7 @@ ROWS: list[Row] = [
     Row("event-type-missing", create(type=...), 400, "unknown_event_type", "type"),
     Row("event-type-int", create(type=1), 400, "unknown_event_type", "type"),
     Row("event-type-null", create(type=None), 400, "unknown_event_type", "type"),
-    # `response.steer` is a known event now: tests/pause/test_steer_sdk.py has its failures.
+    # `response.steer` is a known event now: tests/e2e/pause/test_steer_sdk.py has its failures.
     Row(
         "event-type-realtime",
         {"type": "session.update", "session": {}},

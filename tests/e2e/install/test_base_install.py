@@ -21,7 +21,7 @@ import pytest
 from rollout.cli_parser import parser
 from support.processes import served_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TIMEOUT_S = 300  # a hang guard for each step (pip's install is most of the test's time)
 # What the extras install and the base install must not need (pip names).
 EXTRA_ONLY = [

@@ -16,7 +16,7 @@ import pytest
 from rollout.testing.thread import ServerThread
 from support.processes import project_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGES = [ROOT / "docs" / "quickstart.md", ROOT / "docs" / "test-rigs.md"]
 SERVE_URL = "http://127.0.0.1:8000/v1"
 TIMEOUT = 120

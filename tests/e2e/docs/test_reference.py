@@ -15,7 +15,7 @@ from rollout.cli import _parser
 from rollout.service.config import ServerConfig
 from support.generators import generator as load_generator
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GENERATOR = ROOT / "docs" / "gen_reference.py"
 REFERENCE = ROOT / "docs" / "reference.md"
 
