@@ -4,7 +4,7 @@
 # and a RemoteHolder (one per HTTP request or WebSocket session there, dropped when it ends).
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -14,7 +14,6 @@ from protocol import codec
 from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
-from protocol.items import Item
 from protocol.lifetime import State
 from rollout.engine.loop import Disconnected, emit_each
 from rollout.engine.mailbox import Note
@@ -100,8 +99,9 @@ class Owning:
         assert self.service is not None
         sink = RemoteSink(self, worker, token)
         hold = Hold(message.get("hold", Hold.UNTIL_PAUSE.value))
+        asked = Forwarded(message, rid, owner, sink, holder, hold)
         try:
-            if not await SERVE[message["k"]](self, message, rid, owner, sink, holder, hold):
+            if not await SERVE[message["k"]](self, asked):
                 return
         except ProtocolError as exc:
             self.publish(worker, {"k": "end", "t": token, "err": _error_json(exc)})
@@ -118,71 +118,44 @@ class Owning:
             return
         self.publish(worker, {"k": "end", "t": token})
 
-    async def _cancel(
-        self,
-        message: dict[str, Any],
-        rid: str,
-        owner: str | None,
-        sink: RemoteSink,
-        holder: RemoteHolder,
-        hold: Hold,
-    ) -> bool:
+    async def _cancel(self, asked: Forwarded) -> bool:
         """Stop the rollout; over WebSocket the canceller takes it over. Its final response
         goes back (False: nothing follows)."""
-        del message
         assert self.service is not None
-        take = hold is Hold.UNTIL_END
-        live = self.service.cancel(rid, owner, sink if take else None, holder)
+        sink = asked.sink
+        take = asked.hold is Hold.UNTIL_END
+        live = self.service.cancel(asked.rid, asked.owner, sink if take else None, asked.holder)
         await live.done.wait()
         final = codec.to_json(live.prepared.rollout.stream.response)
         self.publish(sink.worker, {"k": "end", "t": sink.token, "response": final})
         return False
 
-    async def _append(
-        self,
-        message: dict[str, Any],
-        rid: str,
-        owner: str | None,
-        sink: RemoteSink,
-        holder: RemoteHolder,
-        hold: Hold,
-    ) -> bool:
+    async def _append(self, asked: Forwarded) -> bool:
         assert self.service is not None
         work = self.service.engine.stats.new_work()
-        items = items_of(message["items"])
-        await self.service.append(rid, items, work, sink, owner=owner, holder=holder, hold=hold)
+        await self.service.append(
+            asked.rid,
+            items_of(asked.message["items"]),
+            work,
+            asked.sink,
+            owner=asked.owner,
+            holder=asked.holder,
+            hold=asked.hold,
+        )
         return True
 
-    async def _inject_for(
-        self,
-        message: dict[str, Any],
-        rid: str,
-        owner: str | None,
-        sink: RemoteSink,
-        holder: RemoteHolder,
-        hold: Hold,
-    ) -> bool:
-        del hold
-        return self._inject(message, rid, owner, items_of(message["items"]), sink, holder)
-
-    def _inject(
-        self,
-        message: dict[str, Any],
-        rid: str,
-        owner: str | None,
-        items: Sequence[Item],
-        sink: RemoteSink,
-        holder: RemoteHolder,
-    ) -> bool:
+    async def _inject(self, asked: Forwarded) -> bool:
         """`response.inject` for another worker's client, as Session does it for its own: True
         when committed; otherwise `response.inject.failed` is sent (in the response's sequence:
         through the loop when the asking client holds it, at once when it is parked)."""
         assert self.service is not None
-        live = self.service.find_live(rid, owner)
+        rid, sink, holder = asked.rid, asked.sink, asked.holder
+        live = self.service.find_live(rid, asked.owner)
         if live is not None and live.relay.target is not None and live.relay.holder is not holder:
             live = None  # another client holds it: not found from there
         if live is None:
             raise response_not_found(rid)
+        items = items_of(asked.message["items"])
         try:
             self.service.inject(
                 live, items, self.service.engine.stats.new_work(), sink, holder=holder
@@ -190,7 +163,7 @@ class Owning:
             return True
         except ProtocolError as exc:
             code = "response_already_completed" if live.state is State.FINISHED else "invalid_input"
-            raw, text = message.get("raw", []), exc.message
+            raw, text = asked.message.get("raw", []), exc.message
             note: Note = lambda s: s.inject_failed(raw, code, text)  # noqa: E731
             if live.relay.holder is holder:
                 live.prepared.rollout.mailbox.post(note)
@@ -202,15 +175,24 @@ class Owning:
             return False
 
 
-Serve = Callable[
-    [Owning, dict[str, Any], str, str | None, RemoteSink, RemoteHolder, Hold], Awaitable[bool]
-]
+@attrs.frozen
+class Forwarded:
+    """A client event another worker forwarded here, as the owner's side serves it."""
+
+    message: dict[str, Any]  # as published: its kind, ids, items
+    rid: str
+    owner: str | None
+    sink: RemoteSink  # where the rollout's events go: back to the asking worker
+    holder: RemoteHolder
+    hold: Hold
+
+
 #: The owner's side of each client event forwarded to it (rollout.service.session.EVENTS'
 #: `forward`): True when the asking client then hears whether it holds the rollout.
-SERVE: dict[str, Serve] = {
+SERVE: dict[str, Callable[[Owning, Forwarded], Awaitable[bool]]] = {
     "append": Owning._append,
     "cancel": Owning._cancel,
-    "inject": Owning._inject_for,
+    "inject": Owning._inject,
 }
 
 
