@@ -24,9 +24,9 @@ from protocol.items import (
     Reasoning,
     text_of,
 )
-from protocol.reasoning import unseal
 from protocol.request import CreateRequest
 from protocol.response import Response
+from protocol.sealing import unseal
 
 NewId = Callable[[str], str]  # prefix -> a fresh id ("msg" -> "msg_...")
 

@@ -27,12 +27,13 @@ from rollout.model.recorded import RecordingError, is_recording, script_from_rec
 from rollout.model.script import ScriptError
 from rollout.model.script import load as load_script
 from rollout.server.listen import serve, tune_gc
+from rollout.server.workers import supervise, worker_listener, workers_problem
 from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.store import MissingExtra, Store, StoreUnreachable, open_store
-from rollout.upstream.config import UpstreamConfig, UpstreamError, parse_models
 from rollout.upstream.model import UpstreamModel
+from rollout.upstream.target import UpstreamConfig, UpstreamError, parse_models
 
 
 def _models() -> int:
@@ -220,8 +221,6 @@ def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
     """`rollout serve --workers N`: every flag is checked and the store reached here, once,
     before any worker starts, so that a wrong setting is one line and exit status 2, not N
     workers failing at their start (workers.py does not restart a worker that fails so)."""
-    from rollout.server.workers import supervise, workers_problem
-
     problem = workers_problem(args)
     if problem is not None:
         print(f"rollout: {problem}", file=sys.stderr)
@@ -244,7 +243,6 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, setup: _Setup) -> int:
-    from rollout.server.workers import worker_listener
 
     engine = setup.engine
     model = f"profile {engine.inference.name}"

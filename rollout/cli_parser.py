@@ -8,7 +8,7 @@ import argparse
 from rollout.cli_compare_flags import add_compare
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
-from rollout.upstream.config import APIS
+from rollout.upstream.target import APIS
 
 
 class DefaultsOnceHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):

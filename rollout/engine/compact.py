@@ -11,9 +11,9 @@ from typing import Any
 from protocol import codec
 from protocol.events import Event
 from protocol.items import Compaction, Item, Message
-from protocol.reasoning import Sealed, seal
 from protocol.request import CreateRequest
 from protocol.response import Usage
+from protocol.sealing import Sealed, seal
 from rollout.conversation import tokens
 from rollout.conversation.context import Context
 from rollout.conversation.ids import new_id

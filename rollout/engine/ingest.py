@@ -19,7 +19,7 @@ from protocol.items import (
     Reasoning,
     text_of,
 )
-from protocol.reasoning import unseal
+from protocol.sealing import unseal
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
 

@@ -14,7 +14,7 @@ import trio
 
 from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
-from protocol.reasoning import Sealed, seal
+from protocol.sealing import Sealed, seal
 from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
 from rollout.conversation.ids import new_id
 from rollout.model import pieces as p

@@ -45,7 +45,7 @@ from rollout.experiments.sweeps import chains, codex, perturn
 from rollout.experiments.sweeps import command as sweep_command
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.profiles import InferenceProfile, ProfileError, cost_profile, inference_profile
-from rollout.upstream.config import UpstreamConfig, UpstreamError
+from rollout.upstream.target import UpstreamConfig, UpstreamError
 
 #: How `rollout compare` builds the upstream settings from its flags (rollout.cli's, passed in
 #: so that the harness does not import the command line).

@@ -1,7 +1,7 @@
 # What a request must show before it is served, as plain checks that raise the ProtocolError
 # the client is answered with: its API key (when keys are configured), and for a WebSocket
 # upgrade a well-formed handshake on /v1/responses within the connection limit. The HTTP layer
-# (rollout.server.http) calls them and frames the refusal.
+# (rollout.server.httpconn) calls them and frames the refusal.
 from __future__ import annotations
 
 import hmac

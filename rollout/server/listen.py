@@ -14,7 +14,7 @@ from protocol.lifetime import WAITING
 from rollout.conversation import tokens
 from rollout.engine.engine import Engine
 from rollout.server.closing import LINGER_S
-from rollout.server.http import HttpConnection
+from rollout.server.httpconn import HttpConnection
 from rollout.server.limits import Limits
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig

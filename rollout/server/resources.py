@@ -12,7 +12,7 @@ import attrs
 
 from protocol import codec, errors
 from protocol.errors import ProtocolError
-from protocol.replay import replay
+from protocol.rebuild import replay
 from protocol.request import CreateRequest
 from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens

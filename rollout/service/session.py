@@ -2,7 +2,7 @@
 # dispatched (a table: create, append, inject, steer, cancel), lanes run as FIFO workers under the
 # in-flight limit (a steered response's automatic successor runs next on its lane), and the
 # connection cache that makes chaining cheap. Admission, pinning and eviction are protocol.lanes'
-# LaneBook; the transport (rollout.server.ws) gives it a sink per lane and a way to refuse.
+# LaneBook; the transport (rollout.server.wsmode) gives it a sink per lane and a way to refuse.
 from __future__ import annotations
 
 import collections

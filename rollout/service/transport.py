@@ -1,4 +1,4 @@
-# What a WebSocket connection's Session and its transport (rollout.server.ws) ask of each other:
+# What a WebSocket connection's Session and its transport (rollout.server.wsmode) ask of each other:
 # the Transport protocol the session sends and refuses through, and the reading contract (the
 # transport hands each message to `Receive` in the reading task; a handling may return what
 # that task does next, `After`, and the reading goes on in a task `Spawn` starts).
@@ -19,7 +19,7 @@ Read = Callable[[Receive, Spawn, Callable[[], None]], Awaitable[None]]
 
 
 class Transport(Protocol):
-    """What a Session asks of the connection it serves (rollout.server.ws.WsTransport)."""
+    """What a Session asks of the connection it serves (rollout.server.wsmode.WsTransport)."""
 
     def sink_for(self, lane: Lane) -> Sink:
         """The sink of a lane's events."""

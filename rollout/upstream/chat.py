@@ -22,7 +22,7 @@ from protocol.items import (
 from rollout.conversation.context import Context
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
-from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.target import UpstreamConfig
 
 #: Chat finish reasons, as the loop's.
 FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}

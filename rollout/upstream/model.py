@@ -19,8 +19,8 @@ from rollout.conversation.work import Work
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.upstream import chat, responses
-from rollout.upstream.config import UpstreamConfig
-from rollout.upstream.http import Broken, Refused, UpstreamHttp, close, events
+from rollout.upstream.pool import Broken, Refused, UpstreamHttp, close, events
+from rollout.upstream.target import UpstreamConfig
 
 
 class _Translator(Protocol):

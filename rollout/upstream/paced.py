@@ -20,9 +20,9 @@ from rollout.model.inference import Pacer, PrefixCache
 from rollout.model.policy import Policy
 from rollout.model.profiles import INFERENCE_PROFILES
 from rollout.upstream import chat
-from rollout.upstream.config import UpstreamConfig
-from rollout.upstream.http import Broken, Refused, UpstreamHttp, close, events
 from rollout.upstream.model import account_step
+from rollout.upstream.pool import Broken, Refused, UpstreamHttp, close, events
+from rollout.upstream.target import UpstreamConfig
 
 INSTANT = INFERENCE_PROFILES["instant"]
 

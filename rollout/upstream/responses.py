@@ -15,7 +15,7 @@ from protocol.items import FunctionCall, FunctionCallOutput, Message
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream import chat
-from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.target import UpstreamConfig
 
 
 def input_items(r: Rollout) -> list[dict[str, Any]]:

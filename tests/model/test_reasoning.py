@@ -15,8 +15,8 @@ from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.items import FunctionCall, Reasoning
-from protocol.reasoning import Sealed, seal, unseal
 from protocol.response import Response
+from protocol.sealing import Sealed, seal, unseal
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse

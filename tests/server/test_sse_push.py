@@ -12,7 +12,7 @@ from protocol.events import ResponseEvent
 from protocol.response import Response
 from rollout.conversation.work import Stats
 from rollout.server.sockio import write_now
-from rollout.server.sse import SseBroken, SseSink
+from rollout.server.ssebody import SseBroken, SseSink
 from rollout.service.taps import Taps
 from support.waits import TIMEOUT
 

@@ -13,7 +13,7 @@ import pytest
 
 from protocol import codec
 from protocol.items import Item
-from protocol.reasoning import Sealed, seal
+from protocol.sealing import Sealed, seal
 from rollout import CallStep, ErrorStep, ScriptedPolicy, TextStep, call, search, text
 from rollout.conversation.calls import Citation, FunctionCallSpec
 from rollout.engine.engine import Engine, Prepared

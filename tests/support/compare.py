@@ -12,7 +12,7 @@ from rollout.experiments.harness.compare import Experiment
 from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario, workload
 from rollout.model.profiles import COST_PROFILES, InferenceProfile
-from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.target import UpstreamConfig
 
 
 def upstream_experiment(

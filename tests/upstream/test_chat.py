@@ -13,8 +13,8 @@ from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.model import pieces as p
 from rollout.upstream import chat, responses
-from rollout.upstream.config import UpstreamConfig
-from rollout.upstream.http import refusal
+from rollout.upstream.pool import refusal
+from rollout.upstream.target import UpstreamConfig
 
 CONFIG = UpstreamConfig(url="http://127.0.0.1:9/v1")
 TOOL = {"type": "function", "name": "f", "parameters": {"type": "object"}}

@@ -14,7 +14,7 @@ from _aimock import Aimock
 from openai import OpenAI
 
 from rollout import cli
-from rollout.upstream.config import UpstreamError, parse_models
+from rollout.upstream.target import UpstreamError, parse_models
 
 
 def test_serve_with_an_upstream(aimock: Aimock) -> None:

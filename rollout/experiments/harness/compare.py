@@ -26,7 +26,7 @@ from rollout.experiments.harness.worker import Worker, setup_of, warm_up, worker
 from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
-from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.target import UpstreamConfig
 
 # -- aggregation --------------------------------------------------------------------------------
 

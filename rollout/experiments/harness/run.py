@@ -18,8 +18,8 @@ from rollout.experiments.results import RunResult
 from rollout.experiments.workloads.catalog import Scenario
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
-from rollout.upstream.config import UpstreamConfig
 from rollout.upstream.paced import EnginePaced
+from rollout.upstream.target import UpstreamConfig
 
 
 async def run_one(

@@ -1,5 +1,5 @@
 # HTTP/1.1 on trio with h11: framing only. Keep-alive, body and header limits (and the
-# server-wide body budget), HEAD answered without a body, SSE bodies (rollout.server.sse), and
+# server-wide body budget), HEAD answered without a body, SSE bodies (rollout.server.ssebody), and
 # the standard error envelope; the REST surface itself (routes and handlers) is
 # rollout.server.resources. A WebSocket upgrade on /v1/responses, once vetted
 # (rollout.server.admission, which checks API keys too), is handed to the WebSocket module with
@@ -28,15 +28,15 @@ from rollout.server.closing import linger_close
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.resources import Request, digits, integer, route
 from rollout.server.sockio import write_now
-from rollout.server.sse import SseBroken, SseSink
-from rollout.server.ws import serve_websocket
+from rollout.server.ssebody import SseBroken, SseSink
 from rollout.server.wsconn import Handshake
+from rollout.server.wsmode import serve_websocket
 from rollout.service.config import ServerConfig
 from rollout.service.record import HttpIn
 from rollout.service.service import Service
 from rollout.service.taps import Taps
 
-log = logging.getLogger("rollout.server.http")
+log = logging.getLogger("rollout.server.httpconn")
 RECEIVE = 65536
 JSON = "application/json"
 

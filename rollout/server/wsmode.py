@@ -30,7 +30,7 @@ from rollout.service.session import Session
 from rollout.service.taps import Taps
 from rollout.service.transport import After, Receive, Spawn
 
-log = logging.getLogger("rollout.server.ws")
+log = logging.getLogger("rollout.server.wsmode")
 
 
 def error_frame(exc: ProtocolError, stream_id: Lane = None) -> bytes:

@@ -15,7 +15,7 @@ import trio
 
 from protocol.errors import ProtocolError, clip
 from protocol.sse import SSEDecoder, SSEError
-from rollout.upstream.config import UpstreamConfig
+from rollout.upstream.target import UpstreamConfig
 
 #: Headers of an engine's 429 that reach the client as they are.
 PASSED_ON = ("retry-after", "retry-after-ms")
