@@ -32,6 +32,7 @@ from rollout.service.cluster import clustered
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.store import MissingExtra, Store, StoreUnreachable, open_store
+from rollout.store.shared import shared_of
 from rollout.upstream.model import UpstreamModel
 from rollout.upstream.target import UpstreamConfig, UpstreamError, parse_models
 
@@ -345,7 +346,7 @@ async def _serve_until_signalled(
 
     async def server(task_status: trio.TaskStatus[int]) -> None:
         service = Service(engine, config)
-        if config.worker_id is not None and engine.store.shared() is not None:  # many workers
+        if config.worker_id is not None and shared_of(engine.store) is not None:  # many workers
             service = clustered(service, config.worker_id)
         await serve(
             host=host,

@@ -32,7 +32,7 @@ from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
-from rollout.store.shared import DropLive, Publish, Record, SetLive, SharedStore
+from rollout.store.shared import DropLive, Publish, Record, SetLive, SharedStore, shared_of
 
 if TYPE_CHECKING:
     from rollout.service.service import Service
@@ -311,8 +311,8 @@ class Cluster(Owning):
 
 def clustered(service: Service, worker_id: str) -> Service:
     """`service` with the cluster layer and event logs on, when its store is shared (one that
-    many workers share: `Store.shared()`)."""
-    store = service.engine.store.shared()
+    many workers share: `shared_of`)."""
+    store = shared_of(service.engine.store)
     if store is None:
         return service
     cluster = Cluster(store, worker_id)

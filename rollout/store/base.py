@@ -4,7 +4,7 @@
 # imported only when a store of its kind is asked for, so one that needs an optional extra
 # (Redis: coredis, the `redis` extra) costs the base install nothing, and a spec for it without
 # the extra is MissingExtra, saying how to install it. What the cluster layer needs beyond a
-# Store is `SharedStore` (store/shared.py), which `Store.shared()` returns; which specs name such
+# Store is `SharedStore` (store/shared.py: `shared_of(store)`); which specs name such
 # a store (what `--workers N` needs) is `is_shared_url`, by the rows marked `shared`.
 from __future__ import annotations
 
@@ -13,16 +13,13 @@ import hmac
 import importlib
 import importlib.util
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
 from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
-
-if TYPE_CHECKING:
-    from rollout.store.shared import SharedStore
 
 
 @attrs.define
@@ -88,11 +85,6 @@ class Store(Protocol):
         where and why, when the store does not answer (a store in this process always does)."""
         ...
 
-    def shared(self) -> SharedStore | None:
-        """This store as one that many workers share (the cluster layer runs over it), or None
-        for a store of this process alone."""
-        ...
-
 
 class LocalStore:
     """What a store of this process alone (memory, SQLite) does about connections: nothing to
@@ -105,9 +97,6 @@ class LocalStore:
         return None
 
     async def check(self) -> None:
-        return None
-
-    def shared(self) -> SharedStore | None:
         return None
 
 
@@ -148,8 +137,7 @@ class Backend:
     ValueError with a message for the user), imported only when such a store is asked for; the
     form of its spec (for the message that lists them); whether the spec takes an argument
     after the scheme (`sqlite:PATH`) or is the bare name (`memory`); the extra it needs; whether
-    many workers share such a store (its `shared()` is a SharedStore; its spec is a URL,
-    `SCHEME://...`)."""
+    many workers share such a store (it is a SharedStore; its spec is a URL, `SCHEME://...`)."""
 
     module: str
     usage: str

@@ -3,12 +3,12 @@
 # listen on one's own), leases (a worker's heartbeat), the records of live rollouts and of those
 # whose worker was lost, per-response event logs, and the ordered batches of writes the
 # cluster's Writer sends (the `Write` values). Typed operations only: the cluster layer never
-# sees a client or a key of the store underneath. `store.shared()` returns it; RedisStore
-# (store/redis.py) is the one implementation.
+# sees a client or a key of the store underneath. `shared_of(store)` says whether a store is
+# one; RedisStore (store/redis.py) is the one implementation.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 import trio
@@ -72,6 +72,7 @@ class WriteFailed(Exception):
     """A batch of writes did not reach the store; `str()` says why."""
 
 
+@runtime_checkable
 class SharedStore(Store, Protocol):
     """A Store that many workers share, with what the cluster layer runs on."""
 
@@ -163,6 +164,12 @@ class SharedStore(Store, Protocol):
         ...
 
 
+def shared_of(store: Store) -> SharedStore | None:
+    """`store` as one that many workers share (the cluster layer runs over it), or None for a
+    store of this process alone."""
+    return store if isinstance(store, SharedStore) else None
+
+
 __all__ = [
     "DropLive",
     "Fields",
@@ -175,4 +182,5 @@ __all__ = [
     "SharedStore",
     "Write",
     "WriteFailed",
+    "shared_of",
 ]

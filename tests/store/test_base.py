@@ -15,6 +15,7 @@ from rollout.cli import main
 from rollout.store import MissingExtra, Store, open_store
 from rollout.store.base import BACKENDS, Backend, Extra
 from rollout.store.memory import MemoryStore
+from rollout.store.shared import shared_of
 from rollout.store.sqlite import SqliteStore
 
 
@@ -98,7 +99,7 @@ async def test_a_store_of_one_process_connects_checks_and_shares_nothing(
     async with store.connect(), store.connect():  # nested, as a server in a server
         assert await store.get("resp_x") is None
     await store.check()
-    assert store.shared() is None
+    assert shared_of(store) is None
     await store.close()
     await store.close()  # idempotent
 
