@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 import orjson
 
-from rollout.client.modes import TABLE
+from rollout.client.modes import mode_named
 from rollout.experiments.figures.plots import caption, chain_plot
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.harness.run import run_one
@@ -20,8 +20,9 @@ from rollout.experiments.results import Point, RunResult
 from rollout.experiments.workloads.catalog import WORKLOADS, Scenario, Workload
 from rollout.model.profiles import CostProfile, InferenceProfile
 
-#: The compared modes that chain each turn to the last by `previous_response_id`.
-CHAIN_MODES = tuple(m.name for m in TABLE if m.shape == "chain" and not m.scenario)
+#: The sweep's question, a pair of chaining modes (each turn carries `previous_response_id`):
+#: the stored HTTP chain, and the WebSocket connection cache. Its tables compare exactly two.
+CHAIN_MODES = tuple(mode_named(name).name for name in ("http-chain", "ws-chain"))
 
 #: The coding agent with short model steps (20-60 output tokens), so that a 40-turn chain at
 #: 65 tokens/s takes under a minute; everything else as `coding-agent`.
