@@ -224,6 +224,7 @@ def new_response(
     for name in ECHOED:
         setattr(response, name, getattr(req, name))
     response.parallel_tool_calls = req.parallel
+    response.background = bool(req.background)
     response.reasoning = effective
     if req.service_tier not in (None, "auto"):
         response.service_tier = req.service_tier

@@ -111,6 +111,25 @@ class ResponseStream(ControlEvents):
             self._lifecycle("response.in_progress", snapshot),
         ]
 
+    def queued(self) -> list[Event]:
+        """A background response's first events: `response.created` and `response.queued`
+        (status `queued`); `start_queued` follows when it leaves the queue."""
+        self.response.status = "queued"
+        snapshot = self.response.snapshot()
+        return [
+            self._lifecycle("response.created", snapshot),
+            self._lifecycle("response.queued", snapshot),
+        ]
+
+    def start_queued(self) -> list[Event]:
+        """`response.in_progress`: a queued (background) response starts."""
+        self.response.status = "in_progress"
+        return [self._lifecycle("response.in_progress")]
+
+    def opening(self) -> list[Event]:
+        """What a response's loop sends first: `start`, or `start_queued` once `queued`."""
+        return self.start_queued() if self.response.status == "queued" else self.start()
+
     def created_only(self) -> list[Event]:
         return [self._lifecycle("response.created")]
 
@@ -123,6 +142,17 @@ class ResponseStream(ControlEvents):
         self._check_open()
         self.response.incomplete_details = IncompleteDetails(reason=reason)
         return self._end("incomplete", usage)
+
+    def cancelled(self, usage: Usage) -> list[Event]:
+        """Status `cancelled` (a cancel, or a streaming client gone): no event type of its own
+        exists, so the terminal event is `response.incomplete` carrying that status."""
+        self._check_open()
+        self._close_open_text()
+        self.response.status = "cancelled"
+        self.response.usage = usage
+        event = self._lifecycle("response.incomplete")
+        self.terminal = event
+        return [event]
 
     def fail(self, code: str, message: str, usage: Usage | None = None) -> list[Event]:
         """An `error` event (nested, spec §5.4) followed by `response.failed`."""

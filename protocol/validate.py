@@ -99,11 +99,7 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
 def _check_refused_fields(req: CreateRequest, *, websocket: bool) -> None:
     """Fields this server does not support, and those only a WebSocket connection accepts."""
     if req.background:
-        raise invalid(
-            "Background responses are not supported by this server; omit 'background'.",
-            param="background",
-            code="unsupported_parameter",
-        )
+        _check_background(req, websocket=websocket)
     if req.previous_response_id == "":
         raise previous_response_not_found("")
     if req.conversation is not None:
@@ -124,6 +120,30 @@ def _check_refused_fields(req: CreateRequest, *, websocket: bool) -> None:
         raise invalid(
             "'generate: false' (warm-up) is only accepted over a WebSocket connection.",
             param="generate",
+            code="unsupported_parameter",
+        )
+
+
+def _check_background(req: CreateRequest, *, websocket: bool) -> None:
+    """Background mode: over HTTP only (the SDK's WebSocket docs), stored, in the chain shape."""
+    if websocket:
+        raise invalid(
+            "'background' is not supported over WebSocket; create background responses over HTTP.",
+            param="background",
+            code="unsupported_parameter",
+        )
+    if req.store is False:
+        raise invalid(
+            "Background mode requires 'store' to be true: a background response is kept so "
+            "that it can be polled, streamed again and cancelled.",
+            param="store",
+            code="invalid_value",
+        )
+    if req.shape == "append":
+        raise invalid(
+            "'background' cannot be combined with 'shape: append': an append rollout pauses "
+            "for its client, which a background response does not have.",
+            param="background",
             code="unsupported_parameter",
         )
 

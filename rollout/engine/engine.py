@@ -59,6 +59,10 @@ from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
 CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
+#: Reasons a response stops that end it with status `cancelled` (the SDK's incomplete reasons
+#: are the budget's and the content filter's): a cancel, or its streaming client gone.
+CANCEL_REASONS = frozenset({"cancelled", "client_disconnected"})
+SHUTDOWN = "The server shut down before this response finished."  # (a graceful shutdown)
 
 
 def _remade(engine: Engine, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -282,7 +286,7 @@ class Engine:
         r = prepared.rollout
         if not self.plan_of(prepared).samples:
             return await self.warm_up(prepared, billing)
-        cancel = cancel or Cancel()
+        cancel = cancel or r.cancel
         self.running.add(cancel)
         plan = self.plan_of(prepared).faults
         if plan.disconnect_after is not None:
@@ -290,7 +294,7 @@ class Engine:
         outcome = CANCELLED
         try:
             with cancel.scope:
-                await r.send(r.stream.start())
+                await r.send(r.stream.opening())
                 r.sink.push()  # they leave now (the client reads them as the loop runs)
                 if plan.latency_s > 0:
                     with r.work.stage("fault"):
@@ -351,6 +355,10 @@ class Engine:
             await self.bill(r.work)
         if outcome.status == "completed":
             events = r.stream.complete(r.usage, completed_at=int(time.time()))
+        elif outcome.status == "incomplete" and outcome.reason == "shutdown":
+            events = r.stream.fail("server_error", SHUTDOWN, usage=r.usage)
+        elif outcome.status == "incomplete" and outcome.reason in CANCEL_REASONS:
+            events = r.stream.cancelled(r.usage)
         elif outcome.status == "incomplete":
             events = r.stream.incomplete(outcome.reason or "max_output_tokens", r.usage)
         else:

@@ -237,6 +237,7 @@ class Rollout:
     opened: Pieces | None = None  # the first step, when the model opened it early (Model.open)
     gone: bool = False  # the client disconnected: events are dropped from then on
     mailbox: Mailbox = attrs.field(factory=Mailbox)
+    cancel: Cancel = attrs.field(factory=Cancel)  # stops its loop from outside
 
     async def emit(self, event: Event) -> None:
         if not self.gone:

@@ -12,13 +12,13 @@ import attrs
 
 from protocol import codec, errors
 from protocol.errors import ProtocolError
-from protocol.rebuild import replay
 from protocol.request import CreateRequest
 from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
 from rollout.engine.loop import NullSink, Sink
 from rollout.model.profiles import served_models
 from rollout.server.metrics import render as render_metrics
+from rollout.service import retrieval
 from rollout.service.service import Hold, Service
 from rollout.store.memory import visible
 
@@ -69,6 +69,16 @@ async def create(ex: Exchange, request: Request) -> None:
             request.body,
             betas=betas_of(request.headers.get("openai-beta", "")),
         )
+    if req.background:
+        queued = await ex.service.create_background(req, work, owner=ex.owner)
+        if not req.stream:
+            await ex.reply(200, codec.encode(queued))
+            return
+        source = await retrieval.source_of(ex.service, queued.id, ex.owner)
+        events = ex.sse()  # its events, from its log: the run goes on if this client goes
+        await source.follow(-1, events.emit_bytes)
+        await events.end()
+        return
     stream = ex.sse() if req.stream else None
     response = await ex.service.create(
         req, work, stream or NullSink(), owner=ex.owner, holder=stream
@@ -106,16 +116,15 @@ async def metrics(ex: Exchange, request: Request) -> None:
 
 
 async def retrieve(ex: Exchange, request: Request, response_id: str) -> None:
-    record = visible(await ex.service.engine.store.get(response_id), ex.owner)
-    streamed = query(request, "stream", "false").lower() == "true"
-    log = ex.service.events
-    writer = None
-    if streamed and log is not None:  # many workers: the response's event log, if it has one
-        writer = await log.visible(response_id, ex.owner, record)
-    if record is None and writer is None:
-        raise errors.response_not_found(response_id)
-    if not streamed and record is not None:
-        await ex.reply(200, codec.encode(record.response))
+    """`GET /v1/responses/{id}`: the response as it stands, or (`stream=true`) its events after
+    `starting_after`, to its end."""
+    include = retrieval.check_include(
+        request.query.get("include[]", []) + request.query.get("include", [])
+    )
+    if query(request, "stream", "false").lower() != "true":
+        await ex.reply(
+            200, codec.encode(await retrieval.current(ex.service, response_id, ex.owner, include))
+        )
         return
     after = query(request, "starting_after", "")
     start = integer(after, signed=True) if after else -1
@@ -125,15 +134,9 @@ async def retrieve(ex: Exchange, request: Request, response_id: str) -> None:
             param="starting_after",
             code="invalid_value",
         )
+    source = await retrieval.source_of(ex.service, response_id, ex.owner)
     stream = ex.sse()
-    if log is not None and writer is not None:
-        await log.follow(response_id, writer, start, stream.emit_bytes)
-        await stream.end()
-        return
-    assert record is not None
-    for event in replay(record.response):
-        if event.sequence_number is not None and event.sequence_number > start:
-            await stream.emit(event)
+    await source.follow(start, stream.emit_bytes)
     await stream.end()
 
 
@@ -186,18 +189,8 @@ async def input_items(ex: Exchange, request: Request, response_id: str) -> None:
 
 async def cancel(ex: Exchange, request: Request, response_id: str) -> None:
     del request
-    final = await ex.service.cancel_anywhere(response_id, ex.owner)  # here or on its worker
-    if final is not None:
-        await ex.reply(200, final if isinstance(final, dict) else codec.encode(final))
-        return
-    if visible(await ex.service.engine.store.get(response_id), ex.owner) is None:
-        raise errors.response_not_found(response_id)
-    raise errors.invalid(
-        "Only responses created with background=true can be cancelled, and this server does not "
-        "support background responses.",
-        param="response_id",
-        code="invalid_value",
-    )
+    final = await retrieval.cancel(ex.service, response_id, ex.owner)  # here or on its worker
+    await ex.reply(200, final if isinstance(final, dict) else codec.encode(final))
 
 
 async def input_tokens(ex: Exchange, request: Request) -> None:

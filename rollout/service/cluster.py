@@ -26,7 +26,7 @@ from protocol.lifetime import State, response_not_suspended
 from rollout.conversation.ids import new_id
 from rollout.engine.engine import Prepared
 from rollout.engine.loop import Disconnected, Sink
-from rollout.service.eventlog import EventLog
+from rollout.service.eventlog import EventLogs, SharedLogs
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
@@ -319,7 +319,8 @@ def clustered(service: Service, worker_id: str) -> Service:
     cluster.service = service
     service.cluster = cluster
     service.live.finish_hooks.append(cluster.finished)
-    service.events = EventLog(store, cluster.writer, worker_id, cluster.alive)
+    service.events = EventLogs(SharedLogs(store, cluster.writer, worker_id, cluster.alive))
+    service.background.ended.append(lambda run: cluster.forget(run.response.id))
     return service
 
 

@@ -25,6 +25,8 @@ class ServerConfig:
     append_timeout_s: float = 600.0  # a suspended rollout waits this long for its outputs
     append_grace_s: float = 60.0  # a suspended rollout outlives its connection this long
     max_live_rollouts: int = 10_000  # live append rollouts at once; more get 503
+    # Background responses
+    max_background: int = 10_000  # background responses running at once; more get 503
     # Steering (response.steer)
     max_pending_steers: int = 8  # queued steering submissions per response; more fail
     # Both

@@ -1,104 +1,265 @@
-# Per-response event logs in the shared store (rollout.store.shared; `--store redis://`), so that
-# `GET /v1/responses/{id}?stream=true&starting_after=N` resumes a stream from any worker, as the
-# real API resumes background streams: every event of a stored response goes into its log (in
-# Redis, a stream: sequence number, type, the wire JSON) through the worker's ordered Writer,
-# and its terminal event only after the log holds everything before it. A logged response
-# outlives its client's connection (to its end), as a background response does. A reader follows
-# the log until the terminal event, or until the worker writing it is gone (then an error event
-# ends it).
+# Per-response event logs, so that `GET /v1/responses/{id}?stream=true&starting_after=N` gives a
+# stored response's live events, exactly (the same events, deltas and sequence numbers), as the
+# real API resumes background streams. Every stored streaming response, and every background
+# one, has one: its events go into a Log in this process as they pass (bounded: LOG_BYTES), which
+# readers here follow until its terminal event; where the log goes beyond this process is its
+# backend: the store keeps an ended response's log with it (StoreLogs: memory, SQLite), or, with
+# a store that many workers share, every event goes to the shared log as it happens (SharedLogs:
+# a Redis stream written through the worker's ordered Writer), which a reader on another worker
+# follows until the terminal event, or until the worker writing it is gone (then an error event
+# ends it). The terminal event leaves only after the backend holds everything before it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
+import trio
 
 from protocol import codec
 from protocol.deltas import DeltaRun
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import Disconnected, PassOn, Sink, emit_each
+from rollout.engine.loop import PassOn, Sink, emit_each
 from rollout.service.writer import Writer
-from rollout.store.base import StoredResponse
+from rollout.store.base import Logged, LogStore, StoredResponse
 from rollout.store.shared import LogEvent, LogMeta, SharedStore
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
-TTL_MS = 3600 * 1000  # a log lives this long after its last event
-PAGE = 500  # entries read per round trip
+LOG_BYTES = 32 * 1024 * 1024  # of wire JSON one response's log keeps; later events are left out
+TTL_MS = 3600 * 1000  # a shared log lives this long after its last event
+PAGE = 500  # shared-log entries read per round trip
 BLOCK_MS = 500  # a reader waits this long for new entries before it checks the writer
 
 EmitEncoded = Callable[[bytes, bytes], Awaitable[None]]  # (event type, wire JSON)
 
 
+class Source(Protocol):
+    """A response's logged events, as a reader follows them."""
+
+    async def follow(self, after: int, emit: EmitEncoded) -> None:
+        """Emit the events after sequence number `after` up to the terminal event (waiting for
+        those not written yet), or an error event where the log ends short of it."""
+        ...
+
+
+@attrs.define(eq=False)
+class Log:
+    """One response's events in this process: as they happen, or as a store kept them."""
+
+    response_id: str
+    owner: str | None = None
+    events: list[Logged] = attrs.field(factory=list)
+    complete: bool = True  # False once an event was left out (past LOG_BYTES)
+    ended: bool = False
+    size: int = 0
+    grew: trio.Event = attrs.field(factory=trio.Event)
+
+    def add(self, event: Logged) -> bool:
+        """Keep `event` (False: the log is full, and it was left out)."""
+        if not self.complete or self.size + len(event[2]) > LOG_BYTES:
+            self.complete = False
+            return False
+        self.events.append(event)
+        self.size += len(event[2])
+        self._wake()
+        return True
+
+    def end(self) -> None:
+        self.ended = True
+        self._wake()
+
+    def _wake(self) -> None:
+        self.grew.set()
+        self.grew = trio.Event()
+
+    async def follow(self, after: int, emit: EmitEncoded) -> None:
+        i = 0
+        past = after < 0  # at or past the cursor: an event without a number follows it
+        while True:
+            while i < len(self.events):
+                seq, kind, payload = self.events[i]
+                i += 1
+                if seq >= 0:
+                    past, due = seq >= after, seq > after
+                else:
+                    due = past
+                if due:
+                    await emit(kind, payload)
+            if self.ended:
+                if not self.complete:
+                    await emit(b"error", codec.encode_event(log_cut(self.response_id)))
+                return
+            await self.grew.wait()
+
+
+class Backend(Protocol):
+    """Where a response's log goes beyond this process."""
+
+    def begin(self, prepared: Prepared) -> None: ...
+    def add(self, response_id: str, event: Logged, terminal: bool) -> None: ...
+    async def end(self, log: Log) -> None:
+        """Before the terminal event goes on: the backend holds the whole log."""
+        ...
+
+    async def find(
+        self, response_id: str, owner: str | None, record: StoredResponse | None
+    ) -> Source | None:
+        """The log of a response not running in this process, if `owner` may read it (a
+        stored record, when there is one, already passed the owner check)."""
+        ...
+
+
 @attrs.define(eq=False)
 class LogSink(PassOn):
-    """Logs each event, then passes it on; the terminal event waits for the log to hold all."""
+    """Logs each event, then passes it on; the terminal event waits for the backend to hold
+    all. A client gone (Disconnected from `inner`) stops the response as ever; a background
+    response's `inner` has no client."""
 
-    log: EventLog
-    response_id: str
-    gone: bool = False  # the client left: the response runs on for the log (and a resume)
+    logs: EventLogs
+    log: Log
 
     async def emit(self, event: Event) -> None:
         payload = codec.encode_event(event)
         seq = event.sequence_number if event.sequence_number is not None else -1
-        fields = {"s": str(seq).encode(), "y": event.type.encode(), "e": payload}
         terminal = event.type in TERMINAL
-        self.log.writer.send(LogEvent(self.response_id, fields, TTL_MS if terminal else None))
-        if terminal:
-            await self.log.writer.barrier()
-        if self.gone:
-            return
-        try:
-            await self.inner.emit(event)
-        except Disconnected:
-            # As the real API's background responses: the response goes on to its end, so that
-            # its stream can be resumed (GET ...?stream=true&starting_after=N) from any worker.
-            self.gone = True
+        await self.logs.add(self.log, (seq, event.type.encode(), payload), terminal)
+        await self.inner.emit(event)
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         await emit_each(self, run)
 
 
 @attrs.define(eq=False)
-class EventLog:
+class EventLogs:
+    """The service's event logs: those of responses running here, and their backend (None: a
+    store that keeps none; a replay is then rebuilt from the final state)."""
+
+    backend: Backend | None
+    live: dict[str, Log] = attrs.field(factory=dict)
+
+    def sink(self, prepared: Prepared, inner: Sink) -> Sink:
+        """`inner`, with the response's events logged as they pass."""
+        rid = prepared.rollout.stream.response.id
+        log = self.live[rid] = Log(rid, prepared.owner)
+        if self.backend is not None:
+            self.backend.begin(prepared)
+        return LogSink(inner, self, log)
+
+    async def add(self, log: Log, event: Logged, terminal: bool) -> None:
+        if log.add(event) and self.backend is not None:
+            self.backend.add(log.response_id, event, terminal)
+        if terminal:
+            try:
+                if self.backend is not None:
+                    await self.backend.end(log)
+            finally:
+                self.drop(log.response_id)
+
+    def drop(self, response_id: str) -> None:
+        """The response ended (or never will, here): readers of its log stop at its end."""
+        log = self.live.pop(response_id, None)
+        if log is not None:
+            log.end()
+
+    def running(self, response_id: str, owner: str | None) -> Log | None:
+        log = self.live.get(response_id)
+        return log if log is not None and log.owner == owner else None
+
+    async def find(
+        self, response_id: str, owner: str | None, record: StoredResponse | None
+    ) -> Source | None:
+        """The response's log, if there is one `owner` may read: here, or in the backend."""
+        log = self.running(response_id, owner)
+        if log is not None:
+            return log
+        if self.backend is None:
+            return None
+        return await self.backend.find(response_id, owner, record)
+
+
+@attrs.define(eq=False)
+class StoreLogs:
+    """Logs kept by the store with the ended responses (memory, SQLite)."""
+
+    store: LogStore
+
+    def begin(self, prepared: Prepared) -> None:
+        del prepared
+
+    def add(self, response_id: str, event: Logged, terminal: bool) -> None:
+        del response_id, event, terminal
+
+    async def end(self, log: Log) -> None:
+        await self.store.put_log(log.response_id, log.events, log.complete)
+
+    async def find(
+        self, response_id: str, owner: str | None, record: StoredResponse | None
+    ) -> Source | None:
+        del owner
+        if record is None:  # (no log outlives its response)
+            return None
+        kept = await self.store.get_log(response_id)
+        if kept is None:
+            return None
+        return Log(response_id, events=kept[0], complete=kept[1], ended=True)
+
+
+@attrs.define(eq=False)
+class SharedLogs:
+    """Logs in the store that many workers share, written as they happen."""
+
     store: SharedStore
     writer: Writer
     worker_id: str
     alive: Callable[[str], Awaitable[bool]]  # is this worker still running?
 
-    def sink(self, prepared: Prepared, inner: Sink) -> Sink:
-        """`inner`, with the response's events logged as they pass."""
+    def begin(self, prepared: Prepared) -> None:
         rid = prepared.rollout.stream.response.id
         meta = {"worker": self.worker_id.encode(), "owner": self.store.owner_field(prepared.owner)}
         self.writer.send(LogMeta(rid, meta, TTL_MS))
-        return LogSink(inner, self, rid)
 
-    async def visible(
+    def add(self, response_id: str, event: Logged, terminal: bool) -> None:
+        seq, kind, payload = event
+        fields = {"s": str(seq).encode(), "y": kind, "e": payload}
+        self.writer.send(LogEvent(response_id, fields, TTL_MS if terminal else None))
+
+    async def end(self, log: Log) -> None:
+        del log
+        await self.writer.barrier()
+
+    async def find(
         self, response_id: str, owner: str | None, record: StoredResponse | None
-    ) -> str | None:
-        """The worker that writes the response's log, if there is a log `owner` may read (a
-        stored record, when there is one, already passed the owner check)."""
+    ) -> Source | None:
         meta = await self.store.log_meta(response_id)
         if not meta:
             return None
         if record is None and not self.store.owned(meta.get(b"owner"), owner):
             return None
-        return meta.get(b"worker", b"").decode()
+        return RemoteLog(self, response_id, meta.get(b"worker", b"").decode())
 
-    async def follow(self, response_id: str, worker: str, after: int, emit: EmitEncoded) -> None:
-        """Emit the logged events after sequence number `after` up to the terminal event,
-        waiting for those not written yet; an error event if the writer is gone first."""
+
+@attrs.define(eq=False)
+class RemoteLog:
+    """A shared log, as a worker reads it (whichever worker writes it)."""
+
+    logs: SharedLogs
+    response_id: str
+    worker: str
+
+    async def follow(self, after: int, emit: EmitEncoded) -> None:
+        store, rid = self.logs.store, self.response_id
         last: str | None = None  # the position of the last entry read
         while True:
-            entries = await self.store.read_log(response_id, last, PAGE, BLOCK_MS)
+            entries = await store.read_log(rid, last, PAGE, BLOCK_MS)
             for position, fields in entries:
                 last = position
                 if int(fields[b"s"]) > after:
                     await emit(fields[b"y"], fields[b"e"])
                 if fields[b"y"].decode() in TERMINAL:
                     return
-            if not entries and not await self.alive(worker):
-                await emit(b"error", codec.encode_event(writer_lost(response_id)))
+            if not entries and not await self.logs.alive(self.worker):
+                await emit(b"error", codec.encode_event(writer_lost(rid)))
                 return
 
 
@@ -114,4 +275,16 @@ def writer_lost(response_id: str) -> ErrorEvent:
     )
 
 
-__all__ = ["EventLog", "LogSink"]
+def log_cut(response_id: str) -> ErrorEvent:
+    return ErrorEvent(
+        error=ErrorPayload(
+            type="server_error",
+            code="event_log_full",
+            message=f"The event log of response {response_id!r} reached its limit of "
+            f"{LOG_BYTES // (1024 * 1024)} MiB; retrieve the response for its final state.",
+            param=None,
+        )
+    )
+
+
+__all__ = ["EventLogs", "Log", "LogSink", "SharedLogs", "Source", "StoreLogs"]

@@ -123,6 +123,11 @@ class Owning:
         goes back (False: nothing follows)."""
         assert self.service is not None
         sink = asked.sink
+        run = self.service.background.find(asked.rid, asked.owner)
+        if run is not None:  # a background response this worker runs
+            final = codec.to_json(await self.service.background.cancel(run))
+            self.publish(sink.worker, {"k": "end", "t": sink.token, "response": final})
+            return False
         take = asked.hold is Hold.UNTIL_END
         live = self.service.cancel(asked.rid, asked.owner, sink if take else None, asked.holder)
         await live.done.wait()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import attrs
 import trio
@@ -29,13 +29,13 @@ from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import NullSink, PassOn, Sink
+from rollout.service.background import BackgroundRuns
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
+from rollout.service.eventlog import EventLogs, StoreLogs
 from rollout.service.live import Hold, Live, LiveRollouts, response_not_found
 from rollout.service.taps import TapConfig
-
-if TYPE_CHECKING:
-    from rollout.service.eventlog import EventLog
+from rollout.store.base import LogStore
 
 T = TypeVar("T")
 #: Bodies and frames at least this large are decoded in a worker thread, so one huge request
@@ -95,12 +95,19 @@ class Service:
     taps: TapConfig = attrs.field(factory=TapConfig)
     sessions: set[Any] = attrs.field(factory=set)  # open WebSocket sessions (for shutdown)
     # Many workers (a Redis store; see rollout.service.cluster.clustered): live rollouts of
-    # other workers, and per-response event logs
+    # other workers (and the event logs' backend is the shared store)
     cluster: Peers | None = attrs.field(default=None, init=False)
-    events: EventLog | None = attrs.field(default=None, init=False)
+    events: EventLogs = attrs.field(init=False)  # of stored streaming and background responses
+    background: BackgroundRuns = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         self.live = LiveRollouts(self.engine, self.config)
+        store = self.engine.store
+        self.events = EventLogs(StoreLogs(store) if isinstance(store, LogStore) else None)
+        self.background = BackgroundRuns(self.engine, self.config.max_background)
+        # A log's readers stop at its response's end, however it ended.
+        self.live.finish_hooks.append(lambda live: self.events.drop(live.id))
+        self.background.ended.append(lambda run: self.events.drop(run.response.id))
 
     @property
     def captured(self) -> list[Captured] | None:
@@ -177,9 +184,11 @@ class Service:
             raise refusal
         await self.engine.open(prepared)  # a real engine's refusal is the request's, too
         if not plan.live:
-            if self.cluster is not None or self.events is not None:
-                self._log(prepared)
-            await self.engine.run(prepared, END_RESPONSE, billing=billing)
+            self._log(prepared, hold)
+            try:
+                await self.engine.run(prepared, END_RESPONSE, billing=billing)
+            finally:
+                self.events.drop(prepared.rollout.stream.response.id)
             return
         if self.cluster is not None:
             await self.cluster.claim(prepared, lane)
@@ -197,18 +206,20 @@ class Service:
                 self.cluster.forget(prepared.rollout.stream.response.id)
             await self.engine.discard(prepared)
             raise
-        self._log(prepared)
+        self._log(prepared, hold)
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
         else:
             await _until_either(live.done, closing)
 
-    def _log(self, prepared: Prepared) -> None:
-        """With many workers, a stored response's events go to its event log as they pass (and
-        a live rollout's state to its record at each pause)."""
+    def _log(self, prepared: Prepared, hold: Hold) -> None:
+        """A stored response that streams (over SSE, or on a WebSocket lane) has its events go
+        to its event log as they pass; with many workers, a live rollout's state goes to its
+        record at each pause."""
         if self.cluster is not None and prepared.request.shape == "append":  # (pauses)
             prepared.rollout.sink = PauseTap(prepared.rollout.sink, self.cluster, prepared)
-        if self.events is not None and prepared.request.store:
+        req = prepared.request
+        if req.store and (req.stream or hold is Hold.UNTIL_END):
             prepared.rollout.sink = self.events.sink(prepared, prepared.rollout.sink)
 
     async def create(
@@ -219,6 +230,34 @@ class Service:
         prepared = await self.prepare(req, work, sink, owner=owner, hold=Hold.UNTIL_PAUSE)
         await self.run(prepared, holder=holder, hold=Hold.UNTIL_PAUSE)
         return prepared.rollout.stream.response
+
+    async def create_background(
+        self, req: CreateRequest, work: Work, *, owner: str | None
+    ) -> Response:
+        """A background create: prepare, queue (`response.created`, `response.queued`, logged;
+        the response stored as it stands), start its run in the service's nursery, and return
+        the queued response. Its events are read from its log (`events`)."""
+        self.background.check_room()
+        prepared = await self.prepare(req, work, NullSink(), owner=owner, hold=Hold.UNTIL_PAUSE)
+        refusal = self.engine.plan_of(prepared).refusal()
+        if refusal is not None:
+            raise refusal
+        await self.engine.open(prepared)
+        r = prepared.rollout
+        r.sink = self.events.sink(prepared, r.sink)
+        await r.send(r.stream.queued())
+        queued = r.stream.response.snapshot()
+        try:
+            await self.engine.store.put(self.background.record(prepared))
+            if self.cluster is not None:  # (its record tells the others if this worker dies)
+                await self.cluster.claim(prepared, None)
+        except BaseException:
+            self.events.drop(r.stream.response.id)
+            await self.engine.discard(prepared)
+            raise
+        assert self.live.nursery is not None, "Service.serve must be started first"
+        self.background.start(prepared, self.live.nursery)
+        return queued
 
     # -- append ---------------------------------------------------------------------------------
 
@@ -299,6 +338,9 @@ class Service:
         """An HTTP cancel: stop a live rollout, here or on the worker that owns it, and return
         its final response (a Response here, wire JSON from another worker); None when no
         worker has such a live rollout."""
+        run = self.background.find(response_id, owner)
+        if run is not None:
+            return await self.background.cancel(run)
         live = self.find_live(response_id, owner)
         if live is not None:
             self.cancel(response_id, owner)

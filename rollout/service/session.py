@@ -221,7 +221,12 @@ class Session:
         del work, size
         try:
             live = self.service.live.find(cancel.response_id, self.owner)
-        except ProtocolError as local:  # another worker's rollout, maybe: its events come here
+        except ProtocolError as local:
+            known = self.steer.known.get(cancel.response_id)
+            if known is not None and known.active:  # a chain response running on a lane
+                known.rollout.cancel.cancel("cancelled")  # (it ends `cancelled` there)
+                return
+            # another worker's rollout, maybe: its events come here
             await self.elsewhere("cancel", cancel.response_id, (), local)
             return
         self.service.cancel(live.id, self.owner, self.sink_for(live.lane), self)

@@ -13,7 +13,7 @@ import hmac
 import importlib
 import importlib.util
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -84,6 +84,43 @@ class Store(Protocol):
         """The start-up check `rollout serve` makes before it serves: StoreUnreachable, saying
         where and why, when the store does not answer (a store in this process always does)."""
         ...
+
+
+#: A logged event: its sequence number, its type and its wire JSON (rollout.service.eventlog).
+Logged = tuple[int, bytes, bytes]
+#: The statuses of a response that has not ended (a background response, stored as it starts).
+UNFINISHED = frozenset({"queued", "in_progress"})
+#: The error of a background response whose server stopped before its end (it ends `failed`).
+STOPPED = "The server stopped before this background response finished; it cannot be resumed."
+
+
+@runtime_checkable
+class LogStore(Protocol):
+    """A store that keeps each stored streaming response's events once it has ended (memory,
+    SQLite), so that a replay gives the live events. Deleting the response deletes its log. (A
+    store that many workers share keeps logs as they are written: store/shared.py.)"""
+
+    async def put_log(self, response_id: str, events: list[Logged], complete: bool) -> None:
+        """Keep the events of an ended response (`complete`: nothing was left out)."""
+        ...
+
+    async def get_log(self, response_id: str) -> tuple[list[Logged], bool] | None:
+        """The kept events and whether they are complete; None if none are kept."""
+        ...
+
+
+def encode_log(events: list[Logged]) -> bytes:
+    """Logged events as one blob: a line per event, `SEQ TYPE JSON` (compact JSON holds no raw
+    newline)."""
+    return b"\n".join(b"%d %s %s" % event for event in events)
+
+
+def decode_log(blob: bytes) -> list[Logged]:
+    events: list[Logged] = []
+    for line in blob.split(b"\n") if blob else ():
+        seq, kind, payload = line.split(b" ", 2)
+        events.append((int(seq), kind, payload))
+    return events
 
 
 class LocalStore:
@@ -187,14 +224,20 @@ def open_store(spec: str) -> Store:
 
 __all__ = [
     "BACKENDS",
+    "STOPPED",
+    "UNFINISHED",
     "Backend",
     "ChainBroken",
     "Extra",
     "LocalStore",
+    "LogStore",
+    "Logged",
     "MissingExtra",
     "Store",
     "StoreUnreachable",
     "StoredResponse",
+    "decode_log",
+    "encode_log",
     "is_shared_url",
     "items_of",
     "open_store",

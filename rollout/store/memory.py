@@ -4,15 +4,24 @@
 # `previous_response_id` links, which is the real cost of chaining without a connection cache.
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import attrs
 
 from protocol.items import Item
-from rollout.store.base import ChainBroken, LocalStore, Store, StoredResponse, visible
+from rollout.store.base import ChainBroken, LocalStore, Logged, Store, StoredResponse, visible
+
+#: The bytes of event logs the memory store keeps in all; past it the oldest logs are dropped
+#: (a replay of such a response is rebuilt from its final state, protocol.rebuild).
+LOG_BUDGET = 256 * 1024 * 1024
 
 
 @attrs.define
 class MemoryStore(LocalStore):
     _records: dict[str, StoredResponse] = attrs.field(factory=dict)
+    _logs: OrderedDict[str, tuple[list[Logged], bool, int]] = attrs.field(factory=OrderedDict)
+    log_budget: int = LOG_BUDGET
+    _log_bytes: int = 0
 
     async def put(self, record: StoredResponse) -> None:
         self._records[record.response.id] = record
@@ -21,7 +30,25 @@ class MemoryStore(LocalStore):
         return self._records.get(response_id)
 
     async def delete(self, response_id: str) -> bool:
+        self._drop_log(response_id)
         return self._records.pop(response_id, None) is not None
+
+    async def put_log(self, response_id: str, events: list[Logged], complete: bool) -> None:
+        self._drop_log(response_id)
+        size = sum(len(e[2]) for e in events)
+        self._logs[response_id] = (events, complete, size)
+        self._log_bytes += size
+        while self._log_bytes > self.log_budget and self._logs:
+            self._drop_log(next(iter(self._logs)))
+
+    async def get_log(self, response_id: str) -> tuple[list[Logged], bool] | None:
+        kept = self._logs.get(response_id)
+        return None if kept is None else (kept[0], kept[1])
+
+    def _drop_log(self, response_id: str) -> None:
+        kept = self._logs.pop(response_id, None)
+        if kept is not None:
+            self._log_bytes -= kept[2]
 
     def __len__(self) -> int:
         return len(self._records)

@@ -28,7 +28,16 @@ from protocol import codec
 from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from protocol.response import Response
-from rollout.store.base import ChainBroken, Store, StoredResponse, StoreUnreachable, items_of
+from rollout.store.base import (
+    ChainBroken,
+    Logged,
+    Store,
+    StoredResponse,
+    StoreUnreachable,
+    decode_log,
+    encode_log,
+    items_of,
+)
 from rollout.store.redis_url import CHECK_TIMEOUT_S, RedisUrl, bottom, reason
 from rollout.store.shared import (
     DropLive,
@@ -223,7 +232,22 @@ class RedisStore:
 
     async def delete(self, response_id: str) -> bool:
         with _mapped():
+            await self.client.delete([self.key("log", response_id)])
             return await self.client.delete([self.key("resp", response_id)]) > 0
+
+    async def put_log(self, response_id: str, events: list[Logged], complete: bool) -> None:
+        """An ended response's log, whole (one worker; many write theirs as they go: the event
+        log entries below)."""
+        fields = {"events": encode_log(events), "complete": b"1" if complete else b""}
+        with _mapped():
+            await self.client.hset(self.key("log", response_id), fields)
+
+    async def get_log(self, response_id: str) -> tuple[list[Logged], bool] | None:
+        with _mapped():
+            values = await self.client.hmget(self.key("log", response_id), ["events", "complete"])
+        if values[0] is None:
+            return None
+        return decode_log(values[0]), values[1] == b"1"
 
     async def conversation(self, response_id: str) -> list[Item]:
         """Every item of the chain ending at `response_id`: inputs and outputs, oldest first.

@@ -24,10 +24,15 @@ from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.base import (
+    STOPPED,
+    UNFINISHED,
     ChainBroken,
     LocalStore,
+    Logged,
     Store,
     StoredResponse,
+    decode_log,
+    encode_log,
     items_of,
     open_store,
 )
@@ -46,6 +51,12 @@ CREATE TABLE IF NOT EXISTS responses (
 )
 """
 META = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB)"
+# The event log of each stored streaming response that has ended (store/base.py encode_log).
+LOGS = "CREATE TABLE IF NOT EXISTS logs (id TEXT PRIMARY KEY, events BLOB, complete INTEGER)"
+# Responses stored before their end (background ones): a file opened with rows here belongs to
+# a server that stopped before they ended; they are settled as failed (`settle_unfinished`).
+UNFINISHED_TABLE = "CREATE TABLE IF NOT EXISTS unfinished (id TEXT PRIMARY KEY)"
+
 # PRAGMA user_version of the file: 0 is a file without it (made before owners were hashed, its
 # `owner` column holds API keys), 1 hashes owners with the secret in `meta`.
 VERSION = 1
@@ -81,6 +92,11 @@ class SqliteStore(LocalStore):
             conn.execute(f"PRAGMA synchronous={_pragma(synchronous)}")
             conn.execute("PRAGMA busy_timeout=5000")
             self._secret = _prepare(conn, self.path)
+            settled = settle_unfinished(conn)
+            if settled:
+                log.warning(
+                    "%s: %d background responses of a stopped server: failed", path, settled
+                )
         except BaseException:
             conn.close()
             raise
@@ -123,6 +139,8 @@ class SqliteStore(LocalStore):
             orjson.dumps(codec.to_json(record.input_items)),
         )
 
+        unfinished = response.status in UNFINISHED
+
         def write(conn: sqlite3.Connection) -> None:
             with conn:  # one transaction: committed on exit, rolled back on an error
                 conn.execute(
@@ -130,8 +148,34 @@ class SqliteStore(LocalStore):
                     "created_at, response, input_items) VALUES (?, ?, ?, ?, ?, ?)",
                     row,
                 )
+                if unfinished:
+                    conn.execute("INSERT OR IGNORE INTO unfinished (id) VALUES (?)", (row[0],))
+                else:
+                    conn.execute("DELETE FROM unfinished WHERE id = ?", (row[0],))
 
         await self._run(write)
+
+    async def put_log(self, response_id: str, events: list[Logged], complete: bool) -> None:
+        blob = encode_log(events)
+
+        def write(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO logs (id, events, complete) VALUES (?, ?, ?)",
+                    (response_id, blob, int(complete)),
+                )
+
+        await self._run(write)
+
+    async def get_log(self, response_id: str) -> tuple[list[Logged], bool] | None:
+        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row: tuple[Any, ...] | None = conn.execute(
+                "SELECT events, complete FROM logs WHERE id = ?", (response_id,)
+            ).fetchone()
+            return row
+
+        row = await self._run(read)
+        return None if row is None else (decode_log(bytes(row[0])), bool(row[1]))
 
     async def get(self, response_id: str) -> StoredResponse | None:
         def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
@@ -159,6 +203,8 @@ class SqliteStore(LocalStore):
         def remove(conn: sqlite3.Connection) -> bool:
             with conn:
                 cursor = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+                conn.execute("DELETE FROM logs WHERE id = ?", (response_id,))
+                conn.execute("DELETE FROM unfinished WHERE id = ?", (response_id,))
             return cursor.rowcount > 0
 
         return await self._run(remove)
@@ -218,6 +264,8 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
             )
         conn.execute(SCHEMA)
         conn.execute(META)
+        conn.execute(LOGS)
+        conn.execute(UNFINISHED_TABLE)
         if version < 1:  # API keys in plain text, or a new file: hash them under a new secret
             secret = secrets.token_bytes(32)
             conn.execute("INSERT INTO meta (key, value) VALUES ('owner_secret', ?)", (secret,))
@@ -238,6 +286,23 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
         conn.execute("ROLLBACK")
         raise
     return bytes(row[0])
+
+
+def settle_unfinished(conn: sqlite3.Connection) -> int:
+    """End as failed every response a stopped server left unfinished (how many)."""
+    with conn:
+        rows = conn.execute(
+            "SELECT r.id, r.response FROM unfinished AS u JOIN responses AS r ON r.id = u.id"
+        ).fetchall()
+        for rid, blob in rows:
+            response = orjson.loads(blob)
+            response["status"] = "failed"
+            response["error"] = {"code": "server_error", "message": STOPPED}
+            conn.execute(
+                "UPDATE responses SET response = ? WHERE id = ?", (orjson.dumps(response), rid)
+            )
+        conn.execute("DELETE FROM unfinished")
+    return len(rows)
 
 
 def _pragma(synchronous: str) -> str:

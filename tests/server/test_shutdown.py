@@ -1,5 +1,5 @@
 """Graceful shutdown: stop accepting, let running responses finish within the grace period, end
-the rest as incomplete, close WebSockets with 1001, and exit cleanly on SIGTERM."""
+the rest as failed (server_error), close WebSockets with 1001, and exit cleanly on SIGTERM."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import HttpClient
+from rollout.engine.engine import SHUTDOWN
 from rollout.model.profiles import InferenceProfile
 from support.processes import finish, serve_process
 from support.rawhttp import post
@@ -51,7 +52,7 @@ async def test_running_response_finishes_within_the_grace_period() -> None:
     assert done[-1].type == "response.completed"
 
 
-async def test_responses_past_the_grace_period_end_incomplete() -> None:
+async def test_responses_past_the_grace_period_end_failed() -> None:
     stop = trio.Event()
     done: list[Any] = []
     async with (
@@ -61,8 +62,9 @@ async def test_responses_past_the_grace_period_end_incomplete() -> None:
         clients.start_soon(stream_types, server, done)
         await wait_for(lambda: server.engine.running)
         stop.set()
-    assert done[-1].type == "response.incomplete"
-    assert done[-1].response.incomplete_details.reason == "shutdown"
+    assert done[-1].type == "response.failed"
+    assert done[-1].response.error.code == "server_error"
+    assert done[-1].response.error.message == SHUTDOWN
 
 
 async def test_suspended_append_rollout_ends_and_websocket_closes_1001() -> None:
@@ -86,8 +88,8 @@ async def test_suspended_append_rollout_ends_and_websocket_closes_1001() -> None
                 frames.append(orjson.loads(await ws.get_message()))
         except ConnectionClosed as closed:
             code.append(closed.reason.code)
-    assert frames[-1]["type"] == "response.incomplete"
-    assert frames[-1]["response"]["incomplete_details"]["reason"] == "shutdown"
+    assert frames[-1]["type"] == "response.failed"
+    assert frames[-1]["response"]["error"] == {"code": "server_error", "message": SHUTDOWN}
     assert code == [1001]
 
 
@@ -121,8 +123,8 @@ async def test_suspended_rollouts_alone_do_not_hold_the_grace_period() -> None:
                 with pytest.raises(ConnectionClosed):
                     while True:
                         ws_frames.append(orjson.loads(await ws.get_message()))
-    assert ws_frames[-1]["type"] == "response.incomplete"
-    assert ws_frames[-1]["response"]["incomplete_details"]["reason"] == "shutdown"
+    assert ws_frames[-1]["type"] == "response.failed"
+    assert ws_frames[-1]["response"]["error"]["message"] == SHUTDOWN
 
 
 def test_a_second_sigterm_stops_at_once_without_a_traceback() -> None:

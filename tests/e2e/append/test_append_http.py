@@ -168,8 +168,8 @@ async def test_cancel_a_suspended_rollout(rollout_server: RolloutServer, http: H
     rid, _ = await create(http)
     response = await http.json("POST", f"/responses/{rid}/cancel")
     assert response["id"] == rid
-    assert response["status"] == "incomplete"
-    assert response["incomplete_details"] == {"reason": "cancelled"}
+    assert response["status"] == "cancelled"
+    assert response["incomplete_details"] is None
     got, _, value = await sse(http, f"/responses/{rid}/append", {"input": []})
     assert got == 409
     envelope(value, "response_not_suspended", "response_id")

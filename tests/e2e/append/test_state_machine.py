@@ -364,7 +364,7 @@ class AppendMachine(RuleBasedStateMachine):
             self._read_to_boundary(r)
             terminal = r.terminals[-1]
             assert terminal["type"] == "response.incomplete"
-            assert terminal["response"]["incomplete_details"]["reason"] == "cancelled"
+            assert terminal["response"]["status"] == "cancelled"
             return
         finished = [r for r in self.rollouts if r.state == "finished" and r.id is not None]
         conn = self._any_conn(data)

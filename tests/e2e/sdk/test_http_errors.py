@@ -64,10 +64,10 @@ BAD_BODIES: list[tuple[str, bytes, str | None, str | None]] = [
         "input[0].call_id",
     ),
     (
-        "background",
-        orjson.dumps({"model": MODEL, "input": "hi", "background": True}),
-        "unsupported_parameter",
-        "background",
+        "background-unstored",
+        orjson.dumps({"model": MODEL, "input": "hi", "background": True, "store": False}),
+        "invalid_value",
+        "store",
     ),
     (
         "unknown-call-id",
@@ -121,11 +121,11 @@ def test_wrong_type_via_sdk(client: OpenAI) -> None:
     assert_healthy(client)
 
 
-def test_background_via_sdk(client: OpenAI) -> None:
+def test_background_without_store_via_sdk(client: OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as exc:
-        client.responses.create(model=MODEL, input="hi", background=True)
-    assert exc.value.param == "background"
-    assert_envelope(exc.value.response.json(), code="unsupported_parameter", param="background")
+        client.responses.create(model=MODEL, input="hi", background=True, store=False)
+    assert exc.value.param == "store"
+    assert_envelope(exc.value.response.json(), code="invalid_value", param="store")
     assert_healthy(client)
 
 
