@@ -20,7 +20,9 @@ KNOBS: dict[str, str] = {
     "reasoning item sent back without its `encrypted_content` is `Item with id ... not found`.",
     "stream": "SSE over HTTP; ignored over WebSocket (always streamed).",
     "stream_options": "Accepted; delta events never carry `obfuscation`.",
-    "background": "Refused (`unsupported_parameter`).",
+    "background": "Runs the response in the background over HTTP: the create returns it "
+    "`queued`; poll, stream again from any event, cancel (docs/long-running.md). Needs `store`; "
+    "refused over WebSocket.",
     "tools": "Function tools the model may call (arguments generated valid for their schema); "
     "`web_search` is run as a simulated hosted service; other types are echoed and not called.",
     "tool_choice": "`none`: no calls; `auto`: the model's choice; `required`, a named function "
