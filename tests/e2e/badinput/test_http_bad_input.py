@@ -424,7 +424,7 @@ ROWS: list[Row] = [
     # -- fields this server or this transport refuses --------------------------------------------
     refused("stream-id-over-http", "unsupported_parameter", "stream_id", stream_id="main"),
     refused("generate-false-over-http", "unsupported_parameter", "generate", generate=False),
-    refused("background-true", "unsupported_parameter", "background", background=True),
+    refused("background-unstored", "invalid_value", "store", background=True, store=False),
     refused("conversation", "unsupported_parameter", "conversation", conversation="conv_1"),
     refused("shape-bogus", "invalid_value", "shape", shape="tree"),
     refused(

@@ -63,10 +63,10 @@ async def test_errors_and_cancel_come_back_from_the_owner(redis_url: str) -> Non
         # Cancel from the other worker: the owner stops it; the final response comes back.
         status, worker, body = await sse(b.url, "POST", f"/responses/{rid}/cancel")
         assert status == 200 and worker == "wB", body
-        assert body["status"] == "incomplete"
-        assert body["incomplete_details"]["reason"] == "cancelled"
+        assert body["status"] == "cancelled"
+        assert body["incomplete_details"] is None
         status, _, got = await sse(b.url, "GET", f"/responses/{rid}")
-        assert status == 200 and got["status"] == "incomplete"
+        assert status == 200 and got["status"] == "cancelled"
 
 
 async def test_stream_resumes_from_the_other_worker(redis_url: str) -> None:
@@ -139,12 +139,12 @@ async def test_websocket_cancel_on_the_other_worker_gets_the_terminal_event(
             )
             terminal = orjson.loads(await ws.get_message())
         assert terminal["type"] == "response.incomplete", terminal
-        assert terminal["response"]["incomplete_details"]["reason"] == "cancelled"
+        assert terminal["response"]["status"] == "cancelled"
         assert not a.service.live.rollouts
 
 
 async def test_a_worker_that_shuts_down_leaves_no_live_record(redis_url: str) -> None:
-    """Graceful shutdown ends its suspended rollouts (`shutdown`) and their records go with
+    """Graceful shutdown ends its suspended rollouts (`failed`) and their records go with
     them, so no other worker takes them for lost."""
     from _inproc import script
 
@@ -175,7 +175,7 @@ async def test_a_worker_that_shuts_down_leaves_no_live_record(redis_url: str) ->
     async with store.connect():
         assert await store.client.exists([store.key("live", rid)]) == 0
         got = await store.get(rid)
-        assert got is not None and got.response.status == "incomplete"
+        assert got is not None and got.response.status == "failed"
 
 
 async def test_websocket_inject_on_the_other_worker(redis_url: str) -> None:

@@ -152,7 +152,8 @@ def test_stream_resumes_from_the_other_worker(redis_url: str, tmp_path: Path) ->
     with workers(redis_url, tmp_path, "--profile", "65tps", "--tool-calls", "0") as w:
         import httpx2 as httpx
 
-        body = {"model": "m", "input": "tell me a story", "stream": True, "store": True}
+        # A background stream: the one a dropped client can resume (a plain one stops).
+        body = {"model": "m", "input": "tell me a story", "stream": True, "background": True}
         with (
             httpx.Client(base_url=w.url, timeout=60) as first,
             first.stream("POST", "/responses", json=body) as r,
