@@ -39,7 +39,7 @@ class LogSink(PassOn):
     gone: bool = False  # the client left: the response runs on for the log (and a resume)
 
     async def emit(self, event: Event) -> None:
-        payload = codec.encode_event(event)
+        payload = codec.encode_sse_event(event)  # the log is read back as SSE (`follow`)
         seq = event.sequence_number if event.sequence_number is not None else -1
         fields = {"s": str(seq).encode(), "y": event.type.encode(), "e": payload}
         terminal = event.type in TERMINAL
@@ -89,28 +89,34 @@ class EventLog:
         """Emit the logged events after sequence number `after` up to the terminal event,
         waiting for those not written yet; an error event if the writer is gone first."""
         last: str | None = None  # the position of the last entry read
+        seq = after  # the highest sequence number logged (or asked past)
         while True:
             entries = await self.store.read_log(response_id, last, PAGE, BLOCK_MS)
             for position, fields in entries:
                 last = position
-                if int(fields[b"s"]) > after:
+                n = int(fields[b"s"])
+                seq = max(seq, n)
+                if n > after:
                     await emit(fields[b"y"], fields[b"e"])
                 if fields[b"y"].decode() in TERMINAL:
                     return
             if not entries and not await self.alive(worker):
-                await emit(b"error", codec.encode_event(writer_lost(response_id)))
+                await emit(b"error", codec.encode_sse_event(writer_lost(response_id, seq + 1)))
                 return
 
 
-def writer_lost(response_id: str) -> ErrorEvent:
+def writer_lost(response_id: str, sequence_number: int) -> ErrorEvent:
+    """The error that ends a followed log whose writer is gone: the next event of its stream
+    (an SSE `error` event carries its sequence number, spec §2.5)."""
     return ErrorEvent(
+        sequence_number=sequence_number,
         error=ErrorPayload(
             type="server_error",
             code="rollout_owner_lost",
             message=f"The worker that ran response {response_id!r} stopped before its end; "
             "the stream cannot be resumed past this point.",
             param=None,
-        )
+        ),
     )
 
 
