@@ -1,8 +1,8 @@
 # The conversation context (rollout.conversation.context): `extend` renders, scans and
-# tokenizes only the new items; the token array is exactly the o200k tokens of header +
-# renders; block hashes depend only on the token prefix; `set_header` re-renders only a
-# changed header; the derived conversation state (turns, calls, open calls) follows the
-# items; `fork` is independent.
+# tokenizes only the new items; the token array is exactly the header's and each item's tokens
+# (rollout.conversation.render); block hashes depend only on the token prefix; `set_header`
+# re-renders only a changed header; the derived conversation state (turns, calls, open calls)
+# follows the items; `fork` is independent.
 from array import array
 from typing import Any
 
