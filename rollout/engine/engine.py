@@ -168,10 +168,10 @@ class Engine:
             return Context()
         if cached is not None and (ctx := cached(parent)) is not None:
             return ctx
-        return await self.restore(parent, work, owner)
+        return await self.restore(parent, work, owner, req.model)
 
     async def restore(
-        self, previous_response_id: str, work: Work, owner: str | None = None
+        self, previous_response_id: str, work: Work, owner: str | None = None, model: str = ""
     ) -> Context:
         """Rebuild a context from the store: the whole history, re-scanned and re-rendered.
         A response stored under another API key is not found."""
@@ -182,7 +182,7 @@ class Engine:
                 items = await self.store.conversation(previous_response_id)
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
-        ctx = Context()
+        ctx = Context(model=model)  # its images counted for the model that continues it
         ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts))
         await extend(ctx, items, work)
         return ctx
@@ -210,6 +210,7 @@ class Engine:
         hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
         items = resolve_references(raw, base.resolve)
         ctx = base
+        ctx.model = req.model  # what the new items' images and files cost depends on it
         before = ctx.scan.tokens_scanned
         ctx.set_header(instructions_text(req.instructions), req.tools, work)
         ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts, hidden))

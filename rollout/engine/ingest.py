@@ -12,8 +12,10 @@ import trio
 from protocol.errors import ProtocolError
 from protocol.items import (
     Compaction,
+    ContentPart,
     FunctionCall,
     FunctionCallOutput,
+    InputFile,
     Item,
     Message,
     Reasoning,
@@ -30,12 +32,19 @@ OFF_LOOP_CHARS = 256 * 1024
 
 def _chars(item: Item) -> int:
     if isinstance(item, Message):
-        return len(text_of(item.content)) + 16
+        return len(text_of(item.content)) + _file_chars(item.content) + 16
     if isinstance(item, FunctionCallOutput):
-        return len(text_of(item.output)) + 16
+        return len(text_of(item.output)) + _file_chars(item.output) + 16
     if isinstance(item, FunctionCall):
         return len(item.arguments) + len(item.name) + 16
     return 64
+
+
+def _file_chars(content: str | tuple[ContentPart, ...]) -> int:
+    """The inline data of a content's files (an inline PDF is read for its text and pages)."""
+    if isinstance(content, str):
+        return 0
+    return sum(len(p.file_data or "") for p in content if isinstance(p, InputFile))
 
 
 async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:

@@ -65,7 +65,7 @@ class SseSink:
         return self._out.writes
 
     async def emit(self, event: Event) -> None:
-        payload = codec.encode_event(event)
+        payload = codec.encode_sse_event(event)
         await self.emit_bytes(event.type.encode(), payload)
 
     async def emit_bytes(self, kind: bytes, payload: bytes) -> None:

@@ -88,7 +88,9 @@ class Log:
                     await emit(kind, payload)
             if self.ended:
                 if not self.complete:
-                    await emit(b"error", codec.encode_event(log_cut(self.response_id)))
+                    last = max((e[0] for e in self.events), default=after)
+                    cut = log_cut(self.response_id, max(last, after) + 1)
+                    await emit(b"error", codec.encode_sse_event(cut))
                 return
             await self.grew.wait()
 
@@ -120,7 +122,7 @@ class LogSink(PassOn):
     log: Log
 
     async def emit(self, event: Event) -> None:
-        payload = codec.encode_event(event)
+        payload = codec.encode_sse_event(event)  # the log is read back as SSE (`follow`)
         seq = event.sequence_number if event.sequence_number is not None else -1
         terminal = event.type in TERMINAL
         await self.logs.add(self.log, (seq, event.type.encode(), payload), terminal)
@@ -250,40 +252,48 @@ class RemoteLog:
     async def follow(self, after: int, emit: EmitEncoded) -> None:
         store, rid = self.logs.store, self.response_id
         last: str | None = None  # the position of the last entry read
+        seq = after  # the highest sequence number logged (or asked past)
         while True:
             entries = await store.read_log(rid, last, PAGE, BLOCK_MS)
             for position, fields in entries:
                 last = position
-                if int(fields[b"s"]) > after:
+                n = int(fields[b"s"])
+                seq = max(seq, n)
+                if n > after:
                     await emit(fields[b"y"], fields[b"e"])
                 if fields[b"y"].decode() in TERMINAL:
                     return
             if not entries and not await self.logs.alive(self.worker):
-                await emit(b"error", codec.encode_event(writer_lost(rid)))
+                await emit(b"error", codec.encode_sse_event(writer_lost(rid, seq + 1)))
                 return
 
 
-def writer_lost(response_id: str) -> ErrorEvent:
+def writer_lost(response_id: str, sequence_number: int) -> ErrorEvent:
+    """The error that ends a followed log whose writer is gone: the next event of its stream
+    (an SSE `error` event carries its sequence number, spec §2.5)."""
     return ErrorEvent(
+        sequence_number=sequence_number,
         error=ErrorPayload(
             type="server_error",
             code="rollout_owner_lost",
             message=f"The worker that ran response {response_id!r} stopped before its end; "
             "the stream cannot be resumed past this point.",
             param=None,
-        )
+        ),
     )
 
 
-def log_cut(response_id: str) -> ErrorEvent:
+def log_cut(response_id: str, sequence_number: int) -> ErrorEvent:
+    """The error where a log that reached its limit ends (numbered as the next event)."""
     return ErrorEvent(
+        sequence_number=sequence_number,
         error=ErrorPayload(
             type="server_error",
             code="event_log_full",
             message=f"The event log of response {response_id!r} reached its limit of "
             f"{LOG_BYTES // (1024 * 1024)} MiB; retrieve the response for its final state.",
             param=None,
-        )
+        ),
     )
 
 

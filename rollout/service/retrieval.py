@@ -119,7 +119,7 @@ class Rebuilt:
     async def follow(self, after: int, emit: EmitEncoded) -> None:
         for event in replay(self.response):
             if event.sequence_number is not None and event.sequence_number > after:
-                await emit(event.type.encode(), codec.encode_event(event))
+                await emit(event.type.encode(), codec.encode_sse_event(event))
 
 
 async def exists(service: Service, response_id: str, owner: str | None) -> bool:

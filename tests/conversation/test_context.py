@@ -1,8 +1,8 @@
 # The conversation context (rollout.conversation.context): `extend` renders, scans and
-# tokenizes only the new items; the token array is exactly the o200k tokens of header +
-# renders; block hashes depend only on the token prefix; `set_header` re-renders only a
-# changed header; the derived conversation state (turns, calls, open calls) follows the
-# items; `fork` is independent.
+# tokenizes only the new items; the token array is exactly the header's and each item's tokens
+# (rollout.conversation.render); block hashes depend only on the token prefix; `set_header`
+# re-renders only a changed header; the derived conversation state (turns, calls, open calls)
+# follows the items; `fork` is independent.
 from array import array
 from typing import Any
 
@@ -21,7 +21,8 @@ from protocol.items import (
     WebSearchCall,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.context import BLOCK, Context, render, render_header
+from rollout.conversation.context import BLOCK, Context, render
+from rollout.conversation.render import header_tokens, tokens_of
 from rollout.conversation.work import Work
 from rollout.model.policy import sentence
 
@@ -72,8 +73,13 @@ def new_context(items: list[Item] | None = None) -> Context:
     return ctx
 
 
-def rendered(items: list[Item]) -> str:
-    return "".join(render(i) for i in items)
+def rendered(items: list[Item]) -> list[int]:
+    """The items' tokens, each rendered on its own (rollout.conversation.render)."""
+    return [t for i in items for t in tokens_of(i)]
+
+
+def header(instructions: str | None, tools: tuple[Any, ...]) -> list[int]:
+    return list(header_tokens(instructions, tools))
 
 
 # -- extend: cost proportional to the new items -------------------------------------------------
@@ -88,14 +94,15 @@ def test_extend_tokenizes_only_the_new_items() -> None:
     new = items[3:]
     added = ctx.extend(new, work)
 
-    expected = len(tok.encode(rendered(new)))
+    expected = len(rendered(new))
     assert added == expected
     assert ctx.token_count == before + expected
     tokenize = work.counts["tokenize"]
     assert (tokenize.calls, tokenize.items, tokenize.tokens) == (1, len(new), expected)
     scan = work.counts["scan"]  # the scan counts exactly the tokens it scanned
     assert (scan.calls, scan.items, scan.tokens) == (1, len(new), expected)
-    assert ctx.scan.tokens_scanned == ctx.token_count  # header and every input item, once
+    assert ctx.scan.tokens_scanned == len(ctx.tokens)  # header and every input item, once
+    assert ctx.token_count == len(ctx.tokens) + tok.REPLY_PRIMING  # and the reply's priming
 
 
 def test_extend_without_scan_and_with_nothing() -> None:
@@ -114,9 +121,9 @@ def test_token_array_is_the_encoding_of_header_and_renders() -> None:
     for item in items:  # one item at a time: batch boundaries must not change the tokens
         ctx.extend([item], Work())
     assert isinstance(ctx.tokens, array) and ctx.tokens.typecode == "I"
-    full = render_header(INSTRUCTIONS, TOOLS) + rendered(items)
-    assert list(ctx.tokens) == tok.encode(full)
-    assert ctx.header_len == len(tok.encode(render_header(INSTRUCTIONS, TOOLS)))
+    full = header(INSTRUCTIONS, TOOLS) + rendered(items)
+    assert list(ctx.tokens) == full
+    assert ctx.header_len == len(header(INSTRUCTIONS, TOOLS))
     assert list(new_context(items).tokens) == list(ctx.tokens)
 
 
@@ -141,8 +148,8 @@ def test_block_hashes_depend_only_on_the_token_prefix() -> None:
     two.set_header(INSTRUCTIONS, TOOLS, Work())
     for item in items:
         two.extend([item], Work())
-    assert one.token_count >= 3 * BLOCK
-    assert len(one.block_hashes) == one.token_count // BLOCK
+    assert one.token_count >= 2 * BLOCK
+    assert len(one.block_hashes) == len(one.tokens) // BLOCK
     assert one.block_hashes == two.block_hashes
 
     # Same prefix, different tails: blocks wholly before the first differing token agree; the
@@ -189,10 +196,10 @@ def test_changed_header_rerenders_only_the_header() -> None:
     new_tools = (FunctionTool(name="lookup"),)
     ctx.set_header("Answer in French.", new_tools, work)
 
-    header = tok.encode(render_header("Answer in French.", new_tools))
+    head = header("Answer in French.", new_tools)
     tokenize = work.counts["tokenize"]
-    assert (tokenize.calls, tokenize.items, tokenize.tokens) == (1, 1, len(header))
-    assert list(ctx.tokens) == header + item_tokens
+    assert (tokenize.calls, tokenize.items, tokenize.tokens) == (1, 1, len(head))
+    assert list(ctx.tokens) == head + item_tokens
     assert set(ctx.function_tools) == {"lookup"}
     assert ctx.web_search is False
     assert ctx.instructions == "Answer in French."
@@ -207,9 +214,9 @@ def test_changed_header_rerenders_only_the_header() -> None:
 def test_changed_header_reports_only_the_header_tokens() -> None:
     ctx = new_context(history())
     added = ctx.set_header("Answer in French.", (), Work())
-    header = tok.encode(render_header("Answer in French.", ()))
-    assert ctx.header_len == len(header)
-    assert added == len(header)
+    head = header("Answer in French.", ())
+    assert ctx.header_len == len(head)
+    assert added == len(head)
 
 
 def test_second_header_change_keeps_the_item_tokens() -> None:
@@ -217,7 +224,7 @@ def test_second_header_change_keeps_the_item_tokens() -> None:
     ctx = new_context(items)
     ctx.set_header("First change.", (), Work())
     ctx.set_header("Second change.", TOOLS, Work())
-    assert list(ctx.tokens) == tok.encode(render_header("Second change.", TOOLS) + rendered(items))
+    assert list(ctx.tokens) == header("Second change.", TOOLS) + rendered(items)
 
 
 def test_header_installs_tools() -> None:

@@ -11,7 +11,8 @@ from protocol import codec
 from protocol.errors import ProtocolError
 from protocol.items import FunctionCall, Item, ItemReference, Message
 from rollout.conversation import tokens as tok
-from rollout.conversation.context import Context, Route, render, render_header
+from rollout.conversation.context import Context, Route
+from rollout.conversation.render import header_tokens, tokens_of
 from rollout.model.policy import call, text
 from support.drive import drive, prepare, scripted
 
@@ -48,7 +49,7 @@ def body(input: Any, **fields: Any) -> dict[str, Any]:
 def count_rendered(items: list[dict[str, Any]]) -> int:
     decoded = codec.decode_create(body(items)).input
     assert not isinstance(decoded, str)
-    return tok.count("".join(render(i) for i in decoded))
+    return sum(len(tokens_of(i)) for i in decoded)
 
 
 # -- what a request costs -----------------------------------------------------------------------
@@ -57,8 +58,9 @@ def count_rendered(items: list[dict[str, Any]]) -> int:
 async def test_full_history_request_renders_and_scans_the_whole_history() -> None:
     ran = await prepare(scripted(text("ok")), body(HISTORY))
     tokenize, scan = ran.work.counts["tokenize"], ran.work.counts["scan"]
-    whole = ran.ctx.token_count
-    assert whole == tok.count(render_header(INSTRUCTIONS, ran.ctx.tools)) + count_rendered(HISTORY)
+    whole = len(ran.ctx.tokens)
+    assert whole == len(header_tokens(INSTRUCTIONS, ran.ctx.tools)) + count_rendered(HISTORY)
+    assert ran.ctx.token_count == whole + tok.REPLY_PRIMING  # the prompt as usage counts it
     assert tokenize.tokens == whole
     assert tokenize.items == len(HISTORY) + 1  # the items and the header
     assert scan.tokens == whole
@@ -82,7 +84,7 @@ async def test_extending_a_cached_context_renders_only_the_new_items() -> None:
     full = await prepare(engine, body(HISTORY))
     assert full.ctx.token_count == ran.ctx.token_count
     assert list(full.ctx.tokens) == list(ran.ctx.tokens)
-    assert full.work.counts["tokenize"].tokens == full.ctx.token_count > 5 * new
+    assert full.work.counts["tokenize"].tokens == len(full.ctx.tokens) > 5 * new
 
 
 async def test_restoring_from_the_store_renders_the_whole_chain() -> None:
@@ -90,7 +92,7 @@ async def test_restoring_from_the_store_renders_the_whole_chain() -> None:
     first = await drive(engine, body(HISTORY[:1]))
     ran = await prepare(engine, body("Next?", previous_response_id=first.response.id))
     assert ran.work.counts["store"].calls == 1
-    assert ran.work.counts["tokenize"].tokens == ran.ctx.token_count
+    assert ran.work.counts["tokenize"].tokens == len(ran.ctx.tokens)
     assert [type(i) for i in ran.ctx.items] == [Message, Message, Message]
 
 
@@ -201,7 +203,7 @@ async def test_item_reference_is_resolved_into_the_context() -> None:
     ran = await prepare(engine, body(refs), base=ctx)
     assert not any(isinstance(i, ItemReference) for i in ran.ctx.items)
     assert ran.ctx.items[n_items] == answer  # the referenced item itself, re-sent
-    added = tok.count(render(answer)) + tok.count(render(ran.ctx.items[-1]))
+    added = len(tokens_of(answer)) + len(tokens_of(ran.ctx.items[-1]))
     assert ran.ctx.token_count == n_tokens + added
 
 
@@ -240,5 +242,6 @@ async def test_changing_instructions_twice_on_a_cached_context_keeps_the_history
     ctx = (await drive(engine, body("two", instructions="Second."), base=ctx)).ctx
     ctx = (await drive(engine, body("three", instructions="Third."), base=ctx)).ctx
     items: list[Item] = list(ctx.items)
-    expected = render_header("Third.", ctx.tools) + "".join(render(i) for i in items)
-    assert list(ctx.tokens) == tok.encode(expected)
+    expected = list(header_tokens("Third.", ctx.tools))
+    expected += [t for i in items for t in tokens_of(i)]
+    assert list(ctx.tokens) == expected

@@ -14,6 +14,7 @@ from rollout import CallStep, ErrorStep, ScriptedPolicy, call, search, text
 from rollout.conversation import tokens as tok
 from rollout.conversation.calls import FunctionCallSpec
 from rollout.conversation.context import Context
+from rollout.conversation.render import tokens_of
 from rollout.engine.engine import Engine
 from rollout.engine.loop import Call, Executor, Rollout
 from rollout.model.hosted.web_search import WebSearch
@@ -74,8 +75,10 @@ async def test_text_only() -> None:
     assert usage is not None
     assert usage.output_tokens == n == tok.count(ANSWER)
     # The prompt is the context before the answer joined it.
-    answer_tokens = len(tok.encode(f"<|im_start|>assistant\n{ANSWER}<|im_end|>\n"))
+    answer_tokens = len(tokens_of(ran.response.output[0]))
     assert usage.input_tokens == ran.ctx.token_count - answer_tokens
+    # "Status?" as a user message: 3 framing tokens, its role and text, the reply's priming.
+    assert usage.input_tokens == 3 + tok.count("user") + tok.count("Status?") + tok.REPLY_PRIMING
     assert usage.total_tokens == usage.input_tokens + usage.output_tokens
     assert ran.of("response.completed")[0].response.usage == usage
     assert ran.ctx.items[-1] == ran.response.output[0]

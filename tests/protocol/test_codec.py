@@ -180,6 +180,30 @@ def test_encode_event_adds_stream_id_only_when_given(event: Any, lane: str) -> N
     assert "stream_id" not in orjson.loads(codec.encode_event(event, None))
 
 
+@SETTINGS
+@given(events)
+def test_sse_framing_differs_only_in_the_error_event(event: Any) -> None:
+    sse = orjson.loads(codec.encode_sse_event(event))
+    if not isinstance(event, ev.ErrorEvent):
+        assert sse == orjson.loads(codec.encode_event(event))
+        return
+    # Flat, as the SDK's ResponseErrorEvent (spec §2.5); WebSocket keeps the nested form.
+    expected = {"type": "error", "code": event.error.code, "message": event.error.message}
+    expected["param"] = event.error.param
+    if event.sequence_number is not None:
+        expected["sequence_number"] = event.sequence_number
+    assert sse == expected
+    assert orjson.loads(codec.encode_event(event))["error"]["message"] == event.error.message
+    back = codec.decode_event(codec.encode_sse_event(event))
+    assert isinstance(back, ev.ErrorEvent) and back.error.type == "server_error"
+    assert (back.error.code, back.error.message, back.error.param) == (
+        event.error.code,
+        event.error.message,
+        event.error.param,
+    )
+    assert back.sequence_number == event.sequence_number
+
+
 # -- tolerant decoding (real-clients.md) --------------------------------------------------------
 
 BASE: dict[str, Any] = {"model": "m", "input": "hi"}

@@ -393,7 +393,7 @@ def test_incomplete_terminal() -> None:
     assert last.response.usage == USAGE
 
 
-def test_fail_emits_nested_error_then_failed() -> None:
+def test_fail_emits_error_then_failed() -> None:
     s = new_stream()
     events = [*s.start(), *s.begin_text("msg_1"), s.text_delta("par")]
     events += s.fail("server_error", "The model failed to generate a response.")
@@ -414,6 +414,13 @@ def test_fail_emits_nested_error_then_failed() -> None:
         "code": "server_error",
         "message": "The model failed to generate a response.",
         "param": None,
+    }
+    assert orjson.loads(codec.encode_sse_event(error)) == {
+        "type": "error",
+        "code": "server_error",
+        "message": "The model failed to generate a response.",
+        "param": None,
+        "sequence_number": len(events) - 2,
     }
     assert failed.response.status == "failed"
     assert failed.response.error.code == "server_error"

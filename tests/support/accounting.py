@@ -7,8 +7,7 @@ from typing import Any
 
 from protocol import codec
 from protocol.items import Item, Tool
-from rollout.conversation import tokens
-from rollout.conversation.context import render, render_header
+from rollout.conversation import render
 from support.tools import MODEL
 
 
@@ -22,9 +21,9 @@ def decode_tools(tools: Sequence[dict[str, Any]]) -> list[Tool]:
 
 
 def header_tokens(instructions: str | None, tools: Sequence[dict[str, Any]]) -> int:
-    return tokens.count(render_header(instructions, decode_tools(tools)))
+    return len(render.header_tokens(instructions, decode_tools(tools)))
 
 
 def item_tokens(items: Sequence[dict[str, Any]]) -> int:
     """Tokens of the items each rendered once, one at a time."""
-    return sum(tokens.count(render(item)) for item in decode_items(items))
+    return sum(len(render.tokens_of(item, MODEL)) for item in decode_items(items))

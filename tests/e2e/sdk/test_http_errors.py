@@ -11,7 +11,9 @@ import openai
 import orjson
 import pytest
 from openai import OpenAI
+from openai.types.responses import ResponseErrorEvent
 
+from rollout.engine.faults import MESSAGES, Faults
 from rollout.model.policy import ErrorStep, ScriptedPolicy, call, text
 from rollout.testing.thread import ServerThread
 from support.errors import ANY, assert_envelope
@@ -269,13 +271,21 @@ def test_error_step_streamed_raw(serve) -> None:
     names = [n for n, _ in frames]
     assert names == ["response.created", "response.in_progress", "error", "response.failed"]
     assert [d["sequence_number"] for _, d in frames] == list(range(len(frames)))
-    error = frames[2][1]["error"]
-    assert error["code"] == "server_error" and error["message"] == "The model exploded."
+    # The flat SSE form (spec §2.5, the SDK's ResponseErrorEvent), not WebSocket's nested one.
+    assert frames[2][1] == {
+        "type": "error",
+        "code": "server_error",
+        "message": "The model exploded.",
+        "param": None,
+        "sequence_number": 2,
+    }
     failed = frames[3][1]["response"]
     assert failed["status"] == "failed"
     assert failed["error"] == {"code": "server_error", "message": "The model exploded."}
-    for _, data in frames[3:]:
+    for _, data in frames[2:]:
         assert_event_class(openai_event(data))
+        name = type(openai_event(data)).__name__
+        assert name in ("ResponseErrorEvent", "ResponseFailedEvent"), name
 
 
 def openai_event(data: dict[str, Any]) -> Any:
@@ -287,16 +297,38 @@ def openai_event(data: dict[str, Any]) -> Any:
 
 def test_error_step_streamed_sdk(serve) -> None:
     _, client = serve(policy=failing_policy())
-    seen: list[str] = []
-    # The nested `error` event (spec §5.4) makes the SDK raise APIError with its message.
-    with pytest.raises(openai.APIError) as exc:
-        for event in client.responses.create(model=MODEL, input="hi", stream=True):
-            assert_event_class(event)
-            seen.append(event.type)
-    assert seen == ["response.created", "response.in_progress"]
-    assert exc.value.message == "The model exploded."
-    assert exc.value.code == "server_error"
+    events = list(client.responses.create(model=MODEL, input="hi", stream=True))
+    for event in events:
+        assert_event_class(event)
+    assert [e.type for e in events] == [
+        "response.created",
+        "response.in_progress",
+        "error",
+        "response.failed",
+    ]
+    error, failed = events[2:]
+    assert error.code == "server_error" and error.message == "The model exploded."
+    assert error.param is None and error.sequence_number == 2
+    assert failed.response.status == "failed" and failed.response.error is not None
+    assert failed.response.error.code == "server_error"
     assert_healthy_failing(client)
+
+
+def test_injected_model_error_streams_through_the_sdk(serve) -> None:
+    """A fault failing the response mid-stream: both SDK stream readers go through the `error`
+    event to `response.failed` without raising."""
+    server, client = serve()
+    server.engine.faults = Faults(errors={"model_error": 1.0})
+    events = list(client.responses.create(model=MODEL, input="hi", stream=True))
+    assert [e.type for e in events][-2:] == ["error", "response.failed"]
+    error = events[-2]
+    assert isinstance(error, ResponseErrorEvent)
+    assert (error.code, error.message) == ("model_error", MESSAGES["model_error"])
+    with client.responses.stream(model=MODEL, input="hi") as stream:
+        seen = list(stream)
+    assert [e.type for e in seen][-2:] == ["error", "response.failed"]
+    assert isinstance(seen[-2], ResponseErrorEvent) and seen[-2].code == "model_error"
+    assert seen[-1].response.status == "failed"
 
 
 def assert_healthy_failing(client: OpenAI) -> None:

@@ -1,0 +1,114 @@
+# How an item and a request's header become prompt tokens, as the real API counts them: each item
+# is a message of the chat format (tokens.framed: its role, its text, 3 framing tokens), and its
+# images and files cost what OpenAI's documentation says they cost for the model
+# (rollout.conversation.media). `render` gives the same as text, for the safety scan. Nothing here
+# keeps state: a Context (rollout.conversation.context) calls these once per item.
+from __future__ import annotations
+
+from array import array
+from collections.abc import Sequence
+
+from protocol import codec
+from protocol.items import (
+    HOSTED_BY_ITEM,
+    Compaction,
+    ContentPart,
+    FunctionCall,
+    FunctionCallOutput,
+    InputFile,
+    InputImage,
+    Item,
+    Message,
+    Reasoning,
+    Tool,
+    text_of,
+)
+from rollout.conversation import media
+from rollout.conversation import tokens as tok
+
+Body = tuple[InputImage | InputFile, ...]  # an item's content parts that are not text
+
+
+def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
+    """What an item contributes to the prompt: its role (the chat format's header), its text
+    and the content parts that carry images or files."""
+    if isinstance(item, Message):
+        return item.role, text_of(item.content), _media(item.content)
+    if isinstance(item, FunctionCall):
+        return f"assistant to={item.name}", item.arguments, ()
+    if isinstance(item, FunctionCallOutput):
+        # No ids in the prompt: they are random, and the prompt must be the same in every mode.
+        return "tool", text_of(item.output), _media(item.output)
+    hosted = HOSTED_BY_ITEM.get(type(item))
+    if hosted is not None:
+        return f"assistant to={hosted.name}", hosted.text(item), ()
+    if isinstance(item, Reasoning):
+        # The hidden reasoning (restored from encrypted_content, or kept from this server's own
+        # step) is part of the prompt; a client's summary alone is all that is left otherwise.
+        body = "\n".join([*(s.text for s in item.summary), *([hidden] if hidden else [])])
+        return "reasoning", body, ()
+    if isinstance(item, Compaction):
+        # What the compacted history left (restored from its blob): a short summary of it.
+        return "compaction", hidden, ()
+    raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
+
+
+def _media(content: str | tuple[ContentPart, ...]) -> Body:
+    if isinstance(content, str):
+        return ()
+    return tuple(p for p in content if isinstance(p, InputImage | InputFile))
+
+
+def render(item: Item, hidden: str = "") -> str:
+    """The text an item contributes to the prompt, framed as the chat format frames it (what
+    the safety scan reads; its tokens are `tokens_of`)."""
+    role, text, _ = parts(item, hidden)
+    return f"<|start|>{role}<|message|>{text}<|end|>"
+
+
+def tokens_of(item: Item, model: str = "", hidden: str = "") -> array[int]:
+    """An item's prompt tokens: the chat format's framing (tokens.framed) around its text and
+    the tokens its images and files cost for `model` (rollout.conversation.media)."""
+    role, text, body = parts(item, hidden)
+    if not body:
+        return tok.framed(role, tok.encoded(text))
+    tokens = array("I", tok.encoded(text))
+    for part in body:
+        tokens.extend(media_tokens(part, model))
+    return tok.framed(role, tokens)
+
+
+def media_tokens(part: InputImage | InputFile, model: str) -> array[int]:
+    """What an image or a file costs: its tokens by the documented rule, its text as text."""
+    if isinstance(part, InputImage):
+        size = media.url_image_size(part.image_url)
+        n = media.image_tokens(model, part.detail, size)
+        return tok.media(n, part.image_url or part.file_id or "")
+    content = media.file_content(part.file_data, part.filename)
+    tokens = array("I", tok.encoded(content.text)) if content.text else array("I")
+    n = media.file_tokens_of_pages(model, content.pages) + content.estimated
+    tokens.extend(tok.media(n, part.file_data or part.file_id or part.file_url or ""))
+    return tokens
+
+
+def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
+    """The header's text (what the safety scan reads; its tokens are `header_tokens`)."""
+    out = ""
+    if instructions:
+        out += f"<|start|>system<|message|>{instructions}<|end|>"
+    if tools:
+        out += f"<|start|>tools<|message|>{codec.encode(list(tools)).decode()}<|end|>"
+    return out
+
+
+def header_tokens(instructions: str | None, tools: Sequence[Tool]) -> array[int]:
+    """The instructions (a system message) and the tools, framed as messages."""
+    out = array("I")
+    if instructions:
+        out.extend(tok.framed("system", tok.encoded(instructions)))
+    if tools:
+        out.extend(tok.framed("tools", tok.encoded(codec.encode(list(tools)).decode())))
+    return out
+
+
+__all__ = ["header_tokens", "media_tokens", "parts", "render", "render_header", "tokens_of"]
