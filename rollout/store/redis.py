@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import hmac
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -25,10 +25,11 @@ from coredis.patterns.pipeline import Pipeline
 from coredis.retry import NoRetryPolicy
 
 from protocol import codec
-from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.base import ChainBroken, Store, StoredResponse, StoreUnreachable, items_of
+from rollout.store.conversations import indexable
+from rollout.store.redis_conversations import RedisConversations, mapped, unavailable
 from rollout.store.redis_url import CHECK_TIMEOUT_S, RedisUrl, bottom, reason
 from rollout.store.shared import (
     DropLive,
@@ -63,23 +64,10 @@ return out
 """
 
 
-def unavailable(exc: BaseException) -> ProtocolError:
-    message = f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly."
-    return overloaded(message, "store_unavailable")
-
-
-@contextlib.contextmanager
-def _mapped() -> Iterator[None]:
-    """Redis errors as a 503 for the client (not a dropped connection)."""
-    try:
-        yield
-    except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
-        raise unavailable(exc) from exc
-
-
-class RedisStore:
-    """The `Store` and `SharedStore` protocols on Redis. Use inside `async with
-    store.connect():` (the server's `serve` enters it); nested entries share one client."""
+class RedisStore(RedisConversations):
+    """The `Store` and `SharedStore` protocols on Redis (conversations: RedisConversations).
+    Use inside `async with store.connect():` (the server's `serve` enters it); nested entries
+    share one client."""
 
     def __init__(self, url: str | RedisUrl, *, max_connections: int = 256) -> None:
         self.url = url if isinstance(url, RedisUrl) else RedisUrl.parse(url)
@@ -199,16 +187,20 @@ class RedisStore:
             owner = record.owner if record.hashed is not None else self.owner_hash(record.owner)
             fields["owner"] = owner.encode()
         key = self.key("resp", response.id)
+        source = {"source": response.id.encode(), "owner": fields.get("owner", b"")}
         # One transaction: a reader sees the whole record or none of it (an owner left over
-        # from an earlier put of the same id is dropped with the rest).
-        with _mapped():
+        # from an earlier put of the same id is dropped with the rest), and its items indexed.
+        with mapped():
             async with self.client.pipeline(transaction=True) as pipe:
                 pipe.delete([key])
                 pipe.hset(key, fields)
+                for item_id, item in indexable([*record.input_items, *response.output]):
+                    entry = {**source, "item": orjson.dumps(codec.to_json(item))}
+                    pipe.hset(self.key("item", item_id), entry)
 
     async def get(self, response_id: str) -> StoredResponse | None:
         key = self.key("resp", response_id)
-        with _mapped():
+        with mapped():
             values = await self.client.hmget(key, ["previous", "response", "input_items", "owner"])
         previous, response, input_items, owner = values
         if response is None or input_items is None:
@@ -222,13 +214,17 @@ class RedisStore:
         )
 
     async def delete(self, response_id: str) -> bool:
-        with _mapped():
-            return await self.client.delete([self.key("resp", response_id)]) > 0
+        record = await self.get(response_id)
+        with mapped():
+            deleted = await self.client.delete([self.key("resp", response_id)]) > 0
+        if record is not None:
+            await self.unindex(response_id, [*record.input_items, *record.response.output])
+        return deleted
 
     async def conversation(self, response_id: str) -> list[Item]:
         """Every item of the chain ending at `response_id`: inputs and outputs, oldest first.
         One script call for the whole chain."""
-        with _mapped():
+        with mapped():
             reply: Any = await self.client.eval(CHAIN, keys=[], args=[self.prefix, response_id])
         missing = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         if missing:

@@ -31,6 +31,7 @@ from rollout.store.base import (
     items_of,
     open_store,
 )
+from rollout.store.sqlite_conversations import INDEX, TABLES, SqliteConversations, index_rows
 
 T = TypeVar("T")
 log = logging.getLogger("rollout.store.sqlite")
@@ -63,9 +64,9 @@ SELECT previous_response_id, response, input_items FROM chain ORDER BY depth DES
 """
 
 
-class SqliteStore(LocalStore):
-    """The `Store` protocol on one SQLite file. Opened (and the schema made) on construction;
-    `close()` when done."""
+class SqliteStore(SqliteConversations, LocalStore):
+    """The `Store` protocol on one SQLite file (conversations: SqliteConversations). Opened
+    (and the schema made) on construction; `close()` when done."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.path = Path(path)
@@ -122,6 +123,7 @@ class SqliteStore(LocalStore):
             orjson.dumps(codec.to_json(response)),
             orjson.dumps(codec.to_json(record.input_items)),
         )
+        index = index_rows([*record.input_items, *response.output], response.id, owner)
 
         def write(conn: sqlite3.Connection) -> None:
             with conn:  # one transaction: committed on exit, rolled back on an error
@@ -130,6 +132,7 @@ class SqliteStore(LocalStore):
                     "created_at, response, input_items) VALUES (?, ?, ?, ?, ?, ?)",
                     row,
                 )
+                conn.executemany(INDEX, index)
 
         await self._run(write)
 
@@ -159,6 +162,7 @@ class SqliteStore(LocalStore):
         def remove(conn: sqlite3.Connection) -> bool:
             with conn:
                 cursor = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
+                conn.execute("DELETE FROM items WHERE source = ?", (response_id,))
             return cursor.rowcount > 0
 
         return await self._run(remove)
@@ -218,6 +222,8 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
             )
         conn.execute(SCHEMA)
         conn.execute(META)
+        for table in TABLES:
+            conn.execute(table)
         if version < 1:  # API keys in plain text, or a new file: hash them under a new secret
             secret = secrets.token_bytes(32)
             conn.execute("INSERT INTO meta (key, value) VALUES ('owner_secret', ?)", (secret,))
