@@ -35,6 +35,14 @@ end
 return 1
 """
 
+# ARGV: prefix, conversation id, metadata JSON. 0 if there is no conversation (none is made).
+SET_METADATA = """
+local key = ARGV[1] .. 'conv:' .. ARGV[2]
+if redis.call('EXISTS', key) == 0 then return 0 end
+redis.call('HSET', key, 'metadata', ARGV[3])
+return 1
+"""
+
 # ARGV: prefix, source, then item ids: the index entries of those ids kept at `source` dropped.
 UNINDEX = """
 local prefix, source = ARGV[1], ARGV[2]
@@ -151,12 +159,7 @@ class RedisConversations:
         )
 
     async def set_metadata(self, conv_id: str, metadata: dict[str, str]) -> bool:
-        key = self.key("conv", conv_id)
-        with mapped():  # HSET XX is not a thing: a script would do; existence suffices here
-            if not await self.client.exists([key]):
-                return False
-            await self.client.hset(key, {"metadata": orjson.dumps(metadata)})
-        return True
+        return bool(await self._eval(SET_METADATA, conv_id, orjson.dumps(metadata)))
 
     async def delete_conversation(self, conv_id: str) -> bool:
         return bool(await self._eval(DELETE, conv_id))
