@@ -1,13 +1,14 @@
 # The shared response store (`rollout serve --store redis://HOST:PORT/DB`): one hash per stored
 # response (orjson of the wire form), so every worker and machine reads the same chains; a chain
-# is walked inside Redis by one Lua script (one round trip, however long). Owners are keyed
-# hashes of API keys, never the keys. It owns the coredis client (built on anyio, so it runs
-# under trio) and its lifetime (`async with store.connect()`). It is also the SharedStore
-# (store/shared.py) that the cluster layer (rollout.service.cluster) runs on: leases, inboxes,
-# live records and event logs, under the same key prefix. `check()` is the start-up check
-# `rollout serve` makes before it serves (one connection, no retries: StoreUnreachable says where
-# and why). coredis is the `redis` extra's: this module is imported only once a `redis://` store
-# is asked for (open_store checks that coredis is installed first).
+# is walked inside Redis by one Lua script (one round trip, however long); conversations and the
+# item index are redis_conversations.py's. Owners are keyed hashes of API keys, never the keys.
+# It owns the coredis client (built on anyio, so it runs under trio) and its lifetime (`async
+# with store.connect()`). It is also the SharedStore (store/shared.py) that the cluster layer
+# (rollout.service.cluster) runs on: leases, inboxes, live records and event logs, under the
+# same key prefix. `check()` is the start-up check `rollout serve` makes before it serves (one
+# connection, no retries: StoreUnreachable says where and why). coredis is the `redis` extra's:
+# this module is imported only once a `redis://` store is asked for (open_store checks that
+# coredis is installed first).
 from __future__ import annotations
 
 import contextlib

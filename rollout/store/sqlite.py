@@ -1,5 +1,6 @@
 # The durable response store (`rollout serve --store sqlite:PATH`): one SQLite file in WAL mode,
-# one table of responses (orjson of the wire form), one connection used only from worker threads
+# one table of responses (orjson of the wire form; conversations and the item index are
+# sqlite_conversations.py's tables), one connection used only from worker threads
 # (`trio.to_thread`, one call at a time), one transaction per write. It owns that connection and
 # the file's schema (versioned; an older file is migrated on open). API keys are not stored: the
 # `owner` column holds an HMAC of the key under the file's own secret (docs/reliability.md).
