@@ -214,6 +214,8 @@ def response_json(response: Response) -> dict[str, Any]:
     data = {}
     for name in _RESPONSE_FIELDS:
         value = getattr(response, name)
+        if value is None and name == "conversation":
+            continue  # (off the wire when the response belongs to none)
         if type(value) in _AS_IS:
             data[name] = value
         elif type(value) in (list, tuple) and not value:

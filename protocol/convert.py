@@ -28,6 +28,7 @@ from protocol.items import (
     OtherTool,
     Reasoning,
 )
+from protocol.response import Response
 
 T = TypeVar("T")
 
@@ -352,6 +353,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("prompt_cache_breakpoint",)),
+    (Response, ("conversation",)),
 )
 for _cls, _keys in _OMIT_NONE:
     converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))

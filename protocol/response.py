@@ -100,6 +100,8 @@ class Response:
     prompt_cache_key: str | None = None
     prompt_cache_retention: str | None = None
     safety_identifier: str | None = None
+    # The conversation it belongs to (`{"id": "conv_..."}`), off the wire when it has none.
+    conversation: dict[str, str] | None = None
 
     def snapshot(self) -> "Response":
         """A copy that later changes to this response do not reach (output is copied)."""

@@ -5,6 +5,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from protocol.conversations import (
+    METADATA_KEY_CHARS,
+    METADATA_KEYS,
+    METADATA_VALUE_CHARS,
+    check_not_chained,
+    conversation_id_of,
+)
 from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
 from protocol.formats import check_reasoning, check_text, missing, one_of, required_string
 from protocol.items import HOSTED_BY_CHOICE, FunctionTool, OtherTool
@@ -47,8 +54,6 @@ AT_LEAST: tuple[tuple[str, int], ...] = (
     ("max_output_tokens", 1),
     ("max_tool_calls", 0),
 )
-#: `metadata`: at most this many keys, of at most KEY_CHARS, with values of at most VALUE_CHARS.
-METADATA_KEYS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
 
 
 def _range(value: float | None, low: float, high: float, param: str) -> None:
@@ -102,12 +107,8 @@ def _check_refused_fields(req: CreateRequest, *, websocket: bool) -> None:
         _check_background(req, websocket=websocket)
     if req.previous_response_id == "":
         raise previous_response_not_found("")
-    if req.conversation is not None:
-        raise invalid(
-            "Conversations are not supported by this server; use 'previous_response_id'.",
-            param="conversation",
-            code="unsupported_parameter",
-        )
+    conversation_id_of(req.conversation)  # a string or {"id": ...}
+    check_not_chained(req.conversation, req.previous_response_id)
     if req.stream_id is not None and not websocket:
         raise invalid(
             "'stream_id' is only accepted over a WebSocket connection.",

@@ -17,6 +17,7 @@ import trio
 
 from protocol import errors
 from protocol.choices import resolve_format, resolve_tool_choice
+from protocol.conversations import conversation_id_of
 from protocol.errors import ProtocolError
 from protocol.input import (
     check_input,
@@ -31,6 +32,7 @@ from protocol.stream import ResponseStream
 from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
+from rollout.engine import bound
 from rollout.engine.executors import Deferred, hosted_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
@@ -162,8 +164,13 @@ class Engine:
         cached: Callable[[str], Context | None] | None = None,
     ) -> Context:
         """The context a create continues: a fresh one, the one `cached` holds for its
-        previous response (a connection cache), or one restored from the store."""
+        previous response (a connection cache), or one restored from the store (its chain, or
+        the conversation it is bound to)."""
         parent = req.previous_response_id
+        conv_id = conversation_id_of(req.conversation)
+        if conv_id is not None:
+            items = await bound.conversation_items(self.store, conv_id, work, owner)
+            return await bound.context_of(items, work, self.secret, self.thoughts, req.model)
         if not parent:
             return Context()
         if cached is not None and (ctx := cached(parent)) is not None:
@@ -182,10 +189,7 @@ class Engine:
                 items = await self.store.conversation(previous_response_id)
             except ChainBroken:
                 raise errors.previous_response_not_found(previous_response_id) from None
-        ctx = Context(model=model)  # its images counted for the model that continues it
-        ctx.hidden.update(hidden_reasoning(items, self.secret, self.thoughts))
-        await extend(ctx, items, work)
-        return ctx
+        return await bound.context_of(items, work, self.secret, self.thoughts, model)
 
     async def prepare(
         self,
@@ -206,9 +210,10 @@ class Engine:
             base = await self.context_for(req, work, owner, cached)
         profile = self.profile(req.model)
         raw = normalize_input(req.input, new_id)
-        check_input(raw, base.open_calls, base.by_id, base.async_calls)
-        hidden = restore_reasoning(req.input, raw, self.secret, base.by_id, req.store)
-        items = resolve_references(raw, base.resolve)
+        known, lookup = await bound.references(self.store, raw, base, owner)  # any stored item
+        check_input(raw, base.open_calls, known, base.async_calls)
+        hidden = restore_reasoning(req.input, raw, self.secret, known, req.store)
+        items = resolve_references(raw, lookup)
         ctx = base
         ctx.model = req.model  # what the new items' images and files cost depends on it
         before = ctx.scan.tokens_scanned
@@ -230,6 +235,8 @@ class Engine:
         ctx.route = route
         settings = reasoning.effective(profile, req.reasoning)
         response = new_response(req, new_id("resp"), int(time.time()), settings)
+        if req.conversation is not None:
+            response.conversation = {"id": conversation_id_of(req.conversation) or ""}
         rollout = Rollout(
             ctx=ctx,
             stream=ResponseStream(response),
@@ -378,6 +385,10 @@ class Engine:
                         owner=prepared.owner,
                     )
                 )
+        conv_id = r.stream.response.conversation
+        if conv_id is not None and outcome.status != "failed":  # its turn joins it
+            turn = [*prepared.input_items, *r.stream.response.output]
+            await bound.append_turn(self.store, conv_id["id"], turn, r.work)
         with contextlib.suppress(Disconnected):
             await r.send(events)
             await r.send_notes()  # posted while the terminal event was on its way

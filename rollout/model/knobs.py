@@ -15,7 +15,8 @@ KNOBS: dict[str, str] = {
     "`previous_response_id`.",
     "previous_response_id": "Continues a stored (or, over WebSocket, a connection-cached) "
     "response; unknown ids are `previous_response_not_found`.",
-    "conversation": "Refused (`unsupported_parameter`).",
+    "conversation": 'A conversation id (or `{"id": ...}`): its items come before the input, '
+    "and the response's input and output are appended to it. Not with `previous_response_id`.",
     "store": "Whether the response is kept for retrieval and chaining. With `store: false`, a "
     "reasoning item sent back without its `encrypted_content` is `Item with id ... not found`.",
     "stream": "SSE over HTTP; ignored over WebSocket (always streamed).",

@@ -17,6 +17,7 @@ from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
 from rollout.engine.loop import NullSink, Sink
 from rollout.model.profiles import served_models
+from rollout.server import conversations
 from rollout.server.metrics import render as render_metrics
 from rollout.service import retrieval
 from rollout.service.service import Hold, Service
@@ -257,6 +258,20 @@ ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
     ("v1", "responses", "{id}", "input_items"): {"GET": input_items},
     ("v1", "responses", "{id}", "cancel"): {"POST": cancel},
     ("v1", "responses", "{id}", "append"): {"POST": append},
+    ("v1", "conversations"): {"POST": conversations.create},
+    ("v1", "conversations", "{id}"): {
+        "GET": conversations.retrieve,
+        "POST": conversations.update,
+        "DELETE": conversations.delete,
+    },
+    ("v1", "conversations", "{id}", "items"): {
+        "GET": conversations.list_items,
+        "POST": conversations.create_items,
+    },
+    ("v1", "conversations", "{id}", "items", "{id}"): {
+        "GET": conversations.retrieve_item,
+        "DELETE": conversations.delete_item,
+    },
 }
 
 

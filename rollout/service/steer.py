@@ -60,7 +60,8 @@ class Steerer:
 
     def register(self, lane: Lane, rollout: Rollout, request: CreateRequest, live: bool) -> Known:
         """A response starts on `lane` (before its first event)."""
-        unsupported = live or request.context_management is not None
+        # (Not for responses bound to a conversation, as in the real API: pause-resume.md.)
+        unsupported = live or request.context_management is not None or bool(request.conversation)
         steering = None if unsupported else Steering(rollout.stream.response.id, self.limit)
         known = Known(lane, rollout, request, steering)
         self.known[rollout.stream.response.id] = known
@@ -96,7 +97,10 @@ class Steerer:
             await self._fail(None, target_id, raw, "response_not_found", message)
             return
         if known.steering is None:
-            message = "This response does not support steering (multi-agent, append or compacted)."
+            message = (
+                "This response does not support steering (multi-agent, append, compacted or "
+                "bound to a conversation)."
+            )
             await self._fail(known, target_id, raw, "steering_not_supported", message)
             return
         try:

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import contextlib
-import hmac
 import importlib
 import importlib.util
 from collections.abc import Callable
@@ -20,6 +19,7 @@ import attrs
 from protocol import codec
 from protocol.items import Item
 from protocol.response import Response
+from rollout.store.conversations import ConversationStore, owns
 
 
 @attrs.define
@@ -34,10 +34,7 @@ class StoredResponse:
 
     def owned_by(self, key: str | None) -> bool:
         """Whether `key` (None: no authentication) created this response (constant time)."""
-        if key is None or self.owner is None:
-            return key is None and self.owner is None
-        mine = self.hashed(key) if self.hashed is not None else key
-        return hmac.compare_digest(mine.encode(), self.owner.encode())
+        return owns(self.owner, self.hashed, key)
 
 
 def visible(record: StoredResponse | None, owner: str | None) -> StoredResponse | None:
@@ -58,9 +55,10 @@ class StoreUnreachable(Exception):
     """The store did not answer a start-up check; `str()` says where and why (for the user)."""
 
 
-class Store(Protocol):
-    """Where `store: true` responses live. Async, so a durable store can do blocking I/O in a
-    worker thread (`trio.to_thread`) without stalling the event loop."""
+class Store(ConversationStore, Protocol):
+    """Where `store: true` responses live, and conversations (ConversationStore). Async, so a
+    durable store can do blocking I/O in a worker thread (`trio.to_thread`) without stalling the
+    event loop. Storing a response indexes its input and output items; deleting it drops them."""
 
     async def put(self, record: StoredResponse) -> None: ...
     async def get(self, response_id: str) -> StoredResponse | None: ...

@@ -1,20 +1,21 @@
 # The shared response store (`rollout serve --store redis://HOST:PORT/DB`): one hash per stored
 # response (orjson of the wire form), so every worker and machine reads the same chains; a chain
-# is walked inside Redis by one Lua script (one round trip, however long). Owners are keyed
-# hashes of API keys, never the keys. It owns the coredis client (built on anyio, so it runs
-# under trio) and its lifetime (`async with store.connect()`). It is also the SharedStore
-# (store/shared.py) that the cluster layer (rollout.service.cluster) runs on: leases, inboxes,
-# live records and event logs, under the same key prefix. `check()` is the start-up check
-# `rollout serve` makes before it serves (one connection, no retries: StoreUnreachable says where
-# and why). coredis is the `redis` extra's: this module is imported only once a `redis://` store
-# is asked for (open_store checks that coredis is installed first).
+# is walked inside Redis by one Lua script (one round trip, however long); conversations and the
+# item index are redis_conversations.py's. Owners are keyed hashes of API keys, never the keys.
+# It owns the coredis client (built on anyio, so it runs under trio) and its lifetime (`async
+# with store.connect()`). It is also the SharedStore (store/shared.py) that the cluster layer
+# (rollout.service.cluster) runs on: leases, inboxes, live records and event logs, under the
+# same key prefix. `check()` is the start-up check `rollout serve` makes before it serves (one
+# connection, no retries: StoreUnreachable says where and why). coredis is the `redis` extra's:
+# this module is imported only once a `redis://` store is asked for (open_store checks that
+# coredis is installed first).
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import hmac
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -25,7 +26,6 @@ from coredis.patterns.pipeline import Pipeline
 from coredis.retry import NoRetryPolicy
 
 from protocol import codec
-from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.base import (
@@ -38,6 +38,8 @@ from rollout.store.base import (
     encode_log,
     items_of,
 )
+from rollout.store.conversations import indexable
+from rollout.store.redis_conversations import RedisConversations, mapped, unavailable
 from rollout.store.redis_url import CHECK_TIMEOUT_S, RedisUrl, bottom, reason
 from rollout.store.shared import (
     DropLive,
@@ -72,23 +74,10 @@ return out
 """
 
 
-def unavailable(exc: BaseException) -> ProtocolError:
-    message = f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly."
-    return overloaded(message, "store_unavailable")
-
-
-@contextlib.contextmanager
-def _mapped() -> Iterator[None]:
-    """Redis errors as a 503 for the client (not a dropped connection)."""
-    try:
-        yield
-    except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
-        raise unavailable(exc) from exc
-
-
-class RedisStore:
-    """The `Store` and `SharedStore` protocols on Redis. Use inside `async with
-    store.connect():` (the server's `serve` enters it); nested entries share one client."""
+class RedisStore(RedisConversations):
+    """The `Store` and `SharedStore` protocols on Redis (conversations: RedisConversations).
+    Use inside `async with store.connect():` (the server's `serve` enters it); nested entries
+    share one client."""
 
     def __init__(self, url: str | RedisUrl, *, max_connections: int = 256) -> None:
         self.url = url if isinstance(url, RedisUrl) else RedisUrl.parse(url)
@@ -208,16 +197,20 @@ class RedisStore:
             owner = record.owner if record.hashed is not None else self.owner_hash(record.owner)
             fields["owner"] = owner.encode()
         key = self.key("resp", response.id)
+        source = {"source": response.id.encode(), "owner": fields.get("owner", b"")}
         # One transaction: a reader sees the whole record or none of it (an owner left over
-        # from an earlier put of the same id is dropped with the rest).
-        with _mapped():
+        # from an earlier put of the same id is dropped with the rest), and its items indexed.
+        with mapped():
             async with self.client.pipeline(transaction=True) as pipe:
                 pipe.delete([key])
                 pipe.hset(key, fields)
+                for item_id, item in indexable([*record.input_items, *response.output]):
+                    entry = {**source, "item": orjson.dumps(codec.to_json(item))}
+                    pipe.hset(self.key("item", item_id), entry)
 
     async def get(self, response_id: str) -> StoredResponse | None:
         key = self.key("resp", response_id)
-        with _mapped():
+        with mapped():
             values = await self.client.hmget(key, ["previous", "response", "input_items", "owner"])
         previous, response, input_items, owner = values
         if response is None or input_items is None:
@@ -231,19 +224,23 @@ class RedisStore:
         )
 
     async def delete(self, response_id: str) -> bool:
-        with _mapped():
+        record = await self.get(response_id)
+        with mapped():
             await self.client.delete([self.key("log", response_id)])
-            return await self.client.delete([self.key("resp", response_id)]) > 0
+            deleted = await self.client.delete([self.key("resp", response_id)]) > 0
+        if record is not None:
+            await self.unindex(response_id, [*record.input_items, *record.response.output])
+        return deleted
 
     async def put_log(self, response_id: str, events: list[Logged], complete: bool) -> None:
         """An ended response's log, whole (one worker; many write theirs as they go: the event
         log entries below)."""
         fields = {"events": encode_log(events), "complete": b"1" if complete else b""}
-        with _mapped():
+        with mapped():
             await self.client.hset(self.key("log", response_id), fields)
 
     async def get_log(self, response_id: str) -> tuple[list[Logged], bool] | None:
-        with _mapped():
+        with mapped():
             values = await self.client.hmget(self.key("log", response_id), ["events", "complete"])
         if values[0] is None:
             return None
@@ -252,7 +249,7 @@ class RedisStore:
     async def conversation(self, response_id: str) -> list[Item]:
         """Every item of the chain ending at `response_id`: inputs and outputs, oldest first.
         One script call for the whole chain."""
-        with _mapped():
+        with mapped():
             reply: Any = await self.client.eval(CHAIN, keys=[], args=[self.prefix, response_id])
         missing = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         if missing:

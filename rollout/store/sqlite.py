@@ -1,5 +1,6 @@
 # The durable response store (`rollout serve --store sqlite:PATH`): one SQLite file in WAL mode,
-# one table of responses (orjson of the wire form), one connection used only from worker threads
+# one table of responses (orjson of the wire form; conversations and the item index are
+# sqlite_conversations.py's tables), one connection used only from worker threads
 # (`trio.to_thread`, one call at a time), one transaction per write. It owns that connection and
 # the file's schema (versioned; an older file is migrated on open). API keys are not stored: the
 # `owner` column holds an HMAC of the key under the file's own secret (docs/reliability.md).
@@ -36,6 +37,7 @@ from rollout.store.base import (
     items_of,
     open_store,
 )
+from rollout.store.sqlite_conversations import INDEX, TABLES, SqliteConversations, index_rows
 
 T = TypeVar("T")
 log = logging.getLogger("rollout.store.sqlite")
@@ -74,9 +76,9 @@ SELECT previous_response_id, response, input_items FROM chain ORDER BY depth DES
 """
 
 
-class SqliteStore(LocalStore):
-    """The `Store` protocol on one SQLite file. Opened (and the schema made) on construction;
-    `close()` when done."""
+class SqliteStore(SqliteConversations, LocalStore):
+    """The `Store` protocol on one SQLite file (conversations: SqliteConversations). Opened
+    (and the schema made) on construction; `close()` when done."""
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "NORMAL") -> None:
         self.path = Path(path)
@@ -138,6 +140,7 @@ class SqliteStore(LocalStore):
             orjson.dumps(codec.to_json(response)),
             orjson.dumps(codec.to_json(record.input_items)),
         )
+        index = index_rows([*record.input_items, *response.output], response.id, owner)
 
         unfinished = response.status in UNFINISHED
 
@@ -152,6 +155,7 @@ class SqliteStore(LocalStore):
                     conn.execute("INSERT OR IGNORE INTO unfinished (id) VALUES (?)", (row[0],))
                 else:
                     conn.execute("DELETE FROM unfinished WHERE id = ?", (row[0],))
+                conn.executemany(INDEX, index)
 
         await self._run(write)
 
@@ -205,6 +209,7 @@ class SqliteStore(LocalStore):
                 cursor = conn.execute("DELETE FROM responses WHERE id = ?", (response_id,))
                 conn.execute("DELETE FROM logs WHERE id = ?", (response_id,))
                 conn.execute("DELETE FROM unfinished WHERE id = ?", (response_id,))
+                conn.execute("DELETE FROM items WHERE source = ?", (response_id,))
             return cursor.rowcount > 0
 
         return await self._run(remove)
@@ -264,6 +269,8 @@ def _prepare(conn: sqlite3.Connection, path: Path) -> bytes:
             )
         conn.execute(SCHEMA)
         conn.execute(META)
+        for table in TABLES:
+            conn.execute(table)
         conn.execute(LOGS)
         conn.execute(UNFINISHED_TABLE)
         if version < 1:  # API keys in plain text, or a new file: hash them under a new secret

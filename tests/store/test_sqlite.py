@@ -305,7 +305,16 @@ async def test_the_file_is_in_wal_mode_with_its_tables(tmp_path: Path) -> None:
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-        assert tables.fetchall() == [("logs",), ("meta",), ("responses",), ("unfinished",)]
+        assert tables.fetchall() == [
+            ("conversation_items",),
+            ("conversations",),
+            ("items",),
+            ("logs",),  # the item index (store/sqlite_conversations.py)
+            ("meta",),
+            ("responses",),
+            ("sqlite_sequence",),  # (conversation_items' AUTOINCREMENT)
+            ("unfinished",),
+        ]
         assert conn.execute("PRAGMA user_version").fetchone() == (VERSION,)
         columns = [row[1] for row in conn.execute("PRAGMA table_info(responses)")]
         assert columns == [

@@ -425,7 +425,21 @@ ROWS: list[Row] = [
     refused("stream-id-over-http", "unsupported_parameter", "stream_id", stream_id="main"),
     refused("generate-false-over-http", "unsupported_parameter", "generate", generate=False),
     refused("background-unstored", "invalid_value", "store", background=True, store=False),
-    refused("conversation", "unsupported_parameter", "conversation", conversation="conv_1"),
+    Row(
+        "conversation-unknown",
+        post(body(conversation="conv_1")),
+        404,
+        "conversation_not_found",
+        "conversation",
+    ),
+    refused("conversation-empty-id", "invalid_value", "conversation", conversation={"id": ""}),
+    refused(
+        "conversation-with-previous",
+        "mutually_exclusive_parameters",
+        None,
+        conversation="conv_1",
+        previous_response_id="resp_1",
+    ),
     refused("shape-bogus", "invalid_value", "shape", shape="tree"),
     refused(
         "shape-append-without-stream", "invalid_value", "stream", shape="append", tools=[EXEC_TOOL]

@@ -189,11 +189,18 @@ ROWS: list[Row] = [
     Row("metadata-int-value", create(metadata={"k": 1}), 400, "invalid_type", "metadata.k"),
     Row("background-true", create(background=True), 400, "unsupported_parameter", "background"),
     Row(
-        "conversation",
+        "conversation-unknown",
         create(conversation={"id": "conv_1"}),
-        400,
-        "unsupported_parameter",
+        404,
+        "conversation_not_found",
         "conversation",
+    ),
+    Row(
+        "conversation-with-previous",
+        create(conversation="conv_1", previous_response_id="resp_1"),
+        400,
+        "mutually_exclusive_parameters",
+        None,
     ),
     Row("shape-bogus", create(shape="tree"), 400, "invalid_value", "shape"),
     # -- create: items inside input -------------------------------------------------------------

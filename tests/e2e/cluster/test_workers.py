@@ -56,6 +56,32 @@ def test_a_chain_across_workers_reads_whole_from_every_worker(
         assert final.usage is not None and final.usage.input_tokens > 4 * len(ids)
 
 
+def test_a_conversation_across_workers(redis_url: str, tmp_path: Path) -> None:
+    """A conversation made on one worker takes turns on both (each on a new connection): the
+    shared store holds its items, each turn sees the earlier ones and appends its own."""
+    with workers(redis_url, tmp_path, "--tool-calls", "0") as w:
+        sdk = w.sdk()
+        conv = sdk.conversations.create(items=[{"role": "user", "content": "start"}])
+        answered: list[str] = []
+        inputs: list[int] = []
+        for turn in range(60):  # until both workers took a turn
+            raw = sdk.responses.with_raw_response.create(
+                model="m", input=f"turn {turn}", conversation=conv.id
+            )
+            response = raw.parse()
+            assert response.status == "completed" and response.conversation is not None
+            assert response.usage is not None
+            answered.append(raw.headers["x-rollout-worker"])
+            inputs.append(response.usage.input_tokens)
+            if len(set(answered)) == 2 and turn >= 2:
+                break
+        assert len(set(answered)) == 2, answered
+        assert inputs == sorted(inputs) and len(set(inputs)) == len(inputs), inputs
+        items = list(sdk.conversations.items.list(conv.id, order="asc", limit=100))
+        assert len(items) == 1 + 2 * len(answered)
+        assert items[-1].id == response.output[-1].id
+
+
 def test_every_response_names_its_worker_and_a_killed_worker_restarts(
     redis_url: str, tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ EXTRA_ONLY = [
 # imports it).
 NEEDS_EXTRA = {
     "rollout.store.redis": "coredis",
+    "rollout.store.redis_conversations": "coredis",  # (a part of the Redis store)
     "rollout.testing.plugin": "pytest",
 }
 # Run in the base environment: each module of the two packages, imported; those that fail,

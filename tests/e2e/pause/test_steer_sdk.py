@@ -200,3 +200,23 @@ def test_steer_to_a_completed_response_and_to_a_multi_agent_one(
         agent = list(events(conn))[-1].response.id
         conn.response.steer(previous_response_id=agent, input=STEER)
         assert failure(conn).error.code == "steering_not_supported"
+
+
+def test_steer_to_a_response_bound_to_a_conversation_is_not_supported(
+    servers: list[ServerThread],
+) -> None:
+    """As in the real API (pause-resume.md): steering is not available for a response bound to
+    a conversation, while it runs (here: its tool call) or after."""
+    server = start(servers, CALL_THEN_TEXT)
+    client = sdk(server.http_base_url)
+    conv = client.conversations.create()
+    with client.beta.responses.connect() as conn:
+        create(conn, conversation=conv.id)
+        seen = list(events(conn))
+        bound = seen[-1].response
+        assert bound.conversation.id == conv.id
+        conn.response.steer(previous_response_id=bound.id, input=STEER)
+        failed = failure(conn)
+    assert failed.error.code == "steering_not_supported"
+    assert "conversation" in failed.error.message
+    assert failed.steer.previous_response_id == bound.id

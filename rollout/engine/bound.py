@@ -1,0 +1,79 @@
+# The engine's side of stored state beyond a previous_response_id chain: a create bound to a
+# conversation (its items are the context before the input; after the response its input and
+# output are appended to it) and item references to any stored item of the request's API key
+# (the store's item index). Pre- and post-inference pieces that rollout.engine.engine calls;
+# they read and write the store only, never the loop.
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence
+
+from protocol.conversations import conversation_not_found
+from protocol.items import Item, ItemReference
+from rollout.conversation.context import Context
+from rollout.conversation.work import Work
+from rollout.engine.ingest import extend, hidden_reasoning
+from rollout.store.base import Store
+
+
+async def context_of(
+    items: Sequence[Item], work: Work, secret: bytes, thoughts: dict[str, str], model: str = ""
+) -> Context:
+    """A context rebuilt from stored items: re-scanned and re-rendered (its images and files
+    counted for `model`, the one that continues it)."""
+    ctx = Context(model=model)
+    ctx.hidden.update(hidden_reasoning(items, secret, thoughts))
+    await extend(ctx, items, work)
+    return ctx
+
+
+async def conversation_items(
+    store: Store, conv_id: str, work: Work, owner: str | None
+) -> list[Item]:
+    """The items of a conversation the request's key may see (404 for any other)."""
+    with work.stage("store", items=1):
+        conv = await store.get_conversation(conv_id)
+        if conv is None or not conv.owned_by(owner):
+            raise conversation_not_found(conv_id, param="conversation")
+        return await store.conversation_items(conv_id)
+
+
+async def append_turn(store: Store, conv_id: str, items: Sequence[Item], work: Work) -> None:
+    """A finished response's input and output, appended to its conversation (atomically: a
+    response racing on the same conversation appends its own turn whole). A conversation
+    deleted meanwhile takes nothing."""
+    with work.stage("store", items=1):
+        await store.add_items(conv_id, items)
+
+
+Lookup = Callable[[ItemReference], Item | None]
+
+
+async def references(
+    store: Store, raw: Sequence[Item], base: Context, owner: str | None
+) -> tuple[Container[str], Lookup]:
+    """The item ids the input may reference and how to resolve them: the context's own, and
+    any stored item of the request's key (the store's item index) that the input references
+    and the context does not hold. The index is asked only when there is such a reference."""
+    local = {i.id for i in raw if not isinstance(i, ItemReference) and i.id is not None}
+    wanted = [
+        i.id
+        for i in raw
+        if isinstance(i, ItemReference) and i.id not in base.by_id and i.id not in local
+    ]
+    if not wanted:
+        return base.by_id, base.resolve
+    found = {
+        item_id: entry.item
+        for item_id, entry in (await store.find_items(wanted)).items()
+        if entry.owned_by(owner)
+    }
+    if not found:
+        return base.by_id, base.resolve
+
+    def lookup(ref: ItemReference) -> Item | None:
+        return base.resolve(ref) or found.get(ref.id)
+
+    return {*base.by_id, *found}, lookup
+
+
+__all__ = ["append_turn", "context_of", "conversation_items", "references"]
