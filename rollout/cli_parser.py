@@ -151,7 +151,15 @@ def _serve_upstream_flags(s: argparse.ArgumentParser) -> None:
 
 
 def _serve_access_and_fault_flags(s: argparse.ArgumentParser) -> None:
-    """The API keys serve requires and the faults it injects."""
+    """What a create may say, the API keys serve requires and the faults it injects."""
+    s.add_argument(
+        "--lenient",
+        action="store_true",
+        help="accept what the real API refuses: unknown parameters and tool types (ignored, "
+        "the tools echoed), strict function schemas it would reject, and enumerated values "
+        "and bounds only the real API checks (see docs/protocol-choices.md); by default a "
+        "create is held to the real API's rules",
+    )
     s.add_argument(
         "--api-keys",
         metavar="FILE",
