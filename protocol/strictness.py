@@ -72,6 +72,8 @@ EXTENSIONS: dict[str, str] = {
     "stream_id": "WebSocket lanes; over HTTP it gets its own `unsupported_parameter`",
     "client_metadata": "sent by Codex on every create, accepted by the real API",
     "shape": "rollout's append shape (`shape: append`), sent by rollout's own agent runner",
+    "presence_penalty": "in the OpenResponses schema (its compliance suite), not in the SDK",
+    "frequency_penalty": "in the OpenResponses schema (its compliance suite), not in the SDK",
 }
 #: The WebSocket `response.create` frame's own key (not a parameter).
 FRAME_KEYS = frozenset({"type"})

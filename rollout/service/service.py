@@ -342,7 +342,9 @@ class Service:
         """An HTTP create's body decoded (pure: run in a worker thread for a large one); a
         strict server first refuses its unknown parameters."""
         value = codec.loads(body)
-        if not self.config.lenient and isinstance(value, dict):
+        if not isinstance(value, dict):
+            return codec.decode_create(body)  # (its refusal)
+        if not self.config.lenient:
             check_params(value, websocket=False)
         return codec.decode_create(value)
 
