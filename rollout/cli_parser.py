@@ -155,10 +155,10 @@ def _serve_access_and_fault_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--lenient",
         action="store_true",
-        help="accept what the real API refuses: unknown parameters and tool types (ignored, "
-        "the tools echoed), strict function schemas it would reject, and enumerated values "
-        "and bounds only the real API checks (see docs/protocol-choices.md); by default a "
-        "create is held to the real API's rules",
+        help="accept creates the real API refuses: unknown parameters and tool types are "
+        "ignored (the tools echoed), and strict function schemas, enumerated values and "
+        "max_output_tokens >= 16 are not checked (docs/protocol-choices.md, 'Strict and "
+        "lenient'); without it a create is held to the real API's rules",
     )
     s.add_argument(
         "--api-keys",
