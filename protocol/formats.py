@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from protocol.errors import ProtocolError, clip, invalid
@@ -85,46 +85,87 @@ def check_text(text: Mapping[str, Any] | None) -> None:
     if strict is not None and not isinstance(strict, bool):
         raise wrong_type("text.format.strict", "a boolean")
     if strict:
-        _check_strict(schema, name, ())
+
+        def fail(where: tuple[str, ...], rule: str) -> ProtocolError:
+            return invalid(
+                f"Invalid schema for response_format '{name}': In context={where!r}, {rule}",
+                param="text.format.schema",
+                code="invalid_json_schema",
+            )
+
+        check_strict_schema(schema, fail)
 
 
-def _check_strict(schema: Mapping[str, Any], name: str, where: tuple[str, ...]) -> None:
-    """Strict mode's rules: every object lists all its properties as required and allows no
-    others (`additionalProperties: false`), recursively."""
+#: Builds the refusal of a strict schema: (where in the schema, the rule broken) -> the error.
+SchemaFail = Callable[[tuple[str, ...], str], ProtocolError]
 
-    def fail(rule: str) -> ProtocolError:
-        return invalid(
-            f"Invalid schema for response_format '{name}': In context={where!r}, {rule}",
-            param="text.format.schema",
-            code="invalid_json_schema",
-        )
 
+def check_strict_schema(
+    schema: Mapping[str, Any], fail: SchemaFail, where: tuple[str, ...] = ()
+) -> None:
+    """Structured outputs' strict-mode rules (the real API's messages), for a `text.format`
+    schema and a `strict: true` function's parameters alike: every object lists its
+    properties and all of them as required, and allows no others (`additionalProperties:
+    false`), recursively."""
     types = schema.get("type")
     is_object = types == "object" or (isinstance(types, list) and "object" in types)
     if is_object or "properties" in schema:
         if schema.get("additionalProperties") is not False:
-            raise fail("'additionalProperties' is required to be supplied and to be false.")
+            raise fail(where, "'additionalProperties' is required to be supplied and to be false.")
+        if "properties" not in schema:
+            raise fail(where, "object schema missing properties.")
         props = schema.get("properties") or {}
         required = schema.get("required") or []
         missing = [k for k in props if k not in required]
         if missing:
             raise fail(
+                where,
                 "'required' is required to be supplied and to be an array including every key "
-                f"in properties. Missing '{missing[0]}'."
+                f"in properties. Missing '{clip(str(missing[0]))}'.",
             )
         for key, sub in props.items():
             if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, "properties", key))
+                check_strict_schema(sub, fail, (*where, "properties", key))
     if isinstance(schema.get("items"), Mapping):
-        _check_strict(schema["items"], name, (*where, "items"))
+        check_strict_schema(schema["items"], fail, (*where, "items"))
     for keyword in ("anyOf", "allOf"):
         for i, sub in enumerate(schema.get(keyword) or ()):
             if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, keyword, str(i)))
+                check_strict_schema(sub, fail, (*where, keyword, str(i)))
     for keyword in ("$defs", "definitions"):
         for key, sub in (schema.get(keyword) or {}).items():
             if isinstance(sub, Mapping):
-                _check_strict(sub, name, (*where, keyword, key))
+                check_strict_schema(sub, fail, (*where, keyword, key))
+
+
+def _number(value: float) -> str:
+    """A number as the real API's bound messages print it (2, 0.5)."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def below_min(param: str, value: float, least: float) -> ProtocolError:
+    """The real API's refusal of a number under its least value (`integer_below_min_value`,
+    `decimal_below_min_value`)."""
+    kind = "integer" if isinstance(value, int) else "decimal"
+    return invalid(
+        f"Invalid '{param}': {kind} below minimum value. Expected a value >= {_number(least)}, "
+        f"but got {_number(value)} instead.",
+        param=param,
+        code=f"{kind}_below_min_value",
+    )
+
+
+def above_max(param: str, value: float, most: float) -> ProtocolError:
+    """The real API's refusal of a number over its greatest value (`..._above_max_value`)."""
+    kind = "integer" if isinstance(value, int) else "decimal"
+    return invalid(
+        f"Invalid '{param}': {kind} above maximum value. Expected a value <= {_number(most)}, "
+        f"but got {_number(value)} instead.",
+        param=param,
+        code=f"{kind}_above_max_value",
+    )
 
 
 def check_reasoning(reasoning: Mapping[str, Any] | None) -> None:

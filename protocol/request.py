@@ -1,6 +1,7 @@
 # The create request (`POST /v1/responses` body, WebSocket `response.create`) and the append
-# shape's client events. Every standard CreateResponse field is declared; unknown fields are
-# ignored by the codec, never refused. Cross-field rules live in protocol.validate.
+# shape's client events. Every standard CreateResponse field is declared; the codec ignores
+# unknown fields (a strict server refuses them before decoding: protocol.strictness). Cross-field
+# rules live in protocol.validate.
 from typing import Any, Literal
 
 import attrs

@@ -13,9 +13,18 @@ from protocol.conversations import (
     conversation_id_of,
 )
 from protocol.errors import ProtocolError, clip, invalid, previous_response_not_found
-from protocol.formats import check_reasoning, check_text, missing, one_of, required_string
+from protocol.formats import (
+    above_max,
+    below_min,
+    check_reasoning,
+    check_text,
+    missing,
+    one_of,
+    required_string,
+)
 from protocol.items import HOSTED_BY_CHOICE, FunctionTool, OtherTool
 from protocol.request import CreateRequest
+from protocol.strictness import STRICT_AT_LEAST, check_strict
 
 STREAM_ID = re.compile(r"[A-Za-z0-9_.-]{1,256}")
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -57,18 +66,15 @@ AT_LEAST: tuple[tuple[str, int], ...] = (
 
 
 def _range(value: float | None, low: float, high: float, param: str) -> None:
-    if value is not None and not low <= value <= high:
-        raise invalid(
-            f"Invalid '{param}': {value} is out of range; it must be between {low} and {high}.",
-            param=param,
-            code="invalid_value",
-        )
+    if value is not None and value < low:
+        raise below_min(param, value, low)
+    if value is not None and value > high:
+        raise above_max(param, value, high)
 
 
 def _at_least(value: int | None, low: int, param: str) -> None:
     if value is not None and value < low:
-        rule = "must not be negative" if low == 0 else f"must be at least {low}"
-        raise invalid(f"'{param}' {rule}.", param=param, code="invalid_value")
+        raise below_min(param, value, low)
 
 
 def check_stream_id(stream_id: str | None) -> None:
@@ -76,14 +82,16 @@ def check_stream_id(stream_id: str | None) -> None:
         raise invalid(INVALID_STREAM_ID, param="stream_id", code="invalid_stream_id")
 
 
-def validate_create(req: CreateRequest, *, websocket: bool) -> None:
-    """Rules for both transports; `websocket` selects the WS-only fields' rules. The first rule
-    broken, in this order, is the error."""
+def validate_create(req: CreateRequest, *, websocket: bool, strict: bool = True) -> None:
+    """Rules for both transports; `websocket` selects the WS-only fields' rules, `strict` adds
+    the real API's stricter rules (protocol.strictness; off for a lenient server). The first
+    rule broken, in this order, is the error."""
     _check_refused_fields(req, websocket=websocket)
     _check_model_and_input(req)
     for field, low, high in RANGES:
         _range(getattr(req, field), low, high, field)
     for field, least in AT_LEAST:
+        least = STRICT_AT_LEAST.get(field, least) if strict else least
         _at_least(getattr(req, field), least, field)
     _check_metadata(req.metadata)
     _check_tools(req)
@@ -99,6 +107,8 @@ def validate_create(req: CreateRequest, *, websocket: bool) -> None:
     check_reasoning(req.reasoning)
     _check_caching(req)
     one_of(req.truncation, ("auto", "disabled"), "truncation")
+    if strict:
+        check_strict(req)
 
 
 def _check_refused_fields(req: CreateRequest, *, websocket: bool) -> None:

@@ -136,6 +136,7 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
         max_open_connections=args.max_open_connections,
         max_body_bytes_in_flight=args.max_body_bytes_in_flight,
         ws_idle_timeout_s=args.ws_idle_timeout,
+        lenient=args.lenient,
     )
     return _Setup(engine, config)
 

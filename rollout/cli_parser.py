@@ -151,7 +151,15 @@ def _serve_upstream_flags(s: argparse.ArgumentParser) -> None:
 
 
 def _serve_access_and_fault_flags(s: argparse.ArgumentParser) -> None:
-    """The API keys serve requires and the faults it injects."""
+    """What a create may say, the API keys serve requires and the faults it injects."""
+    s.add_argument(
+        "--lenient",
+        action="store_true",
+        help="accept creates the real API refuses: unknown parameters and tool types are "
+        "ignored (the tools echoed), and strict function schemas, enumerated values and "
+        "max_output_tokens >= 16 are not checked (docs/protocol-choices.md, 'Strict and "
+        "lenient'); without it a create is held to the real API's rules",
+    )
     s.add_argument(
         "--api-keys",
         metavar="FILE",

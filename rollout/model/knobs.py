@@ -24,22 +24,26 @@ KNOBS: dict[str, str] = {
     "background": "Runs the response in the background over HTTP: the create returns it "
     "`queued`; poll, stream again from any event, cancel (docs/long-running.md). Needs `store`; "
     "refused over WebSocket.",
-    "tools": "Function tools the model may call (arguments generated valid for their schema); "
-    "`web_search` is run as a simulated hosted service; other types are echoed and not called.",
+    "tools": "Function tools the model may call (arguments generated valid for their schema; a "
+    "`strict: true` one's schema is checked like the real API's); `web_search` is run as a "
+    "simulated hosted service; the SDK's other types are echoed and not called; an unknown type "
+    "is refused (echoed under `--lenient`).",
     "tool_choice": "`none`: no calls; `auto`: the model's choice; `required`, a named function "
     "or a hosted type: the response's first step makes that call; `allowed_tools`: calls only "
     "from its list (`mode: required` forces the first step). Naming a tool not in `tools`, or "
     "`required` without tools, is refused with `param: tool_choice`.",
     "parallel_tool_calls": "`false`: at most one tool call per model step (the default of a "
     "multi-agent response, which refuses `true`).",
-    "max_output_tokens": "The output budget (reasoning included); when it runs out the response "
-    "ends `incomplete` with `max_output_tokens`.",
+    "max_output_tokens": "The output budget (reasoning included), at least 16 (1 under "
+    "`--lenient`); when it runs out the response ends `incomplete` with `max_output_tokens`.",
     "max_tool_calls": "Tool calls (function and hosted) one response may make; further calls "
     "are dropped and the model answers.",
     "temperature": "Range-checked (0-2) and echoed; the simulated model is deterministic.",
     "top_p": "Range-checked (0-1) and echoed.",
-    "presence_penalty": "Range-checked (-2 to 2) and echoed (default 0).",
-    "frequency_penalty": "Range-checked (-2 to 2) and echoed (default 0).",
+    "presence_penalty": "Not an SDK parameter (OpenResponses): accepted, range-checked (-2 to 2) "
+    "and echoed (default 0).",
+    "frequency_penalty": "Not an SDK parameter (OpenResponses): accepted, range-checked (-2 to "
+    "2) and echoed (default 0).",
     "top_logprobs": "Range-checked (0-20) and echoed; `logprobs` stay empty.",
     "truncation": "`disabled` (default): a prompt over the model's window is "
     "`context_length_exceeded`; `auto`: the oldest items are dropped until it fits.",
@@ -49,8 +53,8 @@ KNOBS: dict[str, str] = {
     "text": "`format`: `text`, `json_object` (a JSON object) or `json_schema` (JSON valid for the "
     "schema, streamed as deltas; strict schemas are checked like the real API's); `verbosity` "
     "is echoed.",
-    "include": "`reasoning.encrypted_content` returns each reasoning item's opaque blob; other "
-    "values are accepted (web search sources are always included).",
+    "include": "`reasoning.encrypted_content` returns each reasoning item's opaque blob; the "
+    "SDK's other values are accepted (web search sources are always included).",
     "metadata": "Checked (16 keys, 64/512 characters) and echoed.",
     "prompt": "Accepted and ignored (no stored prompt templates).",
     "prompt_cache_key": "Routes the request: one key (with the same prompt prefix) keeps a "
@@ -62,13 +66,14 @@ KNOBS: dict[str, str] = {
     "of their item, not rounded to a block).",
     "safety_identifier": "Echoed.",
     "user": "Echoed.",
-    "service_tier": "`auto` or absent is reported as `default`; other values are echoed.",
+    "service_tier": "One of the SDK's values; `auto` or absent is reported as `default`; other "
+    "values are echoed.",
     "context_management": "Accepted; no server-side compaction.",
     "moderation": "Accepted and ignored.",
     "type": "WebSocket only: `response.create`.",
     "stream_id": "WebSocket only: the lane the response runs in (FIFO per lane).",
     "generate": "WebSocket only: `false` prepares and caches the state without sampling.",
-    "client_metadata": "Accepted and ignored.",
+    "client_metadata": "Not an SDK parameter (Codex sends it): accepted and ignored.",
     "shape": "`append` runs the append shape (the rollout pauses on client tool calls); default "
     "`chain`.",
     "multi_agent": '`{"enabled": true}` (with the header `OpenAI-Beta: '

@@ -217,7 +217,7 @@ async def _counted_request(
     if isinstance(value, dict):
         value.pop("stream", None)
     req = codec.decode_create(value)
-    validate_create(req, websocket=False)
+    validate_create(req, websocket=False, strict=not ex.service.config.lenient)
     return req
 
 

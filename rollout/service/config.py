@@ -34,3 +34,5 @@ class ServerConfig:
     shutdown_grace_s: float = 10.0  # on SIGINT/SIGTERM, running responses get this long to end
     api_keys: frozenset[str] = frozenset()  # empty: no authentication
     worker_id: str | None = None  # this worker's id, sent as x-rollout-worker (None: no header)
+    # What a create may say
+    lenient: bool = False  # accept unknown parameters and tool types; skip the strict-only rules

@@ -23,6 +23,7 @@ from protocol.items import Item
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.stream import ResponseStream
+from protocol.strictness import check_params
 from protocol.validate import check_betas, validate_create
 from rollout.conversation.context import Context, Route
 from rollout.conversation.work import Work
@@ -375,13 +376,23 @@ class Service:
         self, body: bytes | str, *, betas: frozenset[str] = frozenset()
     ) -> CreateRequest:
         """An HTTP create's body, decoded (a large one in a worker thread) and checked."""
-        req = await off_loop(codec.decode_create, body, len(body))
+        req = await off_loop(self.decode_body, body, len(body))
         self.check_create(req, websocket=False, betas=betas)
         return req
 
+    def decode_body(self, body: bytes | str) -> CreateRequest:
+        """An HTTP create's body decoded (pure: run in a worker thread for a large one); a
+        strict server first refuses its unknown parameters."""
+        value = codec.loads(body)
+        if not isinstance(value, dict):
+            return codec.decode_create(body)  # (its refusal)
+        if not self.config.lenient:
+            check_params(value, websocket=False)
+        return codec.decode_create(value)
+
     def check_create(self, req: CreateRequest, *, websocket: bool, betas: frozenset[str]) -> None:
         """A create's cross-field rules and the beta features it needs, on either transport."""
-        validate_create(req, websocket=websocket)
+        validate_create(req, websocket=websocket, strict=not self.config.lenient)
         check_betas(req, betas)
 
 

@@ -19,6 +19,7 @@ from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.lanes import Lane, LaneBook, LaneLimits
 from protocol.request import AppendRequest, CancelRequest, CreateRequest
+from protocol.strictness import check_params
 from rollout.conversation.context import Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.loop import Disconnected, Sink
@@ -144,6 +145,8 @@ class Session:
                 frame = frames.frame_object(value)
                 lane = frames.lane_of(frame)
                 row = EVENTS[frames.event_type(frame, EVENTS)]
+                if row.params is not None and not self.service.config.lenient:
+                    row.params(frame)
                 request = await off_loop(row.decode, frame, size)
             return await row.handle(self, request, work, size)
         except ProtocolError as exc:
@@ -385,11 +388,17 @@ class ClientEvent:
     handle: Callable[..., Awaitable[After | None]]
     refused: Refused = _refuse
     forward: str | None = None
+    params: Callable[[dict[str, Any]], None] | None = None  # a strict server's check of its keys
 
 
 #: The client events of WebSocket mode, by type (in the order refusals list them).
 EVENTS: dict[str, ClientEvent] = {
-    "response.create": ClientEvent(codec.decode_create, Session._create, _refuse_create),
+    "response.create": ClientEvent(
+        codec.decode_create,
+        Session._create,
+        _refuse_create,
+        params=functools.partial(check_params, websocket=True),
+    ),
     "response.append": ClientEvent(codec.decode_append, Session._append, forward="append"),
     "response.inject": ClientEvent(frames.decode_inject, inject, _refuse_inject, forward="inject"),
     "response.steer": ClientEvent(frames.decode_steer, Session._steer),

@@ -8,6 +8,7 @@ import functools
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -51,6 +52,11 @@ class RolloutServer(Endpoints):
     def profile(self, profile: str | InferenceProfile) -> None:
         """How fast the model is (`instant` by default; e.g. "1000tps")."""
         self.engine.inference = INFERENCE_PROFILES[profile] if isinstance(profile, str) else profile
+
+    def lenient(self, lenient: bool = True) -> None:
+        """Accept what the real API refuses from now on (`rollout serve --lenient`): unknown
+        parameters and tool types, and the strict-only checks skipped."""
+        self.service.config = attrs.evolve(self.service.config, lenient=lenient)
 
     def fault(
         self,

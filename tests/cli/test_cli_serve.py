@@ -1,11 +1,15 @@
 # `rollout serve` as a user runs it: `--port 0` prints the port it bound (not 0), and that port
-# serves; the hint printed when plots cannot be drawn survives rich's markup.
+# serves, strict by default and lenient with `--lenient`; the hint printed when plots cannot be
+# drawn survives rich's markup.
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from typing import Any
 
 import httpx2 as httpx
 from rich.console import Console
@@ -13,9 +17,11 @@ from rich.console import Console
 from rollout.experiments.harness.report import NO_PLOTS
 
 
-def test_port_zero_prints_the_bound_port() -> None:
+@contextlib.contextmanager
+def serving(*flags: str) -> Iterator[int]:
+    """`rollout serve --port 0 --tool-calls 0 FLAGS` in a subprocess; the port it printed."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rollout.cli", "serve", "--port", "0", "--tool-calls", "0"],
+        [sys.executable, "-m", "rollout.cli", "serve", "--port", "0", "--tool-calls", "0", *flags],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -27,17 +33,34 @@ def test_port_zero_prints_the_bound_port() -> None:
             lines.append(proc.stderr.readline())
             match = re.search(r"^rollout: serving http://127\.0\.0\.1:(\d+)/v1", lines[-1])
         assert match, lines
-        port = int(match.group(1))
-        assert port != 0
-        reply = httpx.post(
-            f"http://127.0.0.1:{port}/v1/responses",
-            json={"model": "m", "input": "hi"},
-            timeout=30,
-        )
-        assert reply.status_code == 200 and reply.json()["status"] == "completed"
+        yield int(match.group(1))
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def create(port: int, **fields: Any) -> httpx.Response:
+    return httpx.post(
+        f"http://127.0.0.1:{port}/v1/responses",
+        json={"model": "m", "input": "hi", **fields},
+        timeout=30,
+    )
+
+
+def test_port_zero_prints_the_bound_port() -> None:
+    with serving() as port:
+        assert port != 0
+        reply = create(port)
+        assert reply.status_code == 200 and reply.json()["status"] == "completed"
+        refused = create(port, bogus=1)  # strict by default
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "unknown_parameter"
+
+
+def test_lenient_accepts_unknown_parameters() -> None:
+    with serving("--lenient") as port:
+        reply = create(port, bogus=1, tools=[{"type": "teleport"}])
+        assert reply.status_code == 200 and reply.json()["tools"] == [{"type": "teleport"}]
 
 
 def test_the_no_plots_hint_keeps_its_brackets() -> None:

@@ -66,6 +66,17 @@ def test_sdk_over_websocket_and_a_fault(rollout_server):
     assert rollout_server.requests[0].kind == "response.create"
 
 
+def test_strict_by_default_lenient_on_request(rollout_server):
+    import openai
+
+    client = sdk(rollout_server)
+    with pytest.raises(openai.BadRequestError) as info:
+        client.responses.create(model="m", input="hi", extra_body={"bogus": 1})
+    assert info.value.body["code"] == "unknown_parameter"
+    rollout_server.lenient()
+    assert client.responses.create(model="m", input="hi", extra_body={"bogus": 1}).output_text
+
+
 def test_the_sdk_retries_through_injected_rate_limits(rollout_server):
     rollout_server.script([{"text": "through"}])
     rollout_server.fault(error="rate_limit_exceeded")
@@ -106,4 +117,4 @@ def test_the_fixture_works_in_sync_and_trio_tests(pytester: pytest.Pytester) -> 
     pytester.makepyfile(test_rig=RIG)
     pytester.makeini("[pytest]\ntrio_mode = true\n")
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)

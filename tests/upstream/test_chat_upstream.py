@@ -183,7 +183,7 @@ def test_usage_and_cached_tokens_pass_through(upstream: Any) -> None:
 
 def test_length_is_an_incomplete_response(upstream: Any) -> None:
     client = sdk(upstream())
-    response = client.responses.create(model="m", input="cut me short", max_output_tokens=5)
+    response = client.responses.create(model="m", input="cut me short", max_output_tokens=16)
     assert response.status == "incomplete"
     assert response.incomplete_details is not None
     assert response.incomplete_details.reason == "max_output_tokens"
@@ -193,9 +193,9 @@ def test_length_is_an_incomplete_response(upstream: Any) -> None:
 
 def test_max_output_tokens_reaches_the_upstream(upstream: Any, aimock: Aimock) -> None:
     client = sdk(upstream())
-    client.responses.create(model="m", input="cut me short, budget", max_output_tokens=7)
+    client.responses.create(model="m", input="cut me short, budget", max_output_tokens=17)
     (sent,) = aimock.requests_for("cut me short, budget")
-    assert sent["body"]["max_tokens"] == 7
+    assert sent["body"]["max_tokens"] == 17
 
 
 def test_an_upstream_429_is_a_retryable_429(upstream: Any, aimock: Aimock) -> None:

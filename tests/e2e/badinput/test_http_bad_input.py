@@ -197,14 +197,14 @@ ROWS: list[Row] = [
         "huge-int-2**63-range",
         post(raw_body(b'"top_logprobs": %d' % 2**63)),
         400,
-        "invalid_value",
+        "integer_above_max_value",
         "top_logprobs",
     ),
     Row(
         "huge-float-range",
         post(raw_body(b'"temperature": 1e300')),
         400,
-        "invalid_value",
+        "decimal_above_max_value",
         "temperature",
     ),
     refused("temperature-string", "invalid_type", "temperature", temperature="1"),
@@ -222,7 +222,8 @@ ROWS: list[Row] = [
     refused("tools-object", "invalid_type", "tools", tools={"type": "function"}),
     refused("metadata-int-value", "invalid_type", "metadata.k", metadata={"k": 5}),
     refused("tool-choice-bogus", "invalid_value", "tool_choice", tool_choice="sometimes"),
-    refused("type-not-create", "invalid_value", "type", type="response.append"),
+    # `type` is a WebSocket frame's key, not a parameter of an HTTP create
+    refused("type-over-http", "unknown_parameter", "type", type="response.create"),
     # -- items inside input ---------------------------------------------------------------------
     refused("item-not-object", "invalid_type", "input[0]", input=[5]),
     Row("item-unknown-type", post(item(type="bogus_item")), 400, "invalid_value", "input[0].type"),
@@ -318,7 +319,7 @@ ROWS: list[Row] = [
     ),
     Row(
         "deep-nesting-in-reasoning",
-        post(raw_body(b'"reasoning": {"a": ' + deep(300) + b"}")),
+        post(raw_body(b'"reasoning": {"context": ' + deep(300) + b"}")),
         400,
         "invalid_value",
         None,

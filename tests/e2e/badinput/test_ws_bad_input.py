@@ -178,7 +178,13 @@ ROWS: list[Row] = [
         "tools[0].name",
     ),
     Row("temperature-string", create(temperature="hot"), 400, "invalid_type", "temperature"),
-    Row("temperature-range", create(temperature=2.5), 400, "invalid_value", "temperature"),
+    Row(
+        "temperature-range",
+        create(temperature=2.5),
+        400,
+        "decimal_above_max_value",
+        "temperature",
+    ),
     Row(
         "huge-int-2**70",
         raw_create(f'"max_output_tokens": {2**70}'),
@@ -243,7 +249,7 @@ ROWS: list[Row] = [
     ),
     Row(
         "deep-nesting-in-reasoning",
-        raw_create('"reasoning": {"a": ' + deep(300).decode() + "}"),
+        raw_create('"reasoning": {"context": ' + deep(300).decode() + "}"),
         400,
         "invalid_value",
         None,

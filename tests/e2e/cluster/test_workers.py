@@ -134,7 +134,7 @@ def test_every_completed_response_survives_kill_9_and_chains_from_every_worker(
         previous = None
         for turn in range(4):  # a chain, each turn on a new connection (any worker)
             response = sdk.responses.create(
-                model="m", input=f"q{turn}", previous_response_id=previous, max_output_tokens=8
+                model="m", input=f"q{turn}", previous_response_id=previous, max_output_tokens=16
             )
             assert response.status in ("completed", "incomplete")
             completed.append(response.id)
@@ -177,6 +177,6 @@ def test_every_completed_response_survives_kill_9_and_chains_from_every_worker(
         # The chain goes on from its last completed response, on whichever worker.
         for rid in completed:
             more = sdk.responses.create(
-                model="m", input="and then?", previous_response_id=rid, max_output_tokens=4
+                model="m", input="and then?", previous_response_id=rid, max_output_tokens=16
             )
             assert more.status in ("completed", "incomplete")

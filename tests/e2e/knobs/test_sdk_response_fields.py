@@ -85,4 +85,8 @@ def test_the_json_body_is_complete(serve: Serve) -> None:
 
 def test_penalties_are_range_checked(serve: Serve) -> None:
     failure = serve().error(input="x", extra_body={"presence_penalty": 3})
-    assert (failure.code, failure.param) == ("invalid_value", "presence_penalty")
+    assert (failure.code, failure.param) == ("decimal_above_max_value", "presence_penalty")
+    assert failure.message == (
+        "Invalid 'presence_penalty': decimal above maximum value. Expected a value <= 2, but "
+        "got 3 instead."
+    )

@@ -125,13 +125,14 @@ def test_usage_counts_tokens_not_deltas_for_split_characters(serve) -> None:
 
 
 def test_max_output_tokens_gives_incomplete(serve) -> None:
-    _, client = serve(policy=ScriptedPolicy([text("one two three four five six seven eight")]))
-    resp = client.responses.create(model=MODEL, input="hi", max_output_tokens=3)
+    words = " ".join(f"w{i}" for i in range(40))
+    _, client = serve(policy=ScriptedPolicy([text(words)]))
+    resp = client.responses.create(model=MODEL, input="hi", max_output_tokens=16)  # the least
     assert resp.status == "incomplete"
     assert resp.incomplete_details is not None
     assert resp.incomplete_details.reason == "max_output_tokens"
-    assert resp.usage is not None and resp.usage.output_tokens == 3
-    assert tokens.count(resp.output_text) == 3
+    assert resp.usage is not None and resp.usage.output_tokens == 16
+    assert tokens.count(resp.output_text) == 16
 
 
 # -- SSE ----------------------------------------------------------------------------------------
@@ -256,7 +257,9 @@ def test_sdk_stream_helper_with_tools(serve) -> None:
 
 
 def test_tolerates_what_agent_clients_send(serve) -> None:
-    """real-clients.md: unknown fields and tool types, untyped items, outputs with an id."""
+    """real-clients.md: what agent clients send (Codex's `client_metadata`, `namespace` and
+    custom tools, `include`), untyped items, outputs with an id; all of it passes a strict
+    server (an unknown field does not: tests/e2e/sdk/test_http_strict.py)."""
     from rollout.model.policy import DefaultPolicy
 
     _, client = serve(policy=DefaultPolicy(tool_calls=1))
@@ -283,7 +286,6 @@ def test_tolerates_what_agent_clients_send(serve) -> None:
         extra_body={
             "client_metadata": {"x-session": "1"},
             "stream_options": {"include_obfuscation": False},
-            "some_future_field": {"nested": [1, 2]},
         },
     )
     assert first.status == "completed"

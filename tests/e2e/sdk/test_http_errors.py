@@ -50,7 +50,7 @@ BAD_BODIES: list[tuple[str, bytes, str | None, str | None]] = [
     (
         "temperature-range",
         orjson.dumps({"model": MODEL, "input": "hi", "temperature": 3}),
-        "invalid_value",
+        "decimal_above_max_value",
         "temperature",
     ),
     (
