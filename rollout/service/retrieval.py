@@ -11,37 +11,23 @@ from typing import Any
 import attrs
 
 from protocol import codec, errors
+from protocol.formats import one_of
 from protocol.items import Reasoning
 from protocol.rebuild import replay
 from protocol.response import Response, ResponseError
 from protocol.sealing import Sealed, seal
+from protocol.strictness import INCLUDABLE
 from rollout.service.eventlog import EmitEncoded, Source
 from rollout.service.service import Service
 from rollout.store.base import STOPPED, UNFINISHED, StoredResponse, visible
 
-#: What `include` may name (the SDK's ResponseIncludable).
-INCLUDABLE = (
-    "file_search_call.results",
-    "web_search_call.results",
-    "web_search_call.action.sources",
-    "message.input_image.image_url",
-    "computer_call_output.output.image_url",
-    "code_interpreter_call.outputs",
-    "reasoning.encrypted_content",
-    "message.output_text.logprobs",
-)
 ENCRYPTED = "reasoning.encrypted_content"
 
 
 def check_include(values: Sequence[str]) -> tuple[str, ...]:
+    """The `include` of a retrieve, checked as a create's is (protocol.strictness)."""
     for i, value in enumerate(values):
-        if value not in INCLUDABLE:
-            supported = ", ".join(repr(v) for v in INCLUDABLE)
-            raise errors.invalid(
-                f"Invalid value: {errors.clip(repr(value))}. Supported values are: {supported}.",
-                param=f"include[{i}]",
-                code="invalid_value",
-            )
+        one_of(value, INCLUDABLE, f"include[{i}]")
     return tuple(values)
 
 
@@ -150,7 +136,6 @@ async def cancel(service: Service, response_id: str, owner: str | None) -> Any:
 
 
 __all__ = [
-    "INCLUDABLE",
     "Rebuilt",
     "cancel",
     "check_include",
