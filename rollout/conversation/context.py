@@ -18,14 +18,17 @@ from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
     HOSTED_BY_ITEM,
     HOSTED_BY_TYPE,
-    HOSTED_ITEMS,
     WEB_SEARCH_TOOL,
     Compaction,
+    ComputerCall,
+    ComputerCallOutput,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
     Item,
     ItemReference,
+    McpApprovalResponse,
+    McpListTools,
     Message,
     OtherTool,
     Reasoning,
@@ -41,7 +44,12 @@ TEXT_FORMAT = OutputFormat()
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 NO_CALLS: Mapping[str, int] = MappingProxyType({})
 #: The items a model makes, besides assistant messages.
-_MODEL_ITEMS: tuple[type, ...] = (FunctionCall, *HOSTED_ITEMS, Reasoning)
+_MODEL_ITEMS: tuple[type, ...] = (
+    FunctionCall,
+    ComputerCall,
+    *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
+    Reasoning,
+)
 
 
 @attrs.define
@@ -67,6 +75,15 @@ def render(item: Item, hidden: str = "") -> str:
     if isinstance(item, FunctionCallOutput):
         # No ids in the prompt: they are random, and the prompt must be the same in every mode.
         return f"<|im_start|>tool\n{text_of(item.output)}<|im_end|>\n"
+    if isinstance(item, ComputerCall):
+        return (
+            f"<|im_start|>assistant to=computer\n{orjson.dumps(item.action).decode()}<|im_end|>\n"
+        )
+    if isinstance(item, ComputerCallOutput):
+        return "<|im_start|>tool\n[screenshot]<|im_end|>\n"
+    if isinstance(item, McpApprovalResponse):
+        verdict = "approved" if item.approve else f"denied {item.reason or ''}"
+        return f"<|im_start|>user\nmcp approval: {verdict}<|im_end|>\n"
     hosted = HOSTED_BY_ITEM.get(type(item))
     if hosted is not None:
         return f"<|im_start|>assistant to={hosted.name}\n{hosted.text(item)}<|im_end|>\n"
@@ -143,6 +160,9 @@ class Context:
     format: OutputFormat = TEXT_FORMAT
     response_steps: int = 0
     response_calls: int = 0
+    # MCP servers' tools listed for the current request (by server label), not yet in the
+    # response's output (set by the engine before the loop, which emits them first).
+    mcp_listed: dict[str, McpListTools] = attrs.field(factory=dict)
 
     # -- header: instructions and tools ---------------------------------------------------------
 
@@ -240,7 +260,7 @@ class Context:
             self.model_turns += 1
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
-        self.last_was_hosted = hosted is not None
+        self.last_was_hosted = hosted is not None and hosted.model
         if isinstance(item, FunctionCall):
             self.call_names[item.call_id] = item.name
             self.open_calls.add(item.call_id)
