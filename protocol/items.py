@@ -198,6 +198,7 @@ HostedItem = (
     | CodeInterpreterCall
     | FileSearchCall
     | ImageGenerationCall
+    | ComputerCall  # (a client-run tool: its call ends the response, as a function call does)
 )
 
 Item = (
@@ -210,7 +211,6 @@ Item = (
     | ItemReference
     # -- the client's side of MCP approval and computer use (protocol.toolitems) --
     | McpApprovalResponse
-    | ComputerCall
     | ComputerCallOutput
 )
 
@@ -361,6 +361,11 @@ def _file_search_text(item: FileSearchCall) -> str:
     return "\n".join([*item.queries, found])
 
 
+def _computer_text(item: ComputerCall) -> str:
+    action = item.action or {}
+    return " ".join(f"{k}={v}" for k, v in action.items())
+
+
 def _image_text(item: ImageGenerationCall) -> str:
     return f"image: {item.revised_prompt or ''}"  # the image itself is not text
 
@@ -449,6 +454,18 @@ IMAGE_GENERATION_TOOL = HostedTool(
     omit_none=("revised_prompt", "size", "quality", "output_format", "background"),
 )
 
+COMPUTER_TOOL = HostedTool(
+    name="computer",
+    types=frozenset({"computer", "computer_use_preview"}),
+    choices=frozenset({"computer", "computer_use_preview", "computer_use"}),
+    item=ComputerCall,
+    prefix="cu",
+    opening=(),
+    completed="",  # no events of its own: output_item.added and .done
+    text=_computer_text,
+    reopen=lambda done: attrs.evolve(done, status="in_progress"),
+)
+
 HOSTED_TOOLS: tuple[HostedTool, ...] = (
     WEB_SEARCH_TOOL,
     # -- issue 26 --
@@ -458,6 +475,7 @@ HOSTED_TOOLS: tuple[HostedTool, ...] = (
     CODE_INTERPRETER_TOOL,
     FILE_SEARCH_TOOL,
     IMAGE_GENERATION_TOOL,
+    COMPUTER_TOOL,
 )
 HOSTED_BY_TYPE: dict[str, HostedTool] = {t: tool for tool in HOSTED_TOOLS for t in tool.types}
 HOSTED_BY_CHOICE: dict[str, HostedTool] = {c: tool for tool in HOSTED_TOOLS for c in tool.choices}

@@ -62,7 +62,7 @@ def replay(final: Response) -> list[Event]:
             "failed",
         ):
             tool = HOSTED_BY_ITEM[type(item)]
-            events += s.begin_hosted(tool, item.id, tool.opened(item))
+            events += s.begin_hosted(tool, item.id or "", tool.opened(item))
             events += s.end_hosted(index, item)
         else:
             s.response.output.append(item)

@@ -402,7 +402,7 @@ class ResponseStream(ControlEvents):
         failed = getattr(done, "status", None) == "failed" or getattr(done, "error", None)
         closing = tool.failed if failed and tool.failed else tool.completed
         return [
-            *([self._hosted_event(closing, output_index, done.id)] if closing else []),
+            *([self._hosted_event(closing, output_index, done.id or "")] if closing else []),
             self._item_event("response.output_item.done", output_index, done),
         ]
 

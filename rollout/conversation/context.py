@@ -46,7 +46,6 @@ NO_CALLS: Mapping[str, int] = MappingProxyType({})
 #: The items a model makes, besides assistant messages.
 _MODEL_ITEMS: tuple[type, ...] = (
     FunctionCall,
-    ComputerCall,
     *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
     Reasoning,
 )
@@ -267,10 +266,13 @@ class Context:
             self.calls_since_user += 1
             if item.async_:
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput):
+        elif isinstance(item, FunctionCallOutput | ComputerCallOutput):
             self.open_calls.discard(item.call_id)
             self.async_calls.discard(item.call_id)
         elif hosted is not None:
+            if isinstance(item, ComputerCall):  # the client runs it: open until its output
+                self.call_names[item.call_id] = hosted.name
+                self.open_calls.add(item.call_id)
             done = self.hosted_since_user
             self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
         elif isinstance(item, Message) and item.role == "user":

@@ -24,7 +24,8 @@ KNOBS: dict[str, str] = {
     "tools": "Function tools the model may call (arguments generated valid for their schema); "
     "`web_search`, `code_interpreter`, `file_search` and `image_generation` are run as simulated "
     "hosted services; `mcp` servers are called for real (rollout is the MCP client; the "
-    "`rollout[mcp]` extra); other types are echoed and not called.",
+    "`rollout[mcp]` extra); `computer_use_preview`/`computer` calls are the client's to run; "
+    "other types are echoed and not called.",
     "tool_choice": "`none`: no calls; `auto`: the model's choice; `required`, a named function "
     "or a hosted type: the response's first step makes that call; `allowed_tools`: calls only "
     "from its list (`mode: required` forces the first step). Naming a tool not in `tools`, or "

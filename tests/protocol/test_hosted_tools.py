@@ -16,6 +16,7 @@ from protocol.items import (
     HOSTED_BY_TYPE,
     HOSTED_TOOLS,
     CodeInterpreterCall,
+    ComputerCall,
     FileSearchCall,
     HostedTool,
     ImageGenerationCall,
@@ -50,6 +51,9 @@ DONE: dict[type, Any] = {
     ),
     FileSearchCall: FileSearchCall(id="fs_1", status="completed", queries=("q",), results=()),
     ImageGenerationCall: ImageGenerationCall(id="ig_1", status="completed", result="iVBO"),
+    ComputerCall: ComputerCall(
+        id="cu_1", call_id="call_1", action={"type": "screenshot"}, status="completed"
+    ),
 }
 
 

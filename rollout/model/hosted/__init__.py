@@ -19,7 +19,7 @@ from protocol.items import HostedItem
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.grounding import Grounding
-from rollout.model.hosted import mcp, simulated, web_search
+from rollout.model.hosted import computer, mcp, simulated, web_search
 from rollout.model.profiles import CostProfile
 
 
@@ -112,6 +112,16 @@ HOSTED: tuple[HostedRow, ...] = (
         script="image",
         from_script=simulated.image_from_script,
         from_item=simulated.image_from_item,
+    ),
+    HostedRow(
+        spec=computer.ComputerSpec,
+        service=computer.ComputerUse,
+        plan=computer.plan,
+        wants=computer.wants,
+        script="computer",
+        from_script=computer.from_script,
+        from_item=computer.from_item,
+        ends=True,  # the client runs it: its output comes in the next request
     ),
 )
 

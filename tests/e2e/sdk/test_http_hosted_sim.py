@@ -7,6 +7,7 @@ import base64
 import zlib
 from typing import Any
 
+import openai
 import pytest
 from openai import OpenAI
 
@@ -99,3 +100,68 @@ def test_a_forcing_tool_choice_calls_it_and_its_item_round_trips(client: OpenAI,
 def test_without_the_tool_it_is_not_called(client: OpenAI) -> None:
     response = client.responses.create(model=MODEL, input="Draw a lighthouse at dusk.")
     assert [o.type for o in response.output] == ["message"]
+
+
+# -- computer use: a tool the client runs ---------------------------------------------------
+
+COMPUTER = {
+    "type": "computer_use_preview",
+    "display_width": 1024,
+    "display_height": 768,
+    "environment": "browser",
+}
+SCREENSHOT = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+
+
+def test_a_computer_call_ends_the_response_and_its_output_continues_it(client: OpenAI) -> None:
+    events = list(
+        client.responses.create(
+            model=MODEL,
+            input="Open the website and take a screenshot.",
+            tools=[COMPUTER],  # type: ignore[list-item]
+            stream=True,
+        )
+    )
+    for e in events:
+        assert_event_class(e)
+    final = events[-1]
+    assert final.type == "response.completed"
+    (call,) = final.response.output
+    assert call.type == "computer_call" and call.status == "completed"
+    assert call.action is not None and call.action.type == "screenshot"
+    assert call.call_id and call.pending_safety_checks == []
+    assert [e.type for e in events[2:-1]] == [
+        "response.output_item.added",
+        "response.output_item.done",
+    ]
+    output = {
+        "type": "computer_call_output",
+        "call_id": call.call_id,
+        "output": {"type": "computer_screenshot", "image_url": SCREENSHOT},
+    }
+    after = client.responses.create(
+        model=MODEL,
+        previous_response_id=final.response.id,
+        input=[output],  # type: ignore[list-item]
+        tools=[COMPUTER],  # type: ignore[list-item]
+    )
+    assert [o.type for o in after.output] == ["message"]
+    # The call must be answered, as a function call must.
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model=MODEL,
+            previous_response_id=final.response.id,
+            input="never mind",
+            tools=[COMPUTER],  # type: ignore[list-item]
+        )
+    assert caught.value.body["param"] == "input"  # type: ignore[index]
+
+
+def test_a_forced_computer_call(client: OpenAI) -> None:
+    response = client.responses.create(
+        model=MODEL,
+        input="hello",
+        tools=[COMPUTER],  # type: ignore[list-item]
+        tool_choice={"type": "computer_use_preview"},
+    )
+    assert [o.type for o in response.output] == ["computer_call"]
