@@ -150,3 +150,14 @@ def test_unreachable_server_is_a_424(client: OpenAI) -> None:
         "Error retrieving tool list from MCP server: 'calc'. "
         "Http status code: 424 (Failed Dependency)"
     )
+
+
+def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) -> None:
+    response = client.responses.create(
+        model=MODEL,
+        input="Please echo this text back.",
+        tools=[_mcp(mcp_url, require_approval="never")],  # type: ignore[list-item]
+    )
+    _, call, answer = response.output
+    assert call.type == "mcp_call" and call.output
+    assert f'`echo` returned "{call.output.splitlines()[0]}' in response.output_text
