@@ -159,5 +159,6 @@ def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) ->
         tools=[_mcp(mcp_url, require_approval="never")],  # type: ignore[list-item]
     )
     _, call, answer = response.output
+    assert answer.type == "message"
     assert call.type == "mcp_call" and call.output
     assert f'`echo` returned "{call.output.splitlines()[0]}' in response.output_text
