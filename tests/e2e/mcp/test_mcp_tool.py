@@ -162,3 +162,16 @@ def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) ->
     assert answer.type == "message"
     assert call.type == "mcp_call" and call.output
     assert f'`echo` returned "{call.output.splitlines()[0]}' in response.output_text
+
+
+def test_a_url_ending_in_sse_uses_the_sse_transport(client: OpenAI, mcp_sse_url: str) -> None:
+    response = client.responses.create(
+        model=MODEL,
+        input="Use the add tool to add two numbers.",
+        tools=[_mcp(mcp_sse_url, require_approval="never")],  # type: ignore[list-item]
+    )
+    listing, call, _ = response.output
+    assert listing.type == "mcp_list_tools" and len(listing.tools) == 3
+    assert call.type == "mcp_call" and call.error is None
+    args = orjson.loads(call.arguments)
+    assert call.output == str(args["a"] + args["b"])
