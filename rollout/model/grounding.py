@@ -197,7 +197,9 @@ def ground(ctx: Context) -> Grounding:
         )
     for mcp_call in reversed(mcp):
         body = _body((mcp_call.output or "")[:OUTPUT_CHARS])
-        observations.append(Observation(tool=mcp_call.name, arguments=mcp_call.arguments, output=body))
+        observations.append(
+            Observation(tool=mcp_call.name, arguments=mcp_call.arguments, output=body)
+        )
     files, dirs = listed(observations)
     paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))
     urls = _dedupe(m.group(0).rstrip(".,;") for m in _URL.finditer(prompt))
