@@ -32,6 +32,8 @@ class ToolChoice:
     hosted: frozenset[str] | None = None
     forced: str | None = None
     forced_hosted: str | None = None
+    #: What the forcing choice names within that tool: an MCP choice's (server_label, name).
+    forced_target: tuple[str | None, ...] = ()
     parallel: bool = True
     max_calls: int | None = None  # tool calls (function and hosted) per response
 
@@ -70,6 +72,10 @@ def resolve_tool_choice(
     kind = choice.get("type")
     if kind == "function":
         return ToolChoice(forced=str(choice.get("name")), **common)
+    if kind == "mcp":
+        label, name = choice.get("server_label"), choice.get("name")
+        target = (str(label) if label is not None else None, str(name) if name else None)
+        return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, forced_target=target, **common)
     if kind in HOSTED_BY_CHOICE:
         return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, **common)
     if kind == "allowed_tools":

@@ -163,6 +163,66 @@ class WebSearchCallEvent:
     item_id: str
 
 
+# -- MCP, code interpreter, file search, image generation (issue 26) ----------------------------
+
+
+@attrs.frozen(kw_only=True)
+class HostedCallEvent:
+    """A hosted call's progress (protocol.items.HOSTED_TOOLS rows other than web search)."""
+
+    type: Literal[
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.file_search_call.in_progress",
+        "response.file_search_call.searching",
+        "response.file_search_call.completed",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.completed",
+    ]
+    sequence_number: int
+    output_index: int
+    item_id: str
+
+
+@attrs.frozen(kw_only=True)
+class HostedDeltaEvent:
+    """A streamed piece of a hosted call's text: an MCP call's arguments, the code it runs."""
+
+    type: Literal["response.mcp_call_arguments.delta", "response.code_interpreter_call_code.delta"]
+    sequence_number: int
+    output_index: int
+    item_id: str
+    delta: str
+
+
+@attrs.frozen(kw_only=True)
+class McpArgumentsDoneEvent:
+    type: Literal["response.mcp_call_arguments.done"] = "response.mcp_call_arguments.done"
+    sequence_number: int
+    output_index: int
+    item_id: str
+    arguments: str
+
+
+@attrs.frozen(kw_only=True)
+class CodeDoneEvent:
+    type: Literal["response.code_interpreter_call_code.done"] = (
+        "response.code_interpreter_call_code.done"
+    )
+    sequence_number: int
+    output_index: int
+    item_id: str
+    code: str
+
+
 @attrs.frozen(kw_only=True)
 class ErrorPayload:
     type: str
@@ -308,6 +368,10 @@ Event = (
     | ArgumentsDeltaEvent
     | ArgumentsDoneEvent
     | WebSearchCallEvent
+    | HostedCallEvent
+    | HostedDeltaEvent
+    | McpArgumentsDoneEvent
+    | CodeDoneEvent
     | ErrorEvent
     | PauseEvent
     | PauseResumeEvent

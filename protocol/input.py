@@ -13,12 +13,15 @@ from protocol import errors
 from protocol.errors import clip
 from protocol.items import (
     Compaction,
+    ComputerCall,
+    ComputerCallOutput,
     ContentPart,
     FunctionCall,
     FunctionCallOutput,
     InputText,
     Item,
     ItemReference,
+    McpApprovalResponse,
     Message,
     OutputText,
     Reasoning,
@@ -67,6 +70,10 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
             )
         elif isinstance(item, FunctionCall):
             item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
+        elif isinstance(item, ComputerCall | ComputerCallOutput | McpApprovalResponse):
+            if item.id is None:
+                prefix = "mcpa" if isinstance(item, McpApprovalResponse) else "cu"
+                item = attrs.evolve(item, id=new_id(prefix))
         elif isinstance(item, Reasoning) and item.id is None:
             item = attrs.evolve(item, id=new_id("rs"))
         elif isinstance(item, Compaction) and item.id is None:
@@ -97,7 +104,9 @@ def check_input(
             calls.add(item.call_id)
             if item.async_:
                 optional.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput):
+        elif isinstance(item, ComputerCall):
+            calls.add(item.call_id)
+        elif isinstance(item, FunctionCallOutput | ComputerCallOutput):
             known = item.call_id in calls or item.call_id in open_calls
             if item.call_id in answered or not known:
                 raise errors.invalid(

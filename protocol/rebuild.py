@@ -57,8 +57,12 @@ def replay(final: Response) -> list[Event]:
             events += s.begin_call(item.id or "", item.call_id, item.name, item.async_)
             events.append(s.arguments_delta(index, item.arguments))
             events += s.end_call(index, item.arguments, item.status or "completed")
-        elif isinstance(item, HOSTED_ITEMS) and item.status == "completed":
-            events += s.begin_hosted(HOSTED_BY_ITEM[type(item)], item.id)
+        elif isinstance(item, HOSTED_ITEMS) and getattr(item, "status", "completed") in (
+            "completed",
+            "failed",
+        ):
+            tool = HOSTED_BY_ITEM[type(item)]
+            events += s.begin_hosted(tool, item.id or "", tool.opened(item))
             events += s.end_hosted(index, item)
         else:
             s.response.output.append(item)

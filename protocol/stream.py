@@ -395,23 +395,45 @@ class ResponseStream(ControlEvents):
 
     # -- hosted tools (protocol.items.HOSTED_TOOLS) ----------------------------------------------
 
-    def begin_hosted(self, tool: HostedTool, item_id: str) -> list[Event]:
-        """`output_item.added` (in progress, no result yet), then the tool's opening events."""
+    def begin_hosted(
+        self, tool: HostedTool, item_id: str, item: HostedItem | None = None
+    ) -> list[Event]:
+        """`output_item.added` (in progress, no result yet: `item`, else made from `item_id`),
+        then the tool's opening events, its streamed text (one delta, its done) and its
+        working events."""
         index = self.next_output_index
-        item = tool.item(id=item_id, status="in_progress")
+        if item is None:
+            item = tool.item(id=item_id, status="in_progress")  # type: ignore[call-arg]
         self.response.output.append(item)
-        return [
+        events = [
             self._item_event("response.output_item.added", index, item),
             *[self._hosted_event(type_, index, item_id) for type_ in tool.opening],
         ]
+        if tool.streamed is not None:
+            text = tool.streamed(item)
+            delta: Callable[..., Event] = CLASS_BY_TYPE[tool.delta]
+            done: Callable[..., Event] = CLASS_BY_TYPE[tool.done]
+            common = {"output_index": index, "item_id": item_id}
+            if text:
+                events.append(
+                    delta(type=tool.delta, sequence_number=self._n(), delta=text, **common)
+                )
+            events.append(
+                done(type=tool.done, sequence_number=self._n(), **{tool.done_key: text}, **common)
+            )
+        events += [self._hosted_event(type_, index, item_id) for type_ in tool.working]
+        return events
 
     def end_hosted(self, output_index: int, done: HostedItem) -> list[Event]:
-        """The completed item replaces the one in progress: `completed`, `output_item.done`."""
+        """The completed item replaces the one in progress: `completed` (or `failed`),
+        `output_item.done`."""
         assert type(self.response.output[output_index]) is type(done)
         tool = HOSTED_BY_ITEM[type(done)]
         self.response.output[output_index] = done
+        failed = getattr(done, "status", None) == "failed" or getattr(done, "error", None)
+        closing = tool.failed if failed and tool.failed else tool.completed
         return [
-            self._hosted_event(tool.completed, output_index, done.id),
+            *([self._hosted_event(closing, output_index, done.id or "")] if closing else []),
             self._item_event("response.output_item.done", output_index, done),
         ]
 

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import attrs
 
-from protocol.items import HostedTool
+from protocol.items import HostedItem, HostedTool
 
 
 @attrs.frozen(kw_only=True)
@@ -31,6 +31,10 @@ class HostedSpec:
     tool's spec is a subclass that names its tool: its row of protocol.items.HOSTED_TOOLS."""
 
     tool: ClassVar[HostedTool]
+
+    def opening(self, item_id: str) -> HostedItem:
+        """The call's item as it opens (in progress, no result yet)."""
+        return self.tool.item(id=item_id, status="in_progress")  # type: ignore[call-arg]
 
 
 CallSpec = FunctionCallSpec | HostedSpec

@@ -18,14 +18,16 @@ from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
     HOSTED_BY_ITEM,
     HOSTED_BY_TYPE,
-    HOSTED_ITEMS,
     WEB_SEARCH_TOOL,
     Compaction,
+    ComputerCall,
+    ComputerCallOutput,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
     Item,
     ItemReference,
+    McpListTools,
     Message,
     OtherTool,
     Reasoning,
@@ -42,7 +44,11 @@ TEXT_FORMAT = OutputFormat()
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 NO_CALLS: Mapping[str, int] = MappingProxyType({})
 #: The items a model makes, besides assistant messages.
-_MODEL_ITEMS: tuple[type, ...] = (FunctionCall, *HOSTED_ITEMS, Reasoning)
+_MODEL_ITEMS: tuple[type, ...] = (
+    FunctionCall,
+    *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
+    Reasoning,
+)
 
 
 @attrs.define
@@ -113,6 +119,9 @@ class Context:
     format: OutputFormat = TEXT_FORMAT
     response_steps: int = 0
     response_calls: int = 0
+    # MCP servers' tools listed for the current request (by server label), not yet in the
+    # response's output (set by the engine before the loop, which emits them first).
+    mcp_listed: dict[str, McpListTools] = attrs.field(factory=dict)
 
     # -- header: instructions and tools ---------------------------------------------------------
 
@@ -216,17 +225,20 @@ class Context:
             self.model_turns += 1
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
-        self.last_was_hosted = hosted is not None
+        self.last_was_hosted = hosted is not None and hosted.model
         if isinstance(item, FunctionCall):
             self.call_names[item.call_id] = item.name
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
             if item.async_:
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput):
+        elif isinstance(item, FunctionCallOutput | ComputerCallOutput):
             self.open_calls.discard(item.call_id)
             self.async_calls.discard(item.call_id)
         elif hosted is not None:
+            if isinstance(item, ComputerCall):  # the client runs it: open until its output
+                self.call_names[item.call_id] = hosted.name
+                self.open_calls.add(item.call_id)
             done = self.hosted_since_user
             self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
         elif isinstance(item, Message) and item.role == "user":

@@ -8,16 +8,21 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
+import orjson
+
 from protocol import codec
 from protocol.items import (
     HOSTED_BY_ITEM,
     Compaction,
+    ComputerCall,
+    ComputerCallOutput,
     ContentPart,
     FunctionCall,
     FunctionCallOutput,
     InputFile,
     InputImage,
     Item,
+    McpApprovalResponse,
     Message,
     Reasoning,
     Tool,
@@ -39,6 +44,13 @@ def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
     if isinstance(item, FunctionCallOutput):
         # No ids in the prompt: they are random, and the prompt must be the same in every mode.
         return "tool", text_of(item.output), _media(item.output)
+    if isinstance(item, ComputerCall):
+        return "assistant to=computer", orjson.dumps(item.action).decode(), ()
+    if isinstance(item, ComputerCallOutput):
+        return "tool", "[screenshot]", ()
+    if isinstance(item, McpApprovalResponse):
+        verdict = "approved" if item.approve else f"denied {item.reason or ''}"
+        return "user", f"mcp approval: {verdict}", ()
     hosted = HOSTED_BY_ITEM.get(type(item))
     if hosted is not None:
         return f"assistant to={hosted.name}", hosted.text(item), ()

@@ -33,7 +33,7 @@ from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
-from rollout.engine.executors import Deferred, hosted_tools
+from rollout.engine.executors import Deferred, hosted_tools, list_mcp_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
@@ -54,6 +54,7 @@ from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
 from rollout.model import profiles, reasoning
+from rollout.model.hosted import mcp
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
 from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
@@ -228,6 +229,7 @@ class Engine:
             req.tool_choice, parallel=req.parallel, max_calls=req.max_tool_calls
         )
         ctx.format = resolve_format(req.text)
+        ctx.mcp_listed = await mcp.listings(ctx, new_id)  # (a server it cannot reach: 424)
         ctx.response_steps = ctx.response_calls = 0
         if route is None:
             prefix = ctx.block_hashes[1] if len(ctx.block_hashes) > 1 else None
@@ -311,6 +313,7 @@ class Engine:
                     raise ProtocolError(
                         message=MESSAGES[plan.error], code=plan.error, type="server_error"
                     )
+                await list_mcp_tools(r)
                 outcome = await run_loop(r, self.loop_env, client)
             if cancel.scope.cancelled_caught:
                 outcome = Outcome("incomplete", reason=cancel.reason)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from protocol.items import HOSTED_ITEMS, Item
+from protocol.items import HOSTED_ITEMS, MCP_LIST_TOOL, Item
 from rollout.conversation.calls import HostedSpec
 from rollout.engine.loop import Call, Executor, Rollout
 from rollout.model.hosted import HOSTED, Service
@@ -59,6 +59,32 @@ class Hosted:
         return done
 
 
+@attrs.define
+class HostedEnd:
+    """A hosted call that ends the response (an MCP approval request: the client answers it in
+    the next request, as it answers a function call): closed on the wire, kept in the context
+    for the continuation, and the response ends."""
+
+    service: Service
+    scans = False
+
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> None:
+        done = await Hosted(self.service).call(r, calls)
+        r.ctx.extend(done, r.work, scan=False)
+        return None
+
+
+async def list_mcp_tools(r: Rollout) -> None:
+    """The MCP servers' tool listings the engine made for this request (rollout.model.hosted
+    .mcp.listings), as the response's first items: `mcp_list_tools` and its events."""
+    listed, r.ctx.mcp_listed = list(r.ctx.mcp_listed.values()), {}
+    for item in listed:
+        index = r.stream.next_output_index
+        await r.send(r.stream.begin_hosted(MCP_LIST_TOOL, item.id, MCP_LIST_TOOL.opened(item)))
+        await r.send(r.stream.end_hosted(index, item))
+        r.ctx.extend([item], r.work, scan=False)
+
+
 def hosted_tools(costs: CostProfile) -> dict[type[HostedSpec], Executor]:
     """The executor of each hosted tool of the table, by its spec class."""
-    return {row.spec: Hosted(row.service(costs)) for row in HOSTED}
+    return {row.spec: (HostedEnd if row.ends else Hosted)(row.service(costs)) for row in HOSTED}

@@ -53,7 +53,8 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         # Each hosted tool's calls go to its executor, in step order (the context keeps the
         # output's order), a run of one tool's calls at a time.
         for kind, run in itertools.groupby(hosted, key=lambda c: type(c.spec)):
-            await _execute(r, env, env.hosted[kind], list(run))
+            if not await _execute(r, env, env.hosted[kind], list(run)):
+                return Outcome("completed")  # (an MCP approval request ends the response)
         if functions:
             r.ctx.extend([c.item for c in functions], r.work, scan=False)
             deferred = [c for c in functions if _is_async(c)]

@@ -213,7 +213,8 @@ class StepRunner:
         elif isinstance(piece, p.Hosted):
             r.ctx.response_calls += 1
             tool = piece.spec.tool  # its item and opening events (protocol.items.HOSTED_TOOLS)
-            await r.send(r.stream.begin_hosted(tool, new_id(tool.prefix)))
+            item_id = new_id(tool.prefix)
+            await r.send(r.stream.begin_hosted(tool, item_id, piece.spec.opening(item_id)))
             item = r.stream.response.output[self.index]
             self.calls.append(ToolCall(self.index, item, piece.spec))
         elif isinstance(piece, p.ReasoningStart):

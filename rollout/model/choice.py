@@ -28,13 +28,13 @@ def _allowed(spec: CallSpec, ctx: Context) -> bool:
     declare; only `tool_choice` forbids)."""
     choice = ctx.choice
     if isinstance(spec, HostedSpec):
-        return choice.allows_hosted(spec.tool.name)
+        return choice.allows_hosted(spec.tool.offered_as)
     return choice.allows(spec.name)
 
 
 def _is_forced_hosted(spec: CallSpec, ctx: Context) -> bool:
     """Whether the call is of the hosted tool `tool_choice` forces."""
-    return isinstance(spec, HostedSpec) and spec.tool.name == ctx.choice.forced_hosted
+    return isinstance(spec, HostedSpec) and spec.tool.offered_as == ctx.choice.forced_hosted
 
 
 def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
@@ -73,7 +73,9 @@ def _hosted_call(ctx: Context) -> CallStep | None:
     for name in names:
         row = BY_NAME.get(name)
         if row is not None and name in ctx.hosted and choice.allows_hosted(name):
-            return CallStep(calls=(row.plan(ctx),))
+            spec = row.plan(ctx)
+            if spec is not None:  # (an MCP server that lists no tool has nothing to call)
+                return CallStep(calls=(spec,))
     return None
 
 

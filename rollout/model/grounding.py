@@ -12,7 +12,14 @@ from typing import Final
 import attrs
 import orjson
 
-from protocol.items import FunctionCall, FunctionCallOutput, Message, WebSearchCall, text_of
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    McpCall,
+    Message,
+    WebSearchCall,
+    text_of,
+)
 from rollout.conversation.context import Context
 from rollout.model.args.vocabulary import Vocabulary
 
@@ -166,6 +173,7 @@ def ground(ctx: Context) -> Grounding:
     calls: dict[str, FunctionCall] = {}
     searches = 0
     outputs: list[FunctionCallOutput] = []
+    mcp: list[McpCall] = []
     for item in reversed(ctx.items):
         if isinstance(item, Message) and item.role == "user":
             break
@@ -176,6 +184,9 @@ def ground(ctx: Context) -> Grounding:
             calls[item.call_id] = item
         elif isinstance(item, WebSearchCall):
             searches += 1
+        elif isinstance(item, McpCall) and item.output is not None:  # an MCP tool's result
+            if len(mcp) < MAX_OBSERVATIONS:
+                mcp.append(item)
     for out in reversed(outputs):
         call = calls.get(out.call_id)
         name = call.name if call else ctx.call_names.get(out.call_id, "")
@@ -183,6 +194,11 @@ def ground(ctx: Context) -> Grounding:
         body = _body(text_of(out.output)[:OUTPUT_CHARS])
         observations.append(
             Observation(tool=name, arguments=arguments, output=body, command=_command(arguments))
+        )
+    for mcp_call in reversed(mcp):
+        body = _body((mcp_call.output or "")[:OUTPUT_CHARS])
+        observations.append(
+            Observation(tool=mcp_call.name, arguments=mcp_call.arguments, output=body)
         )
     files, dirs = listed(observations)
     paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))

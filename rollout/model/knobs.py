@@ -25,9 +25,11 @@ KNOBS: dict[str, str] = {
     "`queued`; poll, stream again from any event, cancel (docs/long-running.md). Needs `store`; "
     "refused over WebSocket.",
     "tools": "Function tools the model may call (arguments generated valid for their schema; a "
-    "`strict: true` one's schema is checked like the real API's); `web_search` is run as a "
-    "simulated hosted service; the SDK's other types are echoed and not called; an unknown type "
-    "is refused (echoed under `--lenient`).",
+    "`strict: true` one's schema is checked like the real API's); `web_search`, "
+    "`code_interpreter`, `file_search` and `image_generation` are run as simulated hosted "
+    "services; `mcp` servers are called for real (rollout is the MCP client; the `rollout[mcp]` "
+    "extra); `computer_use_preview`/`computer` calls are the client's to run; the SDK's other "
+    "types are echoed and not called; an unknown type is refused (echoed under `--lenient`).",
     "tool_choice": "`none`: no calls; `auto`: the model's choice; `required`, a named function "
     "or a hosted type: the response's first step makes that call; `allowed_tools`: calls only "
     "from its list (`mode: required` forces the first step). Naming a tool not in `tools`, or "

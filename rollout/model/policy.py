@@ -255,7 +255,7 @@ def hosted_call(ctx: Context, g: Grounding, named: bool) -> CallStep | None:
     to be called now (the first in the table's order)."""
     choice = ctx.choice
     for row in HOSTED:
-        if row.name in ctx.hosted and choice.allows_hosted(row.name):
+        if row.offered_as in ctx.hosted and choice.allows_hosted(row.offered_as):
             spec = row.wants(ctx, g, named)
             if spec is not None:
                 return CallStep(calls=(spec,))

@@ -54,6 +54,9 @@ class CostProfile:
     safety_per_token_s: float = 0.0  # safety classifier, per input token scanned
     billing_s: float = 0.0  # billing/usage write, once per response (chain) or rollout (append)
     web_search_s: float = 0.0  # the hosted web-search service, per call
+    code_interpreter_s: float = 0.0  # the hosted code interpreter, per call
+    file_search_s: float = 0.0  # the hosted file search, per call
+    image_generation_s: float = 0.0  # the hosted image generation, per call
     connection_setup_s: float = 0.0  # per new connection (auth, session setup)
 
     def safety_seconds(self, tokens: int) -> float:
@@ -73,6 +76,9 @@ COST_PROFILES: dict[str, CostProfile] = {
             safety_per_token_s=0.000_000_5,
             billing_s=0.015,
             web_search_s=0.300,
+            code_interpreter_s=0.500,
+            file_search_s=0.200,
+            image_generation_s=1.000,
             connection_setup_s=0.020,
         ),
     )

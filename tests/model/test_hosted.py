@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.items import HOSTED_TOOLS
-from rollout.engine.executors import Hosted, hosted_tools
+from rollout.engine.executors import Hosted, HostedEnd, hosted_tools
 from rollout.model.hosted import BY_ITEM_TYPE, BY_NAME, BY_SCRIPT, HOSTED, HostedRow
 from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import CallStep
@@ -15,11 +15,15 @@ from rollout.model.script import step
 
 
 def test_the_simulation_runs_every_hosted_tool_of_the_wire() -> None:
-    assert [row.spec.tool for row in HOSTED] == list(HOSTED_TOOLS)
+    # (An MCP server's tool listing is the server's, made before the model samples.)
+    assert [row.spec.tool for row in HOSTED] == [t for t in HOSTED_TOOLS if t.model]
     assert len(BY_NAME) == len(BY_SCRIPT) == len(BY_ITEM_TYPE) == len(HOSTED)
     executors = hosted_tools(COST_PROFILES["service"])
     assert set(executors) == {row.spec for row in HOSTED}
-    assert all(isinstance(e, Hosted) and not e.scans for e in executors.values())
+    ends = {row.spec for row in HOSTED if row.ends}
+    assert all(isinstance(e, HostedEnd) for s, e in executors.items() if s in ends)
+    assert all(isinstance(e, Hosted) for s, e in executors.items() if s not in ends)
+    assert not any(e.scans for e in executors.values())
 
 
 @pytest.mark.parametrize("row", HOSTED, ids=lambda r: r.name)

@@ -129,6 +129,74 @@ web_search_calls = builds_item(
     status=st.sampled_from(["in_progress", "searching", "completed", "failed"]),
     action=optional(web_search_actions),
 )
+# -- MCP, code interpreter, file search, image generation, computer (protocol.toolitems) --
+json_object_tuples = st.lists(json_objects, max_size=2).map(tuple)
+mcp_list_tools = builds_item(
+    it.McpListTools, id=ids, server_label=ids, tools=json_object_tuples, error=optional(texts)
+)
+mcp_calls = builds_item(
+    it.McpCall,
+    id=ids,
+    server_label=ids,
+    name=ids,
+    arguments=texts,
+    approval_request_id=optional(ids),
+    error=optional(json_objects),
+    output=optional(texts),
+    status=statuses,
+)
+mcp_approval_requests = builds_item(
+    it.McpApprovalRequest, id=ids, server_label=ids, name=ids, arguments=texts
+)
+mcp_approval_responses = builds_item(
+    it.McpApprovalResponse,
+    id=optional(ids),
+    approval_request_id=ids,
+    approve=st.booleans(),
+    reason=optional(texts),
+)
+code_interpreter_calls = builds_item(
+    it.CodeInterpreterCall,
+    id=ids,
+    status=st.sampled_from(["in_progress", "interpreting", "completed"]),
+    container_id=ids,
+    code=optional(texts),
+    outputs=optional(json_object_tuples),
+)
+file_search_calls = builds_item(
+    it.FileSearchCall,
+    id=ids,
+    status=st.sampled_from(["in_progress", "searching", "completed"]),
+    queries=st.lists(texts, max_size=2).map(tuple),
+    results=optional(json_object_tuples),
+)
+image_generation_calls = builds_item(
+    it.ImageGenerationCall,
+    id=ids,
+    status=st.sampled_from(["in_progress", "generating", "completed"]),
+    result=optional(texts),
+    revised_prompt=optional(texts),
+    size=optional(texts),
+    quality=optional(texts),
+    output_format=optional(texts),
+    background=optional(texts),
+)
+computer_calls = builds_item(
+    it.ComputerCall,
+    id=optional(ids),
+    call_id=ids,
+    action=optional(json_objects),
+    pending_safety_checks=json_object_tuples,
+    status=statuses,
+)
+computer_call_outputs = builds_item(
+    it.ComputerCallOutput,
+    id=optional(ids),
+    call_id=ids,
+    output=json_objects,
+    acknowledged_safety_checks=optional(json_object_tuples),
+    status=statuses,
+)
 reasonings = builds_item(
     it.Reasoning,
     id=optional(ids),
@@ -333,6 +401,25 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
         "arguments": texts,
     },
     ev.WebSearchCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},
+    ev.HostedCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},
+    ev.HostedDeltaEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "item_id": ids,
+        "delta": texts,
+    },
+    ev.McpArgumentsDoneEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "item_id": ids,
+        "arguments": texts,
+    },
+    ev.CodeDoneEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "item_id": ids,
+        "code": texts,
+    },
     ev.ErrorEvent: {
         "error": st.builds(
             ev.ErrorPayload,

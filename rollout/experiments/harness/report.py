@@ -80,6 +80,9 @@ COSTS_WHEN = {
     "safety_per_token_s": "per token scanned",
     "billing_s": "per response (per rollout in the append shapes)",
     "web_search_s": "per hosted web search",
+    "code_interpreter_s": "per hosted code interpreter call",
+    "file_search_s": "per hosted file search",
+    "image_generation_s": "per hosted image generation",
     "connection_setup_s": "per new connection",
 }
 

@@ -19,7 +19,7 @@ from protocol.items import HostedItem
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.grounding import Grounding
-from rollout.model.hosted import web_search
+from rollout.model.hosted import computer, mcp, simulated, web_search
 from rollout.model.profiles import CostProfile
 
 
@@ -36,17 +36,24 @@ class Service(Protocol):
 class HostedRow:
     spec: type[HostedSpec]  # its calls' spec; `spec.tool` is the wire side
     service: Callable[[CostProfile], Service]
-    plan: Callable[[Context], HostedSpec]  # the call a step the request forces to call it makes
+    #: The call a step the request forces to call it makes (None: it has nothing to call).
+    plan: Callable[[Context], HostedSpec | None]
     #: The default model's own call now (given what it knows, and whether a function tool is
     #: named for the subject), or None.
     wants: Callable[[Context, Grounding, bool], HostedSpec | None]
     script: str  # the key of a call in a script (`{"search": "query"}`)
     from_script: Callable[[Any], HostedSpec]  # a call from that key's value
     from_item: Callable[[Mapping[str, Any]], HostedSpec]  # a call from its recorded item
+    ends: bool = False  # its call ends the response (an MCP approval request)
 
     @property
     def name(self) -> str:
         return self.spec.tool.name
+
+    @property
+    def offered_as(self) -> str:
+        """The tool of the request that offers it (`ctx.hosted`, `tool_choice`)."""
+        return self.spec.tool.offered_as
 
 
 HOSTED: tuple[HostedRow, ...] = (
@@ -58,6 +65,63 @@ HOSTED: tuple[HostedRow, ...] = (
         script="search",
         from_script=web_search.from_script,
         from_item=web_search.from_item,
+    ),
+    # -- issue 26: MCP, code interpreter, file search, image generation --
+    HostedRow(
+        spec=mcp.McpCallSpec,
+        service=mcp.McpCalls,
+        plan=mcp.plan,
+        wants=mcp.wants,
+        script="mcp",
+        from_script=mcp.from_script,
+        from_item=mcp.from_item,
+    ),
+    HostedRow(
+        spec=mcp.McpApprovalSpec,
+        service=mcp.Approvals,
+        plan=mcp.no_plan,
+        wants=mcp.never,
+        script="mcp_approval",
+        from_script=mcp.approval_from_script,
+        from_item=mcp.approval_from_item,
+        ends=True,
+    ),
+    HostedRow(
+        spec=simulated.CodeSpec,
+        service=simulated.CodeInterpreter,
+        plan=simulated.code_plan,
+        wants=simulated.code_wants,
+        script="code",
+        from_script=simulated.code_from_script,
+        from_item=simulated.code_from_item,
+    ),
+    HostedRow(
+        spec=simulated.FileSearchSpec,
+        service=simulated.FileSearch,
+        plan=simulated.search_plan,
+        wants=simulated.search_wants,
+        script="file_search",
+        from_script=simulated.search_from_script,
+        from_item=simulated.search_from_item,
+    ),
+    HostedRow(
+        spec=simulated.ImageSpec,
+        service=simulated.ImageGeneration,
+        plan=simulated.image_plan,
+        wants=simulated.image_wants,
+        script="image",
+        from_script=simulated.image_from_script,
+        from_item=simulated.image_from_item,
+    ),
+    HostedRow(
+        spec=computer.ComputerSpec,
+        service=computer.ComputerUse,
+        plan=computer.plan,
+        wants=computer.wants,
+        script="computer",
+        from_script=computer.from_script,
+        from_item=computer.from_item,
+        ends=True,  # the client runs it: its output comes in the next request
     ),
 )
 

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ TIMEOUT_S = 300  # a hang guard for each step (pip's install is most of the test
 # What the extras install and the base install must not need (pip names).
 EXTRA_ONLY = [
     "coredis",
+    "mcp",
     "matplotlib",
     "openai",
     "jsonschema",
@@ -149,6 +151,20 @@ def test_serve_answers_a_request(venv: Path, tmp_path: Path) -> None:
         )
         with urllib.request.urlopen(request, timeout=60) as reply:
             assert json.load(reply)["status"] == "completed"
+        # An mcp tool needs the mcp extra: the request is refused, saying so.
+        mcp = {"type": "mcp", "server_label": "s", "server_url": "http://127.0.0.1:9/mcp"}
+        body = {"model": "m", "input": "hi", "tools": [mcp]}
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/responses",
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 500
+        error = json.load(refused.value)["error"]
+        assert error["code"] == "mcp_unavailable"
+        assert "pip install 'rollout[mcp]'" in error["message"]
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
