@@ -21,7 +21,7 @@ from protocol.events import (
     SteerPendingEvent,
     SteerRef,
 )
-from protocol.items import FunctionCall
+from protocol.items import Item, call_name
 from protocol.response import Response, Usage
 
 
@@ -33,13 +33,14 @@ class ControlEvents:
 
     # -- the append shape -----------------------------------------------------------------------
 
-    def pause(self, calls: Sequence[FunctionCall], usage: Usage) -> PauseEvent:
+    def pause(self, calls: Sequence[Item], usage: Usage) -> PauseEvent:
         """`response.done`: small on purpose, it does not repeat the response snapshot."""
         return PauseEvent(
             sequence_number=self._n(),
             response_id=self.response.id,
             pending_calls=tuple(
-                PendingCall(call_id=c.call_id, name=c.name, item_id=c.id or "") for c in calls
+                PendingCall(call_id=c.call_id, name=call_name(c), item_id=c.id or "")  # type: ignore[union-attr]
+                for c in calls
             ),
             usage=usage,
         )
@@ -63,10 +64,13 @@ class ControlEvents:
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
         )
 
-    def steer_pending(self, steer_id: str, required: Sequence[FunctionCall]) -> SteerPendingEvent:
+    def steer_pending(self, steer_id: str, required: Sequence[Item]) -> SteerPendingEvent:
         return SteerPendingEvent(
             reason="waiting_for_required_input",
-            required_input=tuple(RequiredInput(call_id=c.call_id, name=c.name) for c in required),
+            required_input=tuple(
+                RequiredInput(call_id=c.call_id, name=call_name(c))  # type: ignore[union-attr]
+                for c in required
+            ),
             sequence_number=self._n(),
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
         )

@@ -28,6 +28,7 @@ from protocol.items import (
     OtherTool,
     Reasoning,
 )
+from protocol.toolitems import OMIT_NONE as CLIENT_OMIT_NONE
 
 T = TypeVar("T")
 
@@ -303,6 +304,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("prompt_cache_breakpoint",)),
+    *CLIENT_OMIT_NONE,  # the client's tools other than functions (protocol.toolitems)
 )
 for _cls, _keys in _OMIT_NONE:
     converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))

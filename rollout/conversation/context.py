@@ -16,9 +16,11 @@ import orjson
 from protocol import codec, errors
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.items import (
+    CALL_ITEMS,
     HOSTED_BY_ITEM,
     HOSTED_BY_TYPE,
     HOSTED_ITEMS,
+    OUTPUT_ITEMS,
     WEB_SEARCH_TOOL,
     Compaction,
     FunctionCall,
@@ -30,7 +32,15 @@ from protocol.items import (
     OtherTool,
     Reasoning,
     Tool,
+    answered_call,
     text_of,
+)
+from protocol.toolitems import (
+    BUILTIN_CLIENT_TYPES,
+    CLIENT_BY_CALL,
+    CLIENT_BY_OUTPUT,
+    CLIENT_CALLS,
+    CustomToolCallOutput,
 )
 from rollout.conversation import tokens as tok
 from rollout.conversation.scan import findings as scan_findings
@@ -41,7 +51,7 @@ TEXT_FORMAT = OutputFormat()
 BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 NO_CALLS: Mapping[str, int] = MappingProxyType({})
 #: The items a model makes, besides assistant messages.
-_MODEL_ITEMS: tuple[type, ...] = (FunctionCall, *HOSTED_ITEMS, Reasoning)
+_MODEL_ITEMS: tuple[type, ...] = (FunctionCall, *CLIENT_CALLS, *HOSTED_ITEMS, Reasoning)
 
 
 @attrs.define
@@ -70,6 +80,13 @@ def render(item: Item, hidden: str = "") -> str:
     hosted = HOSTED_BY_ITEM.get(type(item))
     if hosted is not None:
         return f"<|im_start|>assistant to={hosted.name}\n{hosted.text(item)}<|im_end|>\n"
+    client = CLIENT_BY_CALL.get(type(item))
+    if client is not None:  # the client's other tools (protocol.toolitems): as a function's
+        name = client.name_of(item)
+        return f"<|im_start|>assistant to={name}\n{client.call_text(item)}<|im_end|>\n"
+    client = CLIENT_BY_OUTPUT.get(type(item))
+    if client is not None:
+        return f"<|im_start|>tool\n{client.output_text(item)}<|im_end|>\n"
     if isinstance(item, Reasoning):
         # The hidden reasoning (restored from encrypted_content, or kept from this server's own
         # step) is part of the prompt; a client's summary alone is all that is left otherwise.
@@ -93,7 +110,7 @@ def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
 def _breakpoint(item: Item) -> dict[str, Any] | None:
     """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
     content = item.content if isinstance(item, Message) else None
-    if isinstance(item, FunctionCallOutput):
+    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
         content = item.output
     if content is None or isinstance(content, str):
         return None
@@ -117,6 +134,8 @@ class Context:
     instructions: str | None = None
     tools: tuple[Tool, ...] = ()
     function_tools: dict[str, FunctionTool] = attrs.field(factory=dict)
+    custom_tools: dict[str, OtherTool] = attrs.field(factory=dict)  # `custom` tools, by name
+    client_tools: frozenset[str] = frozenset()  # the built-in client tools offered, by type
     hosted: frozenset[str] = frozenset()  # the hosted tools the request offers, by name
     scan: ScanState = attrs.field(factory=ScanState)
     route: Route | None = None
@@ -163,6 +182,14 @@ class Context:
         self.instructions = instructions
         self.tools = tools
         self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        self.custom_tools = {
+            str(t.raw.get("name")): t
+            for t in tools
+            if isinstance(t, OtherTool) and t.type == "custom"
+        }
+        self.client_tools = frozenset(
+            t.type for t in tools if isinstance(t, OtherTool) and t.type in BUILTIN_CLIENT_TYPES
+        )
         self.hosted = frozenset(
             HOSTED_BY_TYPE[t.type].name
             for t in tools
@@ -241,15 +268,18 @@ class Context:
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
         self.last_was_hosted = hosted is not None
-        if isinstance(item, FunctionCall):
-            self.call_names[item.call_id] = item.name
+        if isinstance(item, CALL_ITEMS):
+            client = CLIENT_BY_CALL.get(type(item))
+            name = item.name if client is None else client.name_of(item)
+            self.call_names[item.call_id] = name
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
-            if item.async_:
+            if getattr(item, "async_", None):
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput):
-            self.open_calls.discard(item.call_id)
-            self.async_calls.discard(item.call_id)
+        elif isinstance(item, OUTPUT_ITEMS):
+            call_id = answered_call(item)
+            self.open_calls.discard(call_id)
+            self.async_calls.discard(call_id)
         elif hosted is not None:
             done = self.hosted_since_user
             self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
@@ -313,7 +343,7 @@ class Context:
         while drop < len(self.items) and total > window:
             total -= self.item_tokens[drop]
             drop += 1
-        while drop < len(self.items) and isinstance(self.items[drop], FunctionCallOutput):
+        while drop < len(self.items) and isinstance(self.items[drop], OUTPUT_ITEMS):
             drop += 1
         ctx = Context(hidden=dict(self.hidden), route=self.route, scan=attrs.evolve(self.scan))
         ctx.choice, ctx.format = self.choice, self.format
@@ -339,6 +369,7 @@ class Context:
             open_calls=set(self.open_calls),
             async_calls=set(self.async_calls),
             function_tools=dict(self.function_tools),
+            custom_tools=dict(self.custom_tools),
             item_tokens=list(self.item_tokens),
             body_breakpoints=list(self.body_breakpoints),
             hidden=dict(self.hidden),

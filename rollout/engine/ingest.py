@@ -20,6 +20,7 @@ from protocol.items import (
     text_of,
 )
 from protocol.sealing import unseal
+from protocol.toolitems import CLIENT_BY_CALL, CLIENT_BY_OUTPUT
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
 
@@ -35,6 +36,10 @@ def _chars(item: Item) -> int:
         return len(text_of(item.output)) + 16
     if isinstance(item, FunctionCall):
         return len(item.arguments) + len(item.name) + 16
+    if (tool := CLIENT_BY_CALL.get(type(item))) is not None:
+        return len(tool.call_text(item)) + 16
+    if (tool := CLIENT_BY_OUTPUT.get(type(item))) is not None:
+        return len(tool.output_text(item)) + 16
     return 64
 
 
