@@ -11,6 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from protocol.items import HOSTED_BY_CHOICE
+from protocol.toolitems import BUILTIN_CLIENT_TYPES
 
 Mode = Literal["none", "auto", "required"]
 FormatType = Literal["text", "json_object", "json_schema"]
@@ -24,7 +25,9 @@ class ToolChoice:
     `allowed_tools` choice narrows them), `hosted` the hosted tools (by name, of
     protocol.items.HOSTED_TOOLS) it may call when they are offered (None: all of them); `forced`
     names the one function the first step must call, `forced_hosted` the hosted tool it must
-    call; `mode == "required"` makes the first step call some allowed tool.
+    call; `mode == "required"` makes the first step call some allowed tool. Custom tools are
+    named like functions (`functions`, `forced`); the built-in client tools (`shell`,
+    `local_shell`, `apply_patch`: protocol.toolitems) are `client` and `forced_client`, by type.
     """
 
     mode: Mode = "auto"
@@ -32,6 +35,8 @@ class ToolChoice:
     hosted: frozenset[str] | None = None
     forced: str | None = None
     forced_hosted: str | None = None
+    client: frozenset[str] | None = None
+    forced_client: str | None = None
     parallel: bool = True
     max_calls: int | None = None  # tool calls (function and hosted) per response
 
@@ -41,9 +46,17 @@ class ToolChoice:
     def allows_hosted(self, name: str) -> bool:
         return self.mode != "none" and (self.hosted is None or name in self.hosted)
 
+    def allows_client(self, kind: str) -> bool:
+        return self.mode != "none" and (self.client is None or kind in self.client)
+
     @property
     def must_call(self) -> bool:
-        return self.mode == "required" or self.forced is not None or self.forced_hosted is not None
+        return (
+            self.mode == "required"
+            or self.forced is not None
+            or self.forced_hosted is not None
+            or self.forced_client is not None
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -68,20 +81,25 @@ def resolve_tool_choice(
         return _named_choice(choice, parallel, max_calls)
     common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
     kind = choice.get("type")
-    if kind == "function":
+    if kind in ("function", "custom"):
         return ToolChoice(forced=str(choice.get("name")), **common)
+    if kind in BUILTIN_CLIENT_TYPES:
+        return ToolChoice(forced_client=str(kind), **common)
     if kind in HOSTED_BY_CHOICE:
         return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, **common)
     if kind == "allowed_tools":
         allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
-        names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
+        names = frozenset(
+            str(t.get("name")) for t in allowed if t.get("type") in ("function", "custom")
+        )
+        client = frozenset(str(t["type"]) for t in allowed if t.get("type") in BUILTIN_CLIENT_TYPES)
         hosted = frozenset(
             HOSTED_BY_CHOICE[t["type"]].name for t in allowed if t.get("type") in HOSTED_BY_CHOICE
         )
         mode: Mode = "required" if choice.get("mode") == "required" else "auto"
-        return ToolChoice(mode=mode, functions=names, hosted=hosted, **common)
-    # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
-    # not call function tools instead, so it answers with text.
+        return ToolChoice(mode=mode, functions=names, hosted=hosted, client=client, **common)
+    # A hosted tool the simulated model does not call (file search, MCP, ...): it may not call
+    # function tools instead, so it answers with text.
     return ToolChoice(mode="none", **common)
 
 

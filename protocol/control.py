@@ -21,7 +21,7 @@ from protocol.events import (
     SteerPendingEvent,
     SteerRef,
 )
-from protocol.items import Item, call_name
+from protocol.items import CallItem, call_name
 from protocol.response import Response, Usage
 
 
@@ -33,14 +33,13 @@ class ControlEvents:
 
     # -- the append shape -----------------------------------------------------------------------
 
-    def pause(self, calls: Sequence[Item], usage: Usage) -> PauseEvent:
+    def pause(self, calls: Sequence[CallItem], usage: Usage) -> PauseEvent:
         """`response.done`: small on purpose, it does not repeat the response snapshot."""
         return PauseEvent(
             sequence_number=self._n(),
             response_id=self.response.id,
             pending_calls=tuple(
-                PendingCall(call_id=c.call_id, name=call_name(c), item_id=c.id or "")  # type: ignore[union-attr]
-                for c in calls
+                PendingCall(call_id=c.call_id, name=call_name(c), item_id=c.id or "") for c in calls
             ),
             usage=usage,
         )
@@ -64,12 +63,11 @@ class ControlEvents:
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
         )
 
-    def steer_pending(self, steer_id: str, required: Sequence[Item]) -> SteerPendingEvent:
+    def steer_pending(self, steer_id: str, required: Sequence[CallItem]) -> SteerPendingEvent:
         return SteerPendingEvent(
             reason="waiting_for_required_input",
             required_input=tuple(
-                RequiredInput(call_id=c.call_id, name=call_name(c))  # type: ignore[union-attr]
-                for c in required
+                RequiredInput(call_id=c.call_id, name=call_name(c)) for c in required
             ),
             sequence_number=self._n(),
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),

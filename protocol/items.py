@@ -158,8 +158,10 @@ Item = (
 
 #: The calls the client answers (functions and the other client tools, protocol.toolitems), and
 #: the outputs that answer them.
-CALL_ITEMS: tuple[type, ...] = (FunctionCall, *CLIENT_CALLS)
-OUTPUT_ITEMS: tuple[type, ...] = (FunctionCallOutput, *CLIENT_OUTPUTS)
+CallItem = FunctionCall | ClientCallItem
+OutputItem = FunctionCallOutput | ClientOutputItem
+CALL_ITEMS: tuple[type[CallItem], ...] = (FunctionCall, *CLIENT_CALLS)
+OUTPUT_ITEMS: tuple[type[OutputItem], ...] = (FunctionCallOutput, *CLIENT_OUTPUTS)
 
 
 def call_name(item: Any) -> str:

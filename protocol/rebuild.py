@@ -15,6 +15,7 @@ from protocol.items import (
 )
 from protocol.response import Response, ResponseError, Usage
 from protocol.stream import ResponseStream
+from protocol.toolitems import CLIENT_CALLS, CustomToolCall
 
 
 def _one_part(item: Message) -> bool:
@@ -57,6 +58,12 @@ def replay(final: Response) -> list[Event]:
             events += s.begin_call(item.id or "", item.call_id, item.name, item.async_)
             events.append(s.arguments_delta(index, item.arguments))
             events += s.end_call(index, item.arguments, item.status or "completed")
+        elif isinstance(item, CustomToolCall):
+            events += s.begin_custom(item.id or "", item.call_id, item.name)
+            events.append(s.input_delta(index, item.input))
+            events += s.end_custom(index, item.input, item.status)
+        elif isinstance(item, CLIENT_CALLS):
+            events += s.client_call(item)
         elif isinstance(item, HOSTED_ITEMS) and item.status == "completed":
             events += s.begin_hosted(HOSTED_BY_ITEM[type(item)], item.id)
             events += s.end_hosted(index, item)

@@ -219,7 +219,7 @@ class ClientTool:
     """A kind of tool the client runs (a row of CLIENT_TOOLS): the `tools[].type` that offers it,
     its call and output items, the prefixes of their ids, and what the prompt shows of each."""
 
-    type: str  # its `tools[].type`; for the built-in ones, also its `tool_choice` type
+    tool_type: str  # its `tools[].type`; for the built-in ones, also its `tool_choice` type
     call: type[Any]
     output: type[Any]
     call_prefix: str
@@ -230,11 +230,11 @@ class ClientTool:
 
     def name_of(self, item: Any) -> str:
         """The tool a call names (a custom tool's own name; else the tool's type)."""
-        return str(item.name) if isinstance(item, CustomToolCall) else self.type
+        return str(item.name) if isinstance(item, CustomToolCall) else self.tool_type
 
 
 CUSTOM_TOOL = ClientTool(
-    type="custom",
+    tool_type="custom",
     call=CustomToolCall,
     output=CustomToolCallOutput,
     call_prefix="ctc",
@@ -244,7 +244,7 @@ CUSTOM_TOOL = ClientTool(
     output_text=_custom_output_text,
 )
 SHELL_TOOL = ClientTool(
-    type="shell",
+    tool_type="shell",
     call=ShellCall,
     output=ShellCallOutput,
     call_prefix="sh",
@@ -254,7 +254,7 @@ SHELL_TOOL = ClientTool(
     output_text=_shell_output_text,
 )
 LOCAL_SHELL_TOOL = ClientTool(
-    type="local_shell",
+    tool_type="local_shell",
     call=LocalShellCall,
     output=LocalShellCallOutput,
     call_prefix="lsh",
@@ -264,7 +264,7 @@ LOCAL_SHELL_TOOL = ClientTool(
     output_text=_local_shell_output_text,
 )
 APPLY_PATCH_TOOL = ClientTool(
-    type="apply_patch",
+    tool_type="apply_patch",
     call=ApplyPatchCall,
     output=ApplyPatchCallOutput,
     call_prefix="apc",
@@ -277,13 +277,13 @@ APPLY_PATCH_TOOL = ClientTool(
 CLIENT_TOOLS: tuple[ClientTool, ...] = (CUSTOM_TOOL, SHELL_TOOL, LOCAL_SHELL_TOOL, APPLY_PATCH_TOOL)
 #: The built-in ones (no name of their own: a request offers each at most once, by its type).
 BUILTIN_CLIENT_TYPES: frozenset[str] = frozenset(
-    t.type for t in CLIENT_TOOLS if t is not CUSTOM_TOOL
+    t.tool_type for t in CLIENT_TOOLS if t is not CUSTOM_TOOL
 )
-CLIENT_BY_TYPE: dict[str, ClientTool] = {t.type: t for t in CLIENT_TOOLS}
+CLIENT_BY_TYPE: dict[str, ClientTool] = {t.tool_type: t for t in CLIENT_TOOLS}
 CLIENT_BY_CALL: dict[type, ClientTool] = {t.call: t for t in CLIENT_TOOLS}
 CLIENT_BY_OUTPUT: dict[type, ClientTool] = {t.output: t for t in CLIENT_TOOLS}
-CLIENT_CALLS: tuple[type, ...] = tuple(CLIENT_BY_CALL)
-CLIENT_OUTPUTS: tuple[type, ...] = tuple(CLIENT_BY_OUTPUT)
+CLIENT_CALLS: tuple[type[ClientCallItem], ...] = tuple(CLIENT_BY_CALL)
+CLIENT_OUTPUTS: tuple[type[ClientOutputItem], ...] = tuple(CLIENT_BY_OUTPUT)
 #: Keys of these items left off the wire when None.
 OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (CustomToolCall, ("status",)),

@@ -9,6 +9,7 @@ from typing import ClassVar
 import attrs
 
 from protocol.items import HostedTool
+from protocol.toolitems import ClientCallItem
 
 
 @attrs.frozen(kw_only=True)
@@ -33,4 +34,25 @@ class HostedSpec:
     tool: ClassVar[HostedTool]
 
 
-CallSpec = FunctionCallSpec | HostedSpec
+@attrs.frozen(kw_only=True)
+class CustomCallSpec:
+    """A call of a `custom` tool: its input, free text or a sentence of its grammar, streamed as
+    input deltas."""
+
+    name: str
+    input: str
+
+
+@attrs.frozen(kw_only=True)
+class ClientCallSpec:
+    """A call of a built-in client tool (shell, local_shell, apply_patch), written whole: `call`
+    is its item as the model writes it (the loop gives it its ids)."""
+
+    call: ClientCallItem
+
+    @property
+    def name(self) -> str:
+        return str(self.call.type).removesuffix("_call")
+
+
+CallSpec = FunctionCallSpec | CustomCallSpec | ClientCallSpec | HostedSpec

@@ -33,6 +33,7 @@ from protocol.items import (
     Reasoning,
     Tool,
     answered_call,
+    call_name,
     text_of,
 )
 from protocol.toolitems import (
@@ -269,9 +270,7 @@ class Context:
         hosted = HOSTED_BY_ITEM.get(type(item))
         self.last_was_hosted = hosted is not None
         if isinstance(item, CALL_ITEMS):
-            client = CLIENT_BY_CALL.get(type(item))
-            name = item.name if client is None else client.name_of(item)
-            self.call_names[item.call_id] = name
+            self.call_names[item.call_id] = call_name(item)
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
             if getattr(item, "async_", None):

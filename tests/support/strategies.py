@@ -397,6 +397,30 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
         "name": ids,
         "arguments": texts,
     },
+    ev.CustomInputDeltaEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "delta": texts,
+    },
+    ev.CustomInputDoneEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "input": texts,
+    },
+    ev.ShellCommandEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "command_index": counts,
+        "command": texts,
+    },
+    ev.ShellCommandDeltaEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "command_index": counts,
+        "delta": texts,
+    },
     ev.WebSearchCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},
     ev.ErrorEvent: {
         "error": st.builds(
