@@ -27,7 +27,8 @@ MUL: "*"
 """
 #: After the guide's SQL dialect example (a query of fixed shape, regex terminals).
 MSSQL = r"""
-start: "SELECT " select_list " FROM " table " WHERE " amount_filter " AND " date_filter " ORDER BY " sort_field " DESC;"
+start: "SELECT " select_list " FROM " table " WHERE " filters " ORDER BY " sort_field " DESC;"
+filters: amount_filter " AND " date_filter
 select_list: column (", " column)*
 column: IDENTIFIER
 table: IDENTIFIER
