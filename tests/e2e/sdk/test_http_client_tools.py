@@ -18,7 +18,10 @@ from support.sdk import assert_event_class
 from support.tools import MODEL
 
 REGEX = r"\d{4}-\d{2}-\d{2} [A-Z]{3}"
-LARK = 'start: NAME "(" NUMBER ("," NUMBER)* ")"\n%import common.CNAME -> NAME\n%import common.INT -> NUMBER\n'
+LARK = (
+    'start: NAME "(" NUMBER ("," NUMBER)* ")"\n'
+    "%import common.CNAME -> NAME\n%import common.INT -> NUMBER\n"
+)
 
 
 def _tool(name: str, fmt: dict[str, Any] | None = None) -> dict[str, Any]:
