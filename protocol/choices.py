@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 import attrs
 
+from protocol.clientitems import BUILTIN_CLIENT_TYPES
 from protocol.items import HOSTED_BY_CHOICE
 
 Mode = Literal["none", "auto", "required"]
@@ -24,7 +25,9 @@ class ToolChoice:
     `allowed_tools` choice narrows them), `hosted` the hosted tools (by name, of
     protocol.items.HOSTED_TOOLS) it may call when they are offered (None: all of them); `forced`
     names the one function the first step must call, `forced_hosted` the hosted tool it must
-    call; `mode == "required"` makes the first step call some allowed tool.
+    call; `mode == "required"` makes the first step call some allowed tool. Custom tools are
+    named like functions (`functions`, `forced`); the built-in client tools (`shell`,
+    `local_shell`, `apply_patch`: protocol.toolitems) are `client` and `forced_client`, by type.
     """
 
     mode: Mode = "auto"
@@ -34,6 +37,8 @@ class ToolChoice:
     forced_hosted: str | None = None
     #: What the forcing choice names within that tool: an MCP choice's (server_label, name).
     forced_target: tuple[str | None, ...] = ()
+    client: frozenset[str] | None = None
+    forced_client: str | None = None
     parallel: bool = True
     max_calls: int | None = None  # tool calls (function and hosted) per response
 
@@ -43,9 +48,17 @@ class ToolChoice:
     def allows_hosted(self, name: str) -> bool:
         return self.mode != "none" and (self.hosted is None or name in self.hosted)
 
+    def allows_client(self, kind: str) -> bool:
+        return self.mode != "none" and (self.client is None or kind in self.client)
+
     @property
     def must_call(self) -> bool:
-        return self.mode == "required" or self.forced is not None or self.forced_hosted is not None
+        return (
+            self.mode == "required"
+            or self.forced is not None
+            or self.forced_hosted is not None
+            or self.forced_client is not None
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -70,24 +83,29 @@ def resolve_tool_choice(
         return _named_choice(choice, parallel, max_calls)
     common: dict[str, Any] = {"parallel": parallel, "max_calls": max_calls}
     kind = choice.get("type")
-    if kind == "function":
+    if kind in ("function", "custom"):
         return ToolChoice(forced=str(choice.get("name")), **common)
     if kind == "mcp":
         label, name = choice.get("server_label"), choice.get("name")
         target = (str(label) if label is not None else None, str(name) if name else None)
         return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, forced_target=target, **common)
+    if kind in BUILTIN_CLIENT_TYPES:
+        return ToolChoice(forced_client=str(kind), **common)
     if kind in HOSTED_BY_CHOICE:
         return ToolChoice(forced_hosted=HOSTED_BY_CHOICE[kind].name, **common)
     if kind == "allowed_tools":
         allowed = [t for t in choice.get("tools", ()) if isinstance(t, Mapping)]
-        names = frozenset(str(t.get("name")) for t in allowed if t.get("type") == "function")
+        names = frozenset(
+            str(t.get("name")) for t in allowed if t.get("type") in ("function", "custom")
+        )
+        client = frozenset(str(t["type"]) for t in allowed if t.get("type") in BUILTIN_CLIENT_TYPES)
         hosted = frozenset(
             HOSTED_BY_CHOICE[t["type"]].name for t in allowed if t.get("type") in HOSTED_BY_CHOICE
         )
         mode: Mode = "required" if choice.get("mode") == "required" else "auto"
-        return ToolChoice(mode=mode, functions=names, hosted=hosted, **common)
-    # A hosted tool the simulated model does not call (file search, custom, MCP, ...): it may
-    # not call function tools instead, so it answers with text.
+        return ToolChoice(mode=mode, functions=names, hosted=hosted, client=client, **common)
+    # A hosted tool the simulated model does not call (file search, MCP, ...): it may not call
+    # function tools instead, so it answers with text.
     return ToolChoice(mode="none", **common)
 
 

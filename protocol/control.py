@@ -21,7 +21,7 @@ from protocol.events import (
     SteerPendingEvent,
     SteerRef,
 )
-from protocol.items import FunctionCall
+from protocol.items import CallItem, call_name
 from protocol.response import Response, Usage
 
 
@@ -33,13 +33,13 @@ class ControlEvents:
 
     # -- the append shape -----------------------------------------------------------------------
 
-    def pause(self, calls: Sequence[FunctionCall], usage: Usage) -> PauseEvent:
+    def pause(self, calls: Sequence[CallItem], usage: Usage) -> PauseEvent:
         """`response.done`: small on purpose, it does not repeat the response snapshot."""
         return PauseEvent(
             sequence_number=self._n(),
             response_id=self.response.id,
             pending_calls=tuple(
-                PendingCall(call_id=c.call_id, name=c.name, item_id=c.id or "") for c in calls
+                PendingCall(call_id=c.call_id, name=call_name(c), item_id=c.id or "") for c in calls
             ),
             usage=usage,
         )
@@ -63,10 +63,12 @@ class ControlEvents:
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
         )
 
-    def steer_pending(self, steer_id: str, required: Sequence[FunctionCall]) -> SteerPendingEvent:
+    def steer_pending(self, steer_id: str, required: Sequence[CallItem]) -> SteerPendingEvent:
         return SteerPendingEvent(
             reason="waiting_for_required_input",
-            required_input=tuple(RequiredInput(call_id=c.call_id, name=c.name) for c in required),
+            required_input=tuple(
+                RequiredInput(call_id=c.call_id, name=call_name(c)) for c in required
+            ),
             sequence_number=self._n(),
             steer=SteerRef(id=steer_id, previous_response_id=self.response.id),
         )

@@ -10,6 +10,7 @@ import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.orjson import make_converter
 
+from protocol.clientitems import OMIT_NONE as CLIENT_OMIT_NONE
 from protocol.errors import clip
 from protocol.events import (
     ErrorEvent,
@@ -354,6 +355,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("prompt_cache_breakpoint",)),
     (Response, ("conversation",)),
+    *CLIENT_OMIT_NONE,  # the client's tools other than functions (protocol.clientitems)
 )
 for _cls, _keys in _OMIT_NONE:
     converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))

@@ -15,12 +15,20 @@ import orjson
 from protocol import codec
 from protocol.events import (
     ArgumentsDeltaEvent,
+    CustomInputDeltaEvent,
     ReasoningSummaryDeltaEvent,
     RefusalDeltaEvent,
     TextDeltaEvent,
 )
 
-E = TypeVar("E", TextDeltaEvent, RefusalDeltaEvent, ArgumentsDeltaEvent, ReasoningSummaryDeltaEvent)
+E = TypeVar(
+    "E",
+    TextDeltaEvent,
+    RefusalDeltaEvent,
+    ArgumentsDeltaEvent,
+    CustomInputDeltaEvent,
+    ReasoningSummaryDeltaEvent,
+)
 
 Fields = tuple[tuple[str, Any], ...]  # what a run's events share, in wire order
 

@@ -151,6 +151,48 @@ class ArgumentsDoneEvent:
     arguments: str
 
 
+# -- the client's tools other than functions (protocol.clientitems) --------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CustomInputDeltaEvent:
+    type: Literal["response.custom_tool_call_input.delta"] = "response.custom_tool_call_input.delta"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    delta: str
+
+
+@attrs.frozen(kw_only=True)
+class CustomInputDoneEvent:
+    type: Literal["response.custom_tool_call_input.done"] = "response.custom_tool_call_input.done"
+    sequence_number: int
+    item_id: str
+    output_index: int
+    input: str
+
+
+@attrs.frozen(kw_only=True)
+class ShellCommandEvent:
+    """`response.shell_call_command.added` and `.done` (the command so far: empty, then whole);
+    the SDK's events carry no item id."""
+
+    type: Literal["response.shell_call_command.added", "response.shell_call_command.done"]
+    sequence_number: int
+    output_index: int
+    command_index: int
+    command: str
+
+
+@attrs.frozen(kw_only=True)
+class ShellCommandDeltaEvent:
+    type: Literal["response.shell_call_command.delta"] = "response.shell_call_command.delta"
+    sequence_number: int
+    output_index: int
+    command_index: int
+    delta: str
+
+
 @attrs.frozen(kw_only=True)
 class WebSearchCallEvent:
     type: Literal[
@@ -367,6 +409,10 @@ Event = (
     | ReasoningSummaryDoneEvent
     | ArgumentsDeltaEvent
     | ArgumentsDoneEvent
+    | CustomInputDeltaEvent
+    | CustomInputDoneEvent
+    | ShellCommandEvent
+    | ShellCommandDeltaEvent
     | WebSearchCallEvent
     | HostedCallEvent
     | HostedDeltaEvent

@@ -10,8 +10,19 @@ from typing import Any
 import attrs
 
 from protocol import errors
+from protocol.clientitems import (
+    CLIENT_BY_CALL,
+    CLIENT_BY_OUTPUT,
+    CLIENT_CALLS,
+    CLIENT_OUTPUTS,
+    ApplyPatchCallOutput,
+    CustomToolCall,
+    CustomToolCallOutput,
+)
 from protocol.errors import clip
 from protocol.items import (
+    CALL_ITEMS,
+    OUTPUT_ITEMS,
     Compaction,
     ComputerCall,
     ComputerCallOutput,
@@ -25,6 +36,7 @@ from protocol.items import (
     Message,
     OutputText,
     Reasoning,
+    answered_call,
     text_of,
 )
 from protocol.request import CreateRequest
@@ -32,6 +44,7 @@ from protocol.response import Response
 from protocol.sealing import unseal
 
 NewId = Callable[[str], str]  # prefix -> a fresh id ("msg" -> "msg_...")
+_CLIENT_ITEMS = (*CLIENT_CALLS, *CLIENT_OUTPUTS)
 
 
 def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
@@ -74,12 +87,31 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
             if item.id is None:
                 prefix = "mcpa" if isinstance(item, McpApprovalResponse) else "cu"
                 item = attrs.evolve(item, id=new_id(prefix))
+        elif isinstance(item, _CLIENT_ITEMS):
+            item = _client_item(item, new_id)
         elif isinstance(item, Reasoning) and item.id is None:
             item = attrs.evolve(item, id=new_id("rs"))
         elif isinstance(item, Compaction) and item.id is None:
             item = attrs.evolve(item, id=new_id("cmp"))
         out.append(item)
     return out
+
+
+def _client_item(item: Any, new_id: NewId) -> Item:
+    """A call or output of a client tool other than a function, stored with an id and status."""
+    tool = CLIENT_BY_CALL.get(type(item)) or CLIENT_BY_OUTPUT[type(item)]
+    prefix = tool.call_prefix if type(item) is tool.call else tool.output_prefix
+    changes: dict[str, Any] = {"id": item.id or new_id(prefix)}
+    if not isinstance(item, CustomToolCall | CustomToolCallOutput | ApplyPatchCallOutput):
+        changes["status"] = item.status or "completed"
+    out: Item = attrs.evolve(item, **changes)
+    return out
+
+
+def _noun(item: Item) -> str:
+    """How the refusal of an output names the kind of call it answers."""
+    tool = CLIENT_BY_OUTPUT.get(type(item))
+    return "function call" if tool is None else tool.noun
 
 
 def check_input(
@@ -100,23 +132,23 @@ def check_input(
     ids: set[str] = set()
     optional = set(async_calls)
     for i, item in enumerate(items):
-        if isinstance(item, FunctionCall):
+        if isinstance(item, CALL_ITEMS):
             calls.add(item.call_id)
-            if item.async_:
+            if getattr(item, "async_", None):
                 optional.add(item.call_id)
         elif isinstance(item, ComputerCall):
             calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput | ComputerCallOutput):
-            known = item.call_id in calls or item.call_id in open_calls
-            if item.call_id in answered or not known:
+        elif isinstance(item, (*OUTPUT_ITEMS, ComputerCallOutput)):
+            call_id = item.call_id if isinstance(item, ComputerCallOutput) else answered_call(item)
+            known = call_id in calls or call_id in open_calls
+            if call_id in answered or not known:
                 raise errors.invalid(
-                    "No tool call found for function call output with call_id "
-                    f"{clip(item.call_id)}.",
+                    f"No tool call found for {_noun(item)} output with call_id {clip(call_id)}.",
                     param=f"input[{i}].call_id",
                     code="invalid_value",
                 )
-            calls.discard(item.call_id)
-            answered.add(item.call_id)
+            calls.discard(call_id)
+            answered.add(call_id)
         elif isinstance(item, ItemReference):
             if item.id not in ids and item.id not in known_ids:
                 raise errors.invalid(

@@ -9,6 +9,25 @@ from typing import Any, Literal
 
 import attrs
 
+from protocol.clientitems import (
+    CLIENT_BY_CALL,
+    CLIENT_CALLS,
+    CLIENT_OUTPUTS,
+    ClientCallItem,
+    ClientOutputItem,
+    output_call_id,
+)
+
+# The content parts live in protocol.parts; they are re-exported here, with the items they fill.
+from protocol.parts import (  # noqa: F401
+    ContentPart,
+    InputFile,
+    InputImage,
+    InputText,
+    OutputText,
+    Refusal,
+    UrlCitation,
+)
 from protocol.toolitems import (
     CodeInterpreterCall,
     ComputerCall,
@@ -20,60 +39,6 @@ from protocol.toolitems import (
     McpCall,
     McpListTools,
 )
-
-# -- content parts ------------------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class InputText:
-    type: Literal["input_text"] = "input_text"
-    text: str
-    prompt_cache_breakpoint: dict[str, Any] | None = None  # {mode: explicit, ttl?}; omitted if None
-
-
-@attrs.frozen(kw_only=True)
-class InputImage:
-    type: Literal["input_image"] = "input_image"
-    image_url: str | None = None
-    file_id: str | None = None
-    detail: str = "auto"
-    prompt_cache_breakpoint: dict[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class InputFile:
-    type: Literal["input_file"] = "input_file"
-    file_id: str | None = None
-    file_data: str | None = None
-    file_url: str | None = None
-    filename: str | None = None
-    prompt_cache_breakpoint: dict[str, Any] | None = None
-
-
-@attrs.frozen(kw_only=True)
-class UrlCitation:
-    type: Literal["url_citation"] = "url_citation"
-    url: str
-    title: str
-    start_index: int
-    end_index: int
-
-
-@attrs.frozen(kw_only=True)
-class OutputText:
-    type: Literal["output_text"] = "output_text"
-    text: str
-    annotations: tuple[UrlCitation, ...] = ()
-    logprobs: tuple[Any, ...] = ()
-
-
-@attrs.frozen(kw_only=True)
-class Refusal:
-    type: Literal["refusal"] = "refusal"
-    refusal: str
-
-
-ContentPart = InputText | InputImage | InputFile | OutputText | Refusal
 
 # -- items --------------------------------------------------------------------------------------
 
@@ -205,6 +170,8 @@ Item = (
     Message
     | FunctionCall
     | FunctionCallOutput
+    | ClientCallItem  # the client's other tools (protocol.toolitems)
+    | ClientOutputItem
     | HostedItem
     | Reasoning
     | Compaction
@@ -213,6 +180,29 @@ Item = (
     | McpApprovalResponse
     | ComputerCallOutput
 )
+
+#: The calls the client answers (functions and the other client tools, protocol.toolitems), and
+#: the outputs that answer them.
+CallItem = FunctionCall | ClientCallItem
+OutputItem = FunctionCallOutput | ClientOutputItem
+CALL_ITEMS: tuple[type[CallItem], ...] = (FunctionCall, *CLIENT_CALLS)
+OUTPUT_ITEMS: tuple[type[OutputItem], ...] = (FunctionCallOutput, *CLIENT_OUTPUTS)
+
+
+def call_name(item: Any) -> str:
+    """The tool a call item (of CALL_ITEMS) names: a function's or custom tool's name, or the
+    type of a built-in client tool (`shell`, `local_shell`, `apply_patch`)."""
+    if isinstance(item, FunctionCall):
+        return item.name
+    return CLIENT_BY_CALL[type(item)].name_of(item)
+
+
+def answered_call(item: Any) -> str:
+    """The call_id an output item (of OUTPUT_ITEMS) answers."""
+    if isinstance(item, FunctionCallOutput):
+        return item.call_id
+    return output_call_id(item)
+
 
 # -- tools --------------------------------------------------------------------------------------
 

@@ -25,7 +25,15 @@ import attrs
 
 from protocol import codec
 from protocol.errors import ProtocolError, clip
-from protocol.items import FunctionCallOutput, InputFile, InputImage, InputText, Item, Message
+from protocol.items import (
+    OUTPUT_ITEMS,
+    InputFile,
+    InputImage,
+    InputText,
+    Item,
+    Message,
+    answered_call,
+)
 
 
 class State(enum.StrEnum):
@@ -138,7 +146,7 @@ class Lifetime:
         in any live state and kept for `take_late` (they join the context at the next
         boundary); the rest needs a waiting rollout. Returns True when the items complete the
         pending set (the rollout resumes). `messages`: whether input messages may come along."""
-        is_late = [isinstance(x, FunctionCallOutput) and x.call_id in async_open for x in items]
+        is_late = [isinstance(x, OUTPUT_ITEMS) and answered_call(x) in async_open for x in items]
         late = [x for x, flag in zip(items, is_late, strict=True) if flag]
         if self.state is State.FINISHED or (len(late) < len(items) and self.state not in WAITING):
             raise response_not_suspended(self.response_id, self.state)
@@ -148,20 +156,21 @@ class Lifetime:
             )
         seen: set[str] = set()
         for i, item in enumerate(items):
-            if isinstance(item, FunctionCallOutput) and item.call_id in async_open:
-                if item.call_id in self._late_ids or item.call_id in seen:
-                    raise _duplicate(item.call_id, i)
-                seen.add(item.call_id)
-            elif isinstance(item, FunctionCallOutput):
-                if item.call_id in self._answered or item.call_id in seen:
-                    raise _duplicate(item.call_id, i)
-                if item.call_id not in self.pending:
+            call_id = answered_call(item) if isinstance(item, OUTPUT_ITEMS) else None
+            if call_id is not None and call_id in async_open:
+                if call_id in self._late_ids or call_id in seen:
+                    raise _duplicate(call_id, i)
+                seen.add(call_id)
+            elif call_id is not None:
+                if call_id in self._answered or call_id in seen:
+                    raise _duplicate(call_id, i)
+                if call_id not in self.pending:
                     raise ProtocolError(
-                        message=f"No pending tool call with call_id '{clip(item.call_id)}'.",
+                        message=f"No pending tool call with call_id '{clip(call_id)}'.",
                         code="unknown_call_id",
                         param=f"input[{i}].call_id",
                     )
-                seen.add(item.call_id)
+                seen.add(call_id)
             elif not isinstance(item, Message) or not messages:
                 raise ProtocolError(
                     message="Only function_call_output items and messages can be appended."
@@ -170,7 +179,7 @@ class Lifetime:
                     code="invalid_value",
                     param=f"input[{i}].type",
                 )
-        late_ids = {item.call_id for item in late if isinstance(item, FunctionCallOutput)}
+        late_ids = {answered_call(item) for item in late}
         self._late_ids |= late_ids
         if late:
             self.handle(Move.LATE_OUTPUT)

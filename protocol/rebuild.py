@@ -3,6 +3,7 @@
 # refusal, summary part and argument string comes back as one delta.
 import attrs
 
+from protocol.clientitems import CLIENT_CALLS, CustomToolCall
 from protocol.events import Event
 from protocol.items import (
     HOSTED_BY_ITEM,
@@ -57,6 +58,12 @@ def replay(final: Response) -> list[Event]:
             events += s.begin_call(item.id or "", item.call_id, item.name, item.async_)
             events.append(s.arguments_delta(index, item.arguments))
             events += s.end_call(index, item.arguments, item.status or "completed")
+        elif isinstance(item, CustomToolCall):
+            events += s.begin_custom(item.id or "", item.call_id, item.name)
+            events.append(s.input_delta(index, item.input))
+            events += s.end_custom(index, item.input, item.status)
+        elif isinstance(item, CLIENT_CALLS):
+            events += s.client_call(item)
         elif isinstance(item, HOSTED_ITEMS) and getattr(item, "status", "completed") in (
             "completed",
             "failed",

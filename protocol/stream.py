@@ -48,6 +48,7 @@ from protocol.items import (
     WebSearchCall,
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
+from protocol.toolstream import ClientToolEvents
 
 _EMPTY_TEXT = OutputText(text="")  # the part a message opens with (frozen: one for all)
 _EMPTY_REFUSAL = Refusal(refusal="")
@@ -70,7 +71,7 @@ class _OpenReasoning:
     part: list[str] | None = None  # the summary part being streamed
 
 
-class ResponseStream(ControlEvents):
+class ResponseStream(ControlEvents, ClientToolEvents):
     """Builds the events of one response. Each method returns the events it produced, in order."""
 
     def __init__(self, response: Response) -> None:

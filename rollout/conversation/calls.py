@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import attrs
 
+from protocol.clientitems import ClientCallItem
 from protocol.items import HostedItem, HostedTool
 
 
@@ -37,4 +38,25 @@ class HostedSpec:
         return self.tool.item(id=item_id, status="in_progress")  # type: ignore[call-arg]
 
 
-CallSpec = FunctionCallSpec | HostedSpec
+@attrs.frozen(kw_only=True)
+class CustomCallSpec:
+    """A call of a `custom` tool: its input, free text or a sentence of its grammar, streamed as
+    input deltas."""
+
+    name: str
+    input: str
+
+
+@attrs.frozen(kw_only=True)
+class ClientCallSpec:
+    """A call of a built-in client tool (shell, local_shell, apply_patch), written whole: `call`
+    is its item as the model writes it (the loop gives it its ids)."""
+
+    call: ClientCallItem
+
+    @property
+    def name(self) -> str:
+        return str(self.call.type).removesuffix("_call")
+
+
+CallSpec = FunctionCallSpec | CustomCallSpec | ClientCallSpec | HostedSpec

@@ -15,9 +15,16 @@ import orjson
 
 from protocol import codec, errors
 from protocol.choices import OutputFormat, ToolChoice
+from protocol.clientitems import (
+    BUILTIN_CLIENT_TYPES,
+    CLIENT_CALLS,
+    CustomToolCallOutput,
+)
 from protocol.items import (
+    CALL_ITEMS,
     HOSTED_BY_ITEM,
     HOSTED_BY_TYPE,
+    OUTPUT_ITEMS,
     WEB_SEARCH_TOOL,
     Compaction,
     ComputerCall,
@@ -32,6 +39,8 @@ from protocol.items import (
     OtherTool,
     Reasoning,
     Tool,
+    answered_call,
+    call_name,
     text_of,
 )
 from rollout.conversation import tokens as tok
@@ -46,6 +55,7 @@ NO_CALLS: Mapping[str, int] = MappingProxyType({})
 #: The items a model makes, besides assistant messages.
 _MODEL_ITEMS: tuple[type, ...] = (
     FunctionCall,
+    *CLIENT_CALLS,
     *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
     Reasoning,
 )
@@ -68,7 +78,7 @@ class Route:
 def _breakpoint(item: Item) -> dict[str, Any] | None:
     """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
     content = item.content if isinstance(item, Message) else None
-    if isinstance(item, FunctionCallOutput):
+    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
         content = item.output
     if content is None or isinstance(content, str):
         return None
@@ -92,6 +102,8 @@ class Context:
     instructions: str | None = None
     tools: tuple[Tool, ...] = ()
     function_tools: dict[str, FunctionTool] = attrs.field(factory=dict)
+    custom_tools: dict[str, OtherTool] = attrs.field(factory=dict)  # `custom` tools, by name
+    client_tools: frozenset[str] = frozenset()  # the built-in client tools offered, by type
     hosted: frozenset[str] = frozenset()  # the hosted tools the request offers, by name
     scan: ScanState = attrs.field(factory=ScanState)
     route: Route | None = None
@@ -142,6 +154,14 @@ class Context:
         self.instructions = instructions
         self.tools = tools
         self.function_tools = {t.name: t for t in tools if isinstance(t, FunctionTool)}
+        self.custom_tools = {
+            str(t.raw.get("name")): t
+            for t in tools
+            if isinstance(t, OtherTool) and t.type == "custom"
+        }
+        self.client_tools = frozenset(
+            t.type for t in tools if isinstance(t, OtherTool) and t.type in BUILTIN_CLIENT_TYPES
+        )
         self.hosted = frozenset(
             HOSTED_BY_TYPE[t.type].name
             for t in tools
@@ -226,15 +246,16 @@ class Context:
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
         self.last_was_hosted = hosted is not None and hosted.model
-        if isinstance(item, FunctionCall):
-            self.call_names[item.call_id] = item.name
+        if isinstance(item, CALL_ITEMS):
+            self.call_names[item.call_id] = call_name(item)
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
-            if item.async_:
+            if getattr(item, "async_", None):
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, FunctionCallOutput | ComputerCallOutput):
-            self.open_calls.discard(item.call_id)
-            self.async_calls.discard(item.call_id)
+        elif isinstance(item, (*OUTPUT_ITEMS, ComputerCallOutput)):
+            call_id = item.call_id if isinstance(item, ComputerCallOutput) else answered_call(item)
+            self.open_calls.discard(call_id)
+            self.async_calls.discard(call_id)
         elif hosted is not None:
             if isinstance(item, ComputerCall):  # the client runs it: open until its output
                 self.call_names[item.call_id] = hosted.name
@@ -302,7 +323,7 @@ class Context:
         while drop < len(self.items) and total > window:
             total -= self.item_tokens[drop]
             drop += 1
-        while drop < len(self.items) and isinstance(self.items[drop], FunctionCallOutput):
+        while drop < len(self.items) and isinstance(self.items[drop], OUTPUT_ITEMS):
             drop += 1
         ctx = Context(
             hidden=dict(self.hidden),
@@ -333,6 +354,7 @@ class Context:
             open_calls=set(self.open_calls),
             async_calls=set(self.async_calls),
             function_tools=dict(self.function_tools),
+            custom_tools=dict(self.custom_tools),
             item_tokens=list(self.item_tokens),
             body_breakpoints=list(self.body_breakpoints),
             hidden=dict(self.hidden),

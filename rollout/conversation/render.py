@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import orjson
 
 from protocol import codec
+from protocol.clientitems import CLIENT_BY_CALL, CLIENT_BY_OUTPUT
 from protocol.items import (
     HOSTED_BY_ITEM,
     Compaction,
@@ -54,6 +55,12 @@ def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
     hosted = HOSTED_BY_ITEM.get(type(item))
     if hosted is not None:
         return f"assistant to={hosted.name}", hosted.text(item), ()
+    client = CLIENT_BY_CALL.get(type(item))
+    if client is not None:  # the client's other tools (protocol.clientitems): as a function's
+        return f"assistant to={client.name_of(item)}", client.call_text(item), ()
+    client = CLIENT_BY_OUTPUT.get(type(item))
+    if client is not None:
+        return "tool", client.output_text(item), ()
     if isinstance(item, Reasoning):
         # The hidden reasoning (restored from encrypted_content, or kept from this server's own
         # step) is part of the prompt; a client's summary alone is all that is left otherwise.

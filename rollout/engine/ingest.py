@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import trio
 
+from protocol.clientitems import CLIENT_BY_CALL, CLIENT_BY_OUTPUT
 from protocol.errors import ProtocolError
 from protocol.items import (
     Compaction,
@@ -37,6 +38,10 @@ def _chars(item: Item) -> int:
         return len(text_of(item.output)) + _file_chars(item.output) + 16
     if isinstance(item, FunctionCall):
         return len(item.arguments) + len(item.name) + 16
+    if (tool := CLIENT_BY_CALL.get(type(item))) is not None:
+        return len(tool.call_text(item)) + 16
+    if (tool := CLIENT_BY_OUTPUT.get(type(item))) is not None:
+        return len(tool.output_text(item)) + 16
     return 64
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from rollout.conversation.calls import HostedSpec
+from rollout.conversation.calls import ClientCallSpec, CustomCallSpec, HostedSpec
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.choice import constrain
@@ -120,8 +120,16 @@ async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
         if isinstance(spec, HostedSpec):
             yield p.Hosted(spec)
             continue
-        yield p.CallStart(spec.name)
-        async for piece in _decode(r, spec.arguments, pacer, p.Args):
+        if isinstance(spec, ClientCallSpec):
+            yield p.ClientCall(spec)
+            continue
+        if isinstance(spec, CustomCallSpec):
+            yield p.CustomStart(spec.name)
+            text = spec.input
+        else:
+            yield p.CallStart(spec.name)
+            text = spec.arguments
+        async for piece in _decode(r, text, pacer, p.Args):
             yield piece
             if isinstance(piece, p.Finish):
                 return

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from protocol.clientitems import CLIENT_BY_CALL
 from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
 from protocol.sealing import Sealed, seal
-from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
+from rollout.conversation.calls import CallSpec, Citation, CustomCallSpec, FunctionCallSpec
 from rollout.conversation.ids import new_id
 from rollout.model import pieces as p
 
@@ -70,7 +71,7 @@ class StepRunner:
     r: Rollout
     env: LoopEnv
     calls: list[ToolCall] = attrs.field(factory=list)
-    kind: str = ""  # the open item: "reasoning", "text", "call", or "" (none)
+    kind: str = ""  # the open item: "reasoning", "text", "call", "custom", or "" (none)
     index: int = 0  # its output index
     item_id: str = ""  # the open reasoning item's id
     buffer: list[str] = attrs.field(factory=list)  # a call's arguments, or the hidden reasoning
@@ -180,7 +181,9 @@ class StepRunner:
 
     async def _args(self, deltas: p.Deltas) -> None:
         self.buffer.extend(deltas.texts)
-        await self._deltas(deltas, functools.partial(self.r.stream.arguments_run, self.index))
+        stream = self.r.stream
+        run = stream.input_run if self.kind == "custom" else stream.arguments_run
+        await self._deltas(deltas, functools.partial(run, self.index))
 
     async def _summary(self, deltas: p.Deltas) -> None:
         r = self.r
@@ -210,6 +213,22 @@ class StepRunner:
             call_id = piece.call_id or new_id("call")
             is_async = r.ctx.is_async(piece.name) or None
             await r.send(r.stream.begin_call(new_id("fc"), call_id, piece.name, is_async))
+        elif isinstance(piece, p.CustomStart):
+            self.kind, self.name, self.buffer = "custom", piece.name, []
+            r.ctx.response_calls += 1
+            call_id = piece.call_id or new_id("call")
+            await r.send(r.stream.begin_custom(new_id("ctc"), call_id, piece.name))
+        elif isinstance(piece, p.ClientCall):
+            r.ctx.response_calls += 1
+            template = piece.spec.call
+            made = attrs.evolve(
+                template,
+                id=new_id(CLIENT_BY_CALL[type(template)].call_prefix),
+                call_id=template.call_id or new_id("call"),
+                status="completed",
+            )
+            await r.send(r.stream.client_call(made))
+            self.calls.append(ToolCall(self.index, made, piece.spec))
         elif isinstance(piece, p.Hosted):
             r.ctx.response_calls += 1
             tool = piece.spec.tool  # its item and opening events (protocol.items.HOSTED_TOOLS)
@@ -237,6 +256,12 @@ class StepRunner:
             await r.send(r.stream.end_call(index, arguments))
             spec = FunctionCallSpec(name=self.name, arguments=arguments)
             self.calls.append(ToolCall(index, r.stream.response.output[index], spec))
+        elif kind == "custom":
+            text = "".join(self.buffer)
+            await r.send(r.stream.end_custom(index, text, "incomplete" if cut else None))
+            if not cut:
+                custom = CustomCallSpec(name=self.name, input=text)
+                self.calls.append(ToolCall(index, r.stream.response.output[index], custom))
         elif kind == "reasoning":
             if self.summary:
                 await r.send(r.stream.end_summary_part())

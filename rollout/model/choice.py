@@ -10,9 +10,18 @@ import random
 import attrs
 import orjson
 
-from rollout.conversation.calls import CallSpec, FunctionCallSpec, HostedSpec
+from rollout.conversation.calls import (
+    CallSpec,
+    ClientCallSpec,
+    CustomCallSpec,
+    FunctionCallSpec,
+    HostedSpec,
+)
 from rollout.conversation.context import Context
 from rollout.model.args import UnsupportedSchema, generate_arguments
+from rollout.model.clienttools import client_spec
+from rollout.model.grammars import GrammarUnsupported
+from rollout.model.grounding import ground
 from rollout.model.hosted import BY_NAME, HOSTED
 from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text
 
@@ -29,7 +38,30 @@ def _allowed(spec: CallSpec, ctx: Context) -> bool:
     choice = ctx.choice
     if isinstance(spec, HostedSpec):
         return choice.allows_hosted(spec.tool.offered_as)
+    if isinstance(spec, ClientCallSpec):
+        return choice.allows_client(spec.name)
     return choice.allows(spec.name)
+
+
+def _named(spec: CallSpec, name: str) -> bool:
+    """Whether the call is of the function or custom tool `name`."""
+    return isinstance(spec, FunctionCallSpec | CustomCallSpec) and spec.name == name
+
+
+def _is_forced_client(spec: CallSpec, ctx: Context) -> bool:
+    return isinstance(spec, ClientCallSpec) and spec.name == ctx.choice.forced_client
+
+
+def _client_call(name: str, ctx: Context) -> CallStep | ErrorStep:
+    """A call of the custom or built-in client tool `name` (rollout.model.clienttools)."""
+    try:
+        spec = client_spec(name, ctx, ground(ctx), _rng(ctx))
+    except GrammarUnsupported as exc:
+        return ErrorStep(
+            message=f"The simulated model cannot call '{name}': its grammar cannot be "
+            f"satisfied ({exc})."
+        )
+    return CallStep(calls=(spec,))
 
 
 def _is_forced_hosted(spec: CallSpec, ctx: Context) -> bool:
@@ -38,6 +70,8 @@ def _is_forced_hosted(spec: CallSpec, ctx: Context) -> bool:
 
 
 def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
+    if name not in ctx.function_tools:
+        return _client_call(name, ctx)  # a custom tool
     tool = ctx.function_tools[name]
     try:
         args = generate_arguments(tool.parameters, _rng(ctx))
@@ -52,16 +86,32 @@ def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
 def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
     """The call the first step must make, or None when nothing callable is allowed."""
     choice = ctx.choice
-    if choice.forced_hosted is not None or (choice.mode == "required" and not _any_function(ctx)):
+    if choice.forced_client is not None:
+        offered = choice.forced_client in ctx.client_tools
+        return _client_call(choice.forced_client, ctx) if offered else None
+    if choice.forced_hosted is not None or (choice.mode == "required" and not _any_client(ctx)):
         return _hosted_call(ctx)
     if choice.forced is not None:
-        return _forced_call(choice.forced, ctx) if choice.forced in ctx.function_tools else None
+        known = choice.forced in ctx.function_tools or choice.forced in ctx.custom_tools
+        return _forced_call(choice.forced, ctx) if known else None
     names = sorted(n for n in ctx.function_tools if choice.allows(n))
-    return _forced_call(names[0], ctx) if names else None
+    names += sorted(n for n in ctx.custom_tools if choice.allows(n) and n not in names)
+    if names:
+        return _forced_call(names[0], ctx)
+    kinds = [k for k in ("shell", "local_shell", "apply_patch") if k in ctx.client_tools]
+    kinds = [k for k in kinds if choice.allows_client(k)]
+    return _client_call(kinds[0], ctx) if kinds else None
 
 
-def _any_function(ctx: Context) -> bool:
-    return any(ctx.choice.allows(n) for n in ctx.function_tools)
+def _any_client(ctx: Context) -> bool:
+    """Whether the request offers and allows a tool the client runs (a function, a custom
+    tool, a built-in client tool)."""
+    choice = ctx.choice
+    return (
+        any(choice.allows(n) for n in ctx.function_tools)
+        or any(choice.allows(n) for n in ctx.custom_tools)
+        or any(choice.allows_client(k) for k in ctx.client_tools)
+    )
 
 
 def _hosted_call(ctx: Context) -> CallStep | None:
@@ -101,7 +151,9 @@ def constrain(step: Step, ctx: Context) -> Step:
         return step
     calls = [c for c in step.calls if _allowed(c, ctx)]
     if first and choice.forced is not None:
-        calls = [c for c in calls if isinstance(c, FunctionCallSpec) and c.name == choice.forced]
+        calls = [c for c in calls if _named(c, choice.forced)]
+    elif first and choice.forced_client is not None:
+        calls = [c for c in calls if _is_forced_client(c, ctx)]
     elif first and choice.forced_hosted is not None:
         calls = [c for c in calls if _is_forced_hosted(c, ctx)]
     if budget is not None:
@@ -123,13 +175,10 @@ def _satisfies(step: Step, ctx: Context) -> bool:
     allowed = [c for c in step.calls if _allowed(c, ctx)]
     if choice.forced_hosted is not None:
         return any(_is_forced_hosted(c, ctx) for c in allowed)
+    if choice.forced_client is not None:
+        return any(_is_forced_client(c, ctx) for c in allowed)
     if choice.forced is not None:
-        first = allowed[:1]
-        return (
-            bool(first)
-            and isinstance(first[0], FunctionCallSpec)
-            and (first[0].name == choice.forced)
-        )
+        return bool(allowed) and _named(allowed[0], choice.forced)
     return bool(allowed)
 
 

@@ -12,12 +12,24 @@ from typing import Final
 import attrs
 import orjson
 
+from protocol.clientitems import (
+    CLIENT_BY_OUTPUT,
+    ApplyPatchCall,
+    CustomToolCall,
+    LocalShellCall,
+    ShellCall,
+)
 from protocol.items import (
+    CALL_ITEMS,
+    OUTPUT_ITEMS,
     FunctionCall,
     FunctionCallOutput,
+    Item,
     McpCall,
     Message,
     WebSearchCall,
+    answered_call,
+    call_name,
     text_of,
 )
 from rollout.conversation.context import Context
@@ -170,17 +182,17 @@ def ground(ctx: Context) -> Grounding:
     """What the model knows of `ctx`: its latest user message and the tool results since."""
     prompt = ctx.last_user_text
     observations: list[Observation] = []
-    calls: dict[str, FunctionCall] = {}
+    calls: dict[str, Item] = {}
     searches = 0
-    outputs: list[FunctionCallOutput] = []
+    outputs: list[Item] = []
     mcp: list[McpCall] = []
     for item in reversed(ctx.items):
         if isinstance(item, Message) and item.role == "user":
             break
-        if isinstance(item, FunctionCallOutput):
+        if isinstance(item, OUTPUT_ITEMS):
             if len(outputs) < MAX_OBSERVATIONS:
                 outputs.append(item)
-        elif isinstance(item, FunctionCall):
+        elif isinstance(item, CALL_ITEMS):
             calls[item.call_id] = item
         elif isinstance(item, WebSearchCall):
             searches += 1
@@ -188,10 +200,11 @@ def ground(ctx: Context) -> Grounding:
             if len(mcp) < MAX_OBSERVATIONS:
                 mcp.append(item)
     for out in reversed(outputs):
-        call = calls.get(out.call_id)
-        name = call.name if call else ctx.call_names.get(out.call_id, "")
-        arguments = call.arguments if call else "{}"
-        body = _body(text_of(out.output)[:OUTPUT_CHARS])
+        call_id = answered_call(out)
+        call = calls.get(call_id)
+        name = call_name(call) if call else ctx.call_names.get(call_id, "")
+        arguments = item_arguments(call) if call else "{}"
+        body = _body(_output_text(out)[:OUTPUT_CHARS])
         observations.append(
             Observation(tool=name, arguments=arguments, output=body, command=_command(arguments))
         )
@@ -249,6 +262,29 @@ def _places(prompt: str) -> tuple[str, ...]:
 def _names(prompt: str) -> tuple[str, ...]:
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
     return _dedupe([*quoted, *_IDENT.findall(prompt)])
+
+
+def item_arguments(call: Item) -> str:
+    """A call's arguments as JSON: a function's own; a client tool's what the model's plan
+    compares (a custom tool's input, a shell's command, a patch's file)."""
+    if isinstance(call, FunctionCall):
+        return call.arguments
+    if isinstance(call, CustomToolCall):
+        return orjson.dumps({"input": call.input}).decode()
+    if isinstance(call, ShellCall):
+        return orjson.dumps({"command": " && ".join(call.action.commands)}).decode()
+    if isinstance(call, LocalShellCall):
+        return orjson.dumps({"command": list(call.action.command)}).decode()
+    if isinstance(call, ApplyPatchCall):
+        return orjson.dumps({"type": call.operation.type, "path": call.operation.path}).decode()
+    return "{}"
+
+
+def _output_text(out: Item) -> str:
+    if isinstance(out, FunctionCallOutput):
+        return text_of(out.output)
+    tool = CLIENT_BY_OUTPUT.get(type(out))
+    return "" if tool is None else str(tool.output_text(out))
 
 
 def _command(arguments: str) -> str | None:

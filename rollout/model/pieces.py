@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from rollout.conversation.calls import Citation, HostedSpec
+from rollout.conversation.calls import Citation, ClientCallSpec, HostedSpec
 
 
 @attrs.frozen
@@ -120,6 +120,21 @@ class CallStart:
 
 
 @attrs.frozen
+class CustomStart:
+    """A custom tool's call opens; its input follows as Args pieces."""
+
+    name: str
+    call_id: str | None = None
+
+
+@attrs.frozen
+class ClientCall:
+    """A built-in client tool's call (shell, local_shell, apply_patch), whole."""
+
+    spec: ClientCallSpec
+
+
+@attrs.frozen
 class Args:
     """Argument text of the open function call."""
 
@@ -169,6 +184,8 @@ Piece = (
     | MessageStart
     | Text
     | CallStart
+    | CustomStart
+    | ClientCall
     | Args
     | Hosted
     | Usage

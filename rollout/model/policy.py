@@ -18,7 +18,15 @@ from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.model import prose
 from rollout.model.args import UnsupportedSchema, generate_arguments
+from rollout.model.clienttools import (
+    allows_client,
+    call_arguments,
+    client_spec,
+    is_client_tool,
+    stand_ins,
+)
 from rollout.model.commands import next_command
+from rollout.model.grammars import GrammarUnsupported
 from rollout.model.grounding import Grounding, ground
 from rollout.model.hosted import HOSTED
 from rollout.model.hosted.web_search import WebSearchSpec
@@ -230,7 +238,9 @@ class DefaultPolicy:
         g = ground(ctx)
         choice = ctx.choice
         calls_ok = choice.mode != "none"
-        ranked = rank_tools((t for t in ctx.function_tools.values() if choice.allows(t.name)), g)
+        offered = [t for t in ctx.function_tools.values() if choice.allows(t.name)]
+        offered += [t for t in stand_ins(ctx) if allows_client(choice, t.name, ctx)]
+        ranked = rank_tools(offered, g)
         # Whether a function tool is named for the subject (get_weather for the weather).
         named = any(r.score >= 3 and r.kind != "shell" for r in ranked)
         if calls_ok and (hosted := hosted_call(ctx, g, named)) is not None:
@@ -287,8 +297,9 @@ def plan_calls(
     pool = candidates(list(ranked))
     made = {(o.tool, _canonical(o.arguments)) for o in g.observations}
     planned: list[str] = []
-    specs: list[FunctionCallSpec] = []
+    specs: list[CallSpec] = []
     first_command: str | None = None
+    first_tool = ""
     done = ctx.calls_since_user
     for i in range(n):
         for attempt in range(2 * len(pool)):
@@ -297,9 +308,22 @@ def plan_calls(
             if r.kind == "shell":
                 command = next_command(g, done + i, rng, planned)
             pick = sum(1 for name, _ in made if name == r.tool.name)
-            args = tool_arguments(r.tool, g, rng, pick, command)
-            if isinstance(args, ErrorStep):
-                return args
+            spec: CallSpec
+            if is_client_tool(r.tool.name, ctx):
+                try:
+                    spec = client_spec(r.tool.name, ctx, g, rng, command)
+                except GrammarUnsupported as exc:
+                    return ErrorStep(
+                        message=f"The simulated model cannot call '{r.tool.name}': its "
+                        f"grammar cannot be satisfied ({exc})."
+                    )
+                args = call_arguments(spec)
+            else:
+                written = tool_arguments(r.tool, g, rng, pick, command)
+                if isinstance(written, ErrorStep):
+                    return written
+                args = written
+                spec = FunctionCallSpec(name=r.tool.name, arguments=args)
             key = (r.tool.name, _canonical(args))
             if key in made:
                 continue
@@ -307,12 +331,12 @@ def plan_calls(
             if command is not None:
                 planned.append(command)
             if not specs:
-                first_command = command
-            specs.append(FunctionCallSpec(name=r.tool.name, arguments=args))
+                first_command, first_tool = command, r.tool.name
+            specs.append(spec)
             break
     if not specs:
         return None
-    text = prose.commentary(g, specs[0].name, first_command, rng)
+    text = prose.commentary(g, first_tool, first_command, rng)
     return CallStep(calls=tuple(specs), text=text)
 
 

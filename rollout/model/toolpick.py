@@ -46,7 +46,10 @@ def _stem(word: str) -> str:
 
 def kind_of(tool: FunctionTool) -> str:
     """shell, person (asks the user), state (goals, plans, memory), session (a running
-    process's stdin), image, write (changes files), or other."""
+    process's stdin), image, patch (apply_patch: edits files), write (changes files), or
+    other."""
+    if tool.name == "apply_patch":
+        return "patch"
     name = set(_tokens(tool.name))
     desc = (tool.description or "").lower()
     required = (tool.parameters or {}).get("required") or []
@@ -115,6 +118,8 @@ def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
             score += 10.0
         if kind == "write" and not g.asks("write"):
             score -= 5.0
+        if kind == "patch":  # the file editor: first when files are to be written, else last
+            score += 12.0 if g.asks("write") and g.coding else -5.0
         ranked.append(Ranked(tool, score, kind))
     order = {id(r): i for i, r in enumerate(ranked)}
     return sorted(ranked, key=lambda r: (-r.score, order[id(r)]))

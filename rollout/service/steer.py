@@ -13,7 +13,7 @@ import attrs
 from protocol.control import steer_failed
 from protocol.events import Event
 from protocol.input import normalize_input
-from protocol.items import FunctionCall, Item, Message
+from protocol.items import CALL_ITEMS, CallItem, Item, Message
 from protocol.lanes import Lane
 from protocol.lifetime import (
     Phase,
@@ -180,13 +180,15 @@ class Steerer:
                 known, response_id, sub.raw, "successor_creation_failed", SUCCESSOR_FAILED, sub.id
             )
 
-    def _required(self, known: Known) -> list[FunctionCall]:
+    def _required(self, known: Known) -> list[CallItem]:
         """The client calls the ended response waits for (async ones excepted)."""
         open_calls = known.rollout.ctx.open_calls
         return [
             item
             for item in known.rollout.stream.response.output
-            if isinstance(item, FunctionCall) and item.call_id in open_calls and not item.async_
+            if isinstance(item, CALL_ITEMS)
+            and item.call_id in open_calls
+            and not getattr(item, "async_", None)
         ]
 
     async def _announce(self, known: Known) -> None:
@@ -223,7 +225,7 @@ class Steerer:
         return attrs.evolve(req, input=tuple(normalize_input(queued, new_id) + own)), taken, known
 
 
-def _pending(steer_id: str, required: list[FunctionCall]) -> Note:
+def _pending(steer_id: str, required: list[CallItem]) -> Note:
     return lambda s: s.steer_pending(steer_id, required)
 
 

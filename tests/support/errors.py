@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.errors import MAX_MESSAGE  # (the server's bound; docs/reliability.md: ~1 KiB)
+
 ANY: Any = object()  # "any value" in an expectation
-MAX_MESSAGE = 512  # characters of an error message, however large the value it echoes
 MAX_PARAM = 256  # characters of an error's `param`, however long a client's key
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from protocol import clientitems as ti
 from protocol import events as ev
 from protocol import items as it
 from protocol.request import CreateRequest, StreamOptions
@@ -209,6 +210,70 @@ compactions = builds_item(
 )
 item_references = builds_item(it.ItemReference, id=ids)
 
+# -- the client's tools other than functions (protocol.clientitems) --
+custom_tool_calls = builds_item(
+    ti.CustomToolCall, name=ids, input=texts, **{**call_fields, "status": optional(texts)}
+)
+custom_tool_call_outputs = builds_item(
+    ti.CustomToolCallOutput, output=content, **{**call_fields, "status": optional(texts)}
+)
+_string_tuples = st.lists(texts, max_size=3).map(tuple)
+_maybe_count = optional(counts)
+shell_calls = builds_item(
+    ti.ShellCall,
+    action=st.builds(
+        ti.ShellAction,
+        commands=_string_tuples,
+        max_output_length=_maybe_count,
+        timeout_ms=_maybe_count,
+    ),
+    environment=optional(st.just({"type": "local"})),
+    **call_fields,
+)
+_outcomes = st.builds(ti.ExitOutcome, exit_code=counts) | st.builds(ti.TimeoutOutcome)
+shell_call_outputs = builds_item(
+    ti.ShellCallOutput,
+    output=st.lists(
+        st.builds(ti.ShellOutput, stdout=texts, stderr=texts, outcome=_outcomes), max_size=2
+    ).map(tuple),
+    max_output_length=_maybe_count,
+    **call_fields,
+)
+local_shell_calls = builds_item(
+    ti.LocalShellCall,
+    action=st.builds(
+        ti.LocalShellAction,
+        command=_string_tuples,
+        env=string_maps,
+        timeout_ms=_maybe_count,
+        user=optional(texts),
+        working_directory=optional(texts),
+    ),
+    **call_fields,
+)
+local_shell_call_outputs = builds_item(
+    ti.LocalShellCallOutput, id=optional(ids), call_id=optional(ids), output=texts, status=statuses
+)
+_operations = (
+    st.builds(ti.CreateFile, path=texts, diff=texts)
+    | st.builds(ti.UpdateFile, path=texts, diff=texts)
+    | st.builds(ti.DeleteFile, path=texts)
+)
+apply_patch_calls = builds_item(
+    ti.ApplyPatchCall,
+    id=optional(ids),
+    call_id=ids,
+    operation=_operations,
+    status=optional(st.sampled_from(["in_progress", "completed"])),
+)
+apply_patch_call_outputs = builds_item(
+    ti.ApplyPatchCallOutput,
+    id=optional(ids),
+    call_id=ids,
+    status=st.sampled_from(["completed", "failed"]),
+    output=optional(texts),
+)
+
 items = st.one_of(*ITEM_STRATEGIES.values())
 item_tuples = st.lists(items, max_size=4).map(tuple)
 
@@ -399,6 +464,30 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
         "output_index": counts,
         "name": ids,
         "arguments": texts,
+    },
+    ev.CustomInputDeltaEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "delta": texts,
+    },
+    ev.CustomInputDoneEvent: {
+        "sequence_number": seqs,
+        "item_id": ids,
+        "output_index": counts,
+        "input": texts,
+    },
+    ev.ShellCommandEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "command_index": counts,
+        "command": texts,
+    },
+    ev.ShellCommandDeltaEvent: {
+        "sequence_number": seqs,
+        "output_index": counts,
+        "command_index": counts,
+        "delta": texts,
     },
     ev.WebSearchCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},
     ev.HostedCallEvent: {"sequence_number": seqs, "output_index": counts, "item_id": ids},

@@ -92,3 +92,53 @@ def test_sdk_parallel_calls_and_an_error_event_on_the_way(serve: Serve) -> None:
     assert pauses == 1
     assert [e["error"]["code"] for e in errors] == ["unknown_call_id"]
     assert errors[0]["error"]["param"] == "input[0].call_id"
+
+
+def test_client_tools_other_than_functions_pause_the_append_rollout(serve: Serve) -> None:
+    """A shell call and a custom tool's call pause the rollout like function calls; their
+    outputs, appended, resume it to an answer."""
+    from rollout.model.policy import DefaultPolicy
+
+    _, client = serve(DefaultPolicy(tool_calls=2))
+    tools = [{"type": "shell"}, {"type": "custom", "name": "note", "description": "notes"}]
+    pending: list[dict[str, Any]] = []
+    kinds: dict[str, str] = {}
+    final: Any = None
+    with client.responses.connect() as conn:
+        frame = create_frame(input="List the files in this repo", tools=tools)
+        conn.send(frame)
+        for event in conn:
+            if event.type == "response.output_item.done" and event.item.type.endswith("_call"):
+                kinds[event.item.call_id] = event.item.type
+            elif event.type == "response.done":
+                pause = event.model_dump()
+                outputs: list[dict[str, Any]] = []
+                for call in pause["pending_calls"]:
+                    pending.append(call)
+                    if kinds[call["call_id"]] == "shell_call":
+                        chunk = {
+                            "stdout": "README.md\n",
+                            "stderr": "",
+                            "outcome": {"type": "exit", "exit_code": 0},
+                        }
+                        outputs.append(
+                            {
+                                "type": "shell_call_output",
+                                "call_id": call["call_id"],
+                                "output": [chunk],
+                            }
+                        )
+                    else:
+                        outputs.append(
+                            {
+                                "type": "custom_tool_call_output",
+                                "call_id": call["call_id"],
+                                "output": "ok",
+                            }
+                        )
+                conn.send(append_frame(pause["response_id"], outputs))
+            elif (final := ended(event)) is not None:
+                break
+    assert final is not None and final.status == "completed"
+    assert pending and pending[0]["name"] == "shell"
+    assert final.output[-1].type == "message"
