@@ -17,10 +17,10 @@ import attrs
 import trio
 
 from protocol import codec
-from protocol.deltas import DeltaRun
+from protocol.deltas import DeltaRun, encode_run
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import PassOn, Sink, emit_each
+from rollout.engine.loop import PassOn, Sink
 from rollout.service.writer import Writer
 from rollout.store.base import Logged, LogStore, StoredResponse
 from rollout.store.shared import LogEvent, LogMeta, SharedStore
@@ -64,6 +64,16 @@ class Log:
         self.size += len(event[2])
         self._wake()
         return True
+
+    def extend(self, events: list[Logged]) -> int:
+        """Keep `events` (how many: those past LOG_BYTES are left out)."""
+        size = sum(len(e[2]) for e in events)
+        if self.complete and self.size + size <= LOG_BYTES:
+            self.events.extend(events)
+            self.size += size
+            self._wake()
+            return len(events)
+        return sum(1 for event in events if self.add(event))
 
     def end(self) -> None:
         self.ended = True
@@ -129,7 +139,11 @@ class LogSink(PassOn):
         await self.inner.emit(event)
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
-        await emit_each(self, run)
+        """A run of deltas stays a run on its way on; the log gets each one's JSON from the
+        run's template (deltas are never terminal, and are the same in both framings)."""
+        kind, n = run.type.encode(), run.sequence_number
+        self.logs.extend(self.log, [(n + i, kind, e) for i, e in enumerate(encode_run(run))])
+        await self.inner.emit_run(run)
 
 
 @attrs.define(eq=False)
@@ -157,6 +171,13 @@ class EventLogs:
                     await self.backend.end(log)
             finally:
                 self.drop(log.response_id)
+
+    def extend(self, log: Log, events: list[Logged]) -> None:
+        """Events that are not terminal, in order."""
+        kept = log.extend(events)
+        if self.backend is not None:
+            for event in events[:kept]:
+                self.backend.add(log.response_id, event, False)
 
     def drop(self, response_id: str) -> None:
         """The response ended (or never will, here): readers of its log stop at its end."""
