@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from protocol import errors
 from protocol.errors import ProtocolError, overloaded
-from rollout.server.resources import Request
+from rollout.server.exchange import Request
 
 
 def authorize(request: Request, keys: Iterable[str]) -> str | None:

@@ -29,7 +29,7 @@ from rollout.store.base import Store
 from rollout.store.conversations import StoredConversation
 
 if TYPE_CHECKING:
-    from rollout.server.resources import Exchange, Request
+    from rollout.server.exchange import Exchange, Request
 
 LIMITS = (1, 100, 20)  # `limit` of a list: least, most, default
 

@@ -25,8 +25,9 @@ from rollout.engine.loop import Disconnected
 from rollout.server import logs
 from rollout.server.admission import authorize, check_connections, check_handshake, is_upgrade
 from rollout.server.closing import linger_close
+from rollout.server.exchange import Request, digits, integer
 from rollout.server.limits import Limits, too_many_body_bytes
-from rollout.server.resources import Request, digits, integer, route
+from rollout.server.resources import route
 from rollout.server.sockio import write_now
 from rollout.server.ssebody import SseBroken, SseSink
 from rollout.server.wsconn import Handshake

@@ -5,58 +5,29 @@
 # so they know nothing of h11 or sockets.
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
-
-import attrs
+from typing import Any
 
 from protocol import codec, errors
 from protocol.errors import ProtocolError
 from protocol.request import CreateRequest
 from protocol.validate import betas_of, validate_create
 from rollout.engine.compact import compact, count_input_tokens
-from rollout.engine.loop import NullSink, Sink
+from rollout.engine.loop import NullSink
 from rollout.model.profiles import served_models
 from rollout.server import conversations
+from rollout.server.exchange import (
+    Exchange,
+    Handler,
+    Request,
+    int_query,
+    integer,
+    query,
+    require_json,
+)
 from rollout.server.metrics import render as render_metrics
 from rollout.service import retrieval
-from rollout.service.service import Hold, Service
+from rollout.service.service import Hold
 from rollout.store.memory import visible
-
-JSON = "application/json"
-
-
-@attrs.define
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes = b""
-
-
-class Stream(Sink, Protocol):
-    """An SSE body for one request; `end` finishes it (sending the head first if need be)."""
-
-    async def end(self) -> None: ...
-    async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
-        """One event already in wire JSON (replayed from an event log)."""
-        ...
-
-
-class Exchange(Protocol):
-    """What a handler needs of the HTTP connection answering the request."""
-
-    service: Service
-    owner: str | None  # the API key of the request, when keys are configured
-
-    async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None: ...
-    async def reply_bytes(self, status: int, content_type: str, data: bytes) -> None: ...
-    def sse(self) -> Stream: ...
-
-
-Handler = Callable[..., Awaitable[None]]
-
 
 # -- handlers -------------------------------------------------------------------------------------
 
@@ -295,48 +266,3 @@ async def route(ex: Exchange, request: Request) -> None:
 
 
 _METHOD_ORDER = ["GET", "HEAD", "POST", "DELETE"]
-
-
-# -- parsing --------------------------------------------------------------------------------------
-
-
-def require_json(request: Request) -> None:
-    ctype = request.headers.get("content-type", JSON).split(";")[0].strip().lower()
-    if ctype != JSON:
-        raise ProtocolError(
-            message=f"Unsupported Content-Type {errors.clip(repr(ctype))}; send application/json.",
-            code="unsupported_media_type",
-            status=415,
-        )
-
-
-def digits(value: str) -> bool:
-    """ASCII digits only (str.isdigit also takes '²' and Arabic-Indic digits)."""
-    return value.isascii() and value.isdigit()
-
-
-def integer(value: str, *, signed: bool = False) -> int | None:
-    """`value` as an integer if it is ASCII digits (after a '-' when `signed`), at most 18 of
-    them; else None. (int() of 5,000 digits raises ValueError; no limit here needs more.)"""
-    body = value[1:] if signed and value.startswith("-") else value
-    if not digits(body) or len(body) > 18:
-        return None
-    return int(value)
-
-
-def query(request: Request, name: str, default: str) -> str:
-    values = request.query.get(name)
-    return values[-1] if values else default
-
-
-def int_query(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = query(request, name, str(default))
-    value = integer(raw)
-    if value is None or not low <= value <= high:
-        raise errors.invalid(
-            f"Invalid '{name}': expected an integer from {low} to {high}, got "
-            f"{errors.clip(repr(raw))}.",
-            param=name,
-            code="invalid_value",
-        )
-    return value
