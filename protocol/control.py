@@ -21,7 +21,7 @@ from protocol.events import (
     SteerPendingEvent,
     SteerRef,
 )
-from protocol.items import CallItem, call_name
+from protocol.items import CallItem, PausingItem, call_name, pending_id, pending_name
 from protocol.response import Response, Usage
 
 
@@ -33,13 +33,15 @@ class ControlEvents:
 
     # -- the append shape -----------------------------------------------------------------------
 
-    def pause(self, calls: Sequence[CallItem], usage: Usage) -> PauseEvent:
-        """`response.done`: small on purpose, it does not repeat the response snapshot."""
+    def pause(self, calls: Sequence[PausingItem], usage: Usage) -> PauseEvent:
+        """`response.done`: small on purpose, it does not repeat the response snapshot. An MCP
+        approval request is listed by its id (what its answer names) and the tool it asks for."""
         return PauseEvent(
             sequence_number=self._n(),
             response_id=self.response.id,
             pending_calls=tuple(
-                PendingCall(call_id=c.call_id, name=call_name(c), item_id=c.id or "") for c in calls
+                PendingCall(call_id=pending_id(c), name=pending_name(c), item_id=c.id or "")
+                for c in calls
             ),
             usage=usage,
         )

@@ -204,6 +204,47 @@ def answered_call(item: Any) -> str:
     return output_call_id(item)
 
 
+#: What a live (append-shape) rollout pauses on: the calls above, and the two hosted items the
+#: client answers (a computer call; an MCP approval request, answered by its `id`); and the items
+#: that answer them. A chain-shape response ends on any of them.
+PausingItem = CallItem | ComputerCall | McpApprovalRequest
+AnswerItem = OutputItem | ComputerCallOutput | McpApprovalResponse
+PAUSING_ITEMS: tuple[type[PausingItem], ...] = (*CALL_ITEMS, ComputerCall, McpApprovalRequest)
+ANSWER_ITEMS: tuple[type[AnswerItem], ...] = (
+    *OUTPUT_ITEMS,
+    ComputerCallOutput,
+    McpApprovalResponse,
+)
+
+
+def pending_id(item: PausingItem) -> str:
+    """The id an answer names a pausing item by: its call_id (an approval request's `id`)."""
+    return item.id if isinstance(item, McpApprovalRequest) else item.call_id
+
+
+def pending_name(item: PausingItem) -> str:
+    """The tool a pausing item calls: call_name's, `computer`, or the MCP tool asked about."""
+    if isinstance(item, McpApprovalRequest):
+        return item.name
+    if isinstance(item, ComputerCall):
+        return "computer"
+    return call_name(item)
+
+
+def answered_id(item: AnswerItem) -> str:
+    """The pending_id an answer (of ANSWER_ITEMS) names."""
+    if isinstance(item, McpApprovalResponse):
+        return item.approval_request_id
+    if isinstance(item, ComputerCallOutput):
+        return item.call_id
+    return answered_call(item)
+
+
+def answered_field(item: AnswerItem) -> str:
+    """The key an answer names its call by (`call_id`; `approval_request_id`)."""
+    return "approval_request_id" if isinstance(item, McpApprovalResponse) else "call_id"
+
+
 # -- tools --------------------------------------------------------------------------------------
 
 

@@ -26,13 +26,14 @@ import attrs
 from protocol import codec
 from protocol.errors import ProtocolError, clip
 from protocol.items import (
-    OUTPUT_ITEMS,
+    ANSWER_ITEMS,
     InputFile,
     InputImage,
     InputText,
     Item,
     Message,
-    answered_call,
+    answered_field,
+    answered_id,
 )
 
 
@@ -146,7 +147,7 @@ class Lifetime:
         in any live state and kept for `take_late` (they join the context at the next
         boundary); the rest needs a waiting rollout. Returns True when the items complete the
         pending set (the rollout resumes). `messages`: whether input messages may come along."""
-        is_late = [isinstance(x, OUTPUT_ITEMS) and answered_call(x) in async_open for x in items]
+        is_late = [isinstance(x, ANSWER_ITEMS) and answered_id(x) in async_open for x in items]
         late = [x for x, flag in zip(items, is_late, strict=True) if flag]
         if self.state is State.FINISHED or (len(late) < len(items) and self.state not in WAITING):
             raise response_not_suspended(self.response_id, self.state)
@@ -156,19 +157,20 @@ class Lifetime:
             )
         seen: set[str] = set()
         for i, item in enumerate(items):
-            call_id = answered_call(item) if isinstance(item, OUTPUT_ITEMS) else None
+            call_id = answered_id(item) if isinstance(item, ANSWER_ITEMS) else None
+            key = answered_field(item) if isinstance(item, ANSWER_ITEMS) else "call_id"
             if call_id is not None and call_id in async_open:
                 if call_id in self._late_ids or call_id in seen:
-                    raise _duplicate(call_id, i)
+                    raise _duplicate(call_id, i, key)
                 seen.add(call_id)
             elif call_id is not None:
                 if call_id in self._answered or call_id in seen:
-                    raise _duplicate(call_id, i)
+                    raise _duplicate(call_id, i, key)
                 if call_id not in self.pending:
                     raise ProtocolError(
-                        message=f"No pending tool call with call_id '{clip(call_id)}'.",
+                        message=f"No pending tool call with {key} '{clip(call_id)}'.",
                         code="unknown_call_id",
-                        param=f"input[{i}].call_id",
+                        param=f"input[{i}].{key}",
                     )
                 seen.add(call_id)
             elif not isinstance(item, Message) or not messages:
@@ -179,7 +181,7 @@ class Lifetime:
                     code="invalid_value",
                     param=f"input[{i}].type",
                 )
-        late_ids = {answered_call(item) for item in late}
+        late_ids = {answered_id(item) for item in late if isinstance(item, ANSWER_ITEMS)}
         self._late_ids |= late_ids
         if late:
             self.handle(Move.LATE_OUTPUT)
@@ -200,11 +202,11 @@ class Lifetime:
         return out
 
 
-def _duplicate(call_id: str, i: int) -> ProtocolError:
+def _duplicate(call_id: str, i: int, key: str = "call_id") -> ProtocolError:
     return ProtocolError(
-        message=f"An output for call_id '{clip(call_id)}' was already appended.",
+        message=f"An output for {key} '{clip(call_id)}' was already appended.",
         code="duplicate_call_output",
-        param=f"input[{i}].call_id",
+        param=f"input[{i}].{key}",
     )
 
 

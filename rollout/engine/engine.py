@@ -33,7 +33,7 @@ from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
-from rollout.engine.executors import Deferred, hosted_tools, list_mcp_tools
+from rollout.engine.executors import Deferred, client_answered, hosted_tools, list_mcp_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
 from rollout.engine.loop import (
@@ -125,6 +125,7 @@ class Engine:
                 secret=self.secret,
                 thoughts=self.thoughts,
                 deferred=Deferred(),
+                answered=client_answered(),
             )
         return env
 

@@ -2,7 +2,9 @@
 # interface (`rollout.engine.loop.Executor`). The chain shape's client-tool executor ends the
 # response (the client answers with a new response.create carrying previous_response_id); a
 # hosted tool's calls (the table: rollout.model.hosted) run inside the server, each through the
-# tool's simulated service (a declared latency, deterministic results). Calls of async tools go
+# tool's simulated service (a declared latency, deterministic results); the calls of the hosted
+# tools the client answers (computer use, MCP approval) then go on to the client-tool executor,
+# as a function call does. Calls of async tools go
 # to Deferred, which returns at once: the model does not wait, and their outputs join the context
 # whenever they arrive (a later create, an inject). The append and multi-agent shapes' executor
 # waits for the client (rollout.service.live).
@@ -59,21 +61,6 @@ class Hosted:
         return done
 
 
-@attrs.define
-class HostedEnd:
-    """A hosted call that ends the response (an MCP approval request: the client answers it in
-    the next request, as it answers a function call): closed on the wire, kept in the context
-    for the continuation, and the response ends."""
-
-    service: Service
-    scans = False
-
-    async def call(self, r: Rollout, calls: Sequence[Call]) -> None:
-        done = await Hosted(self.service).call(r, calls)
-        r.ctx.extend(done, r.work, scan=False)
-        return None
-
-
 async def list_mcp_tools(r: Rollout) -> None:
     """The MCP servers' tool listings the engine made for this request (rollout.model.hosted
     .mcp.listings), as the response's first items: `mcp_list_tools` and its events."""
@@ -87,4 +74,11 @@ async def list_mcp_tools(r: Rollout) -> None:
 
 def hosted_tools(costs: CostProfile) -> dict[type[HostedSpec], Executor]:
     """The executor of each hosted tool of the table, by its spec class."""
-    return {row.spec: (HostedEnd if row.ends else Hosted)(row.service(costs)) for row in HOSTED}
+    return {row.spec: Hosted(row.service(costs)) for row in HOSTED}
+
+
+def client_answered() -> frozenset[type[HostedSpec]]:
+    """The hosted tools whose completed calls the client answers (a computer call, an MCP
+    approval request): the loop hands them on to the shape's client-tool executor, as it does a
+    function call, so the chain shape ends the response on them and the append shape pauses."""
+    return frozenset(row.spec for row in HOSTED if row.client_answers)

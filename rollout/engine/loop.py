@@ -210,6 +210,9 @@ class LoopEnv:
     hosted: Mapping[type[HostedSpec], Executor]  # each hosted tool's, by its spec class
     safety: Callable[[int, Work], Awaitable[None]]  # the safety service's latency for new tokens
     deferred: Executor  # calls of async tools: returns at once, outputs come later
+    #: The hosted tools whose calls the client answers: after their executor, each call goes
+    #: to the client-tool executor too (rollout.engine.executors.client_answered).
+    answered: frozenset[type[HostedSpec]] = frozenset()
     secret: bytes = DEFAULT_SECRET
     thoughts: dict[str, str] = attrs.field(factory=dict)  # reasoning item id -> hidden text
 

@@ -54,11 +54,13 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         # output's order), a run of one tool's calls at a time.
         for kind, run in itertools.groupby(hosted, key=lambda c: type(c.spec)):
             if not await _execute(r, env, env.hosted[kind], list(run)):
-                return Outcome("completed")  # (an MCP approval request ends the response)
-        if functions:
+                return Outcome("completed")
+        # The client answers its calls, and a computer call or an MCP approval request, alike.
+        answered = [c for c in hosted if type(c.spec) in env.answered]
+        if functions or answered:
             r.ctx.extend([c.item for c in functions], r.work, scan=False)
             deferred = [c for c in functions if _is_async(c)]
-            waiting = [c for c in functions if not _is_async(c)]
+            waiting = [c for c in ended if c in answered or (c in functions and not _is_async(c))]
             if deferred:
                 await _execute(r, env, env.deferred, deferred)
             if waiting and not await _execute(r, env, client, waiting):

@@ -21,7 +21,7 @@ from protocol.deltas import DeltaRun
 from protocol.errors import ProtocolError
 from protocol.events import Event
 from protocol.input import normalize_input
-from protocol.items import CALL_ITEMS, Item, call_name
+from protocol.items import PAUSING_ITEMS, Item, pending_id, pending_name
 from protocol.lifetime import WAITING, Lifetime, Move, State, response_not_suspended
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
@@ -186,8 +186,8 @@ class AppendTools:
 
     async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
         live = self.live
-        items = [c.item for c in calls if isinstance(c.item, CALL_ITEMS)]
-        live.lifetime.pause({c.call_id: call_name(c) for c in items})
+        items = [c.item for c in calls if isinstance(c.item, PAUSING_ITEMS)]
+        live.lifetime.pause({pending_id(c): pending_name(c) for c in items})
         if live.announces:
             await r.send(r.stream.pause(items, r.usage))
         r.work.mark("paused")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.items import HOSTED_TOOLS
-from rollout.engine.executors import Hosted, HostedEnd, hosted_tools
+from protocol.items import HOSTED_TOOLS, ComputerCall, McpApprovalRequest
+from rollout.engine.executors import Hosted, client_answered, hosted_tools
 from rollout.model.hosted import BY_ITEM_TYPE, BY_NAME, BY_SCRIPT, HOSTED, HostedRow
 from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import CallStep
@@ -20,9 +20,10 @@ def test_the_simulation_runs_every_hosted_tool_of_the_wire() -> None:
     assert len(BY_NAME) == len(BY_SCRIPT) == len(BY_ITEM_TYPE) == len(HOSTED)
     executors = hosted_tools(COST_PROFILES["service"])
     assert set(executors) == {row.spec for row in HOSTED}
-    ends = {row.spec for row in HOSTED if row.ends}
-    assert all(isinstance(e, HostedEnd) for s, e in executors.items() if s in ends)
-    assert all(isinstance(e, Hosted) for s, e in executors.items() if s not in ends)
+    assert all(isinstance(e, Hosted) for e in executors.values())
+    # The calls the client answers go on to the shape's client executor (they pause or end).
+    answered = {s.tool.item for s in client_answered()}
+    assert answered == {ComputerCall, McpApprovalRequest}
     assert not any(e.scans for e in executors.values())
 
 

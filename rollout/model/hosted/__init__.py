@@ -44,7 +44,10 @@ class HostedRow:
     script: str  # the key of a call in a script (`{"search": "query"}`)
     from_script: Callable[[Any], HostedSpec]  # a call from that key's value
     from_item: Callable[[Mapping[str, Any]], HostedSpec]  # a call from its recorded item
-    ends: bool = False  # its call ends the response (an MCP approval request)
+    #: The client answers its call (an MCP approval request, a computer call): after the
+    #: service closes it, it goes to the shape's client-tool executor (chain: the response ends;
+    #: append: the rollout pauses).
+    client_answers: bool = False
 
     @property
     def name(self) -> str:
@@ -84,7 +87,7 @@ HOSTED: tuple[HostedRow, ...] = (
         script="mcp_approval",
         from_script=mcp.approval_from_script,
         from_item=mcp.approval_from_item,
-        ends=True,
+        client_answers=True,
     ),
     HostedRow(
         spec=simulated.CodeSpec,
@@ -121,7 +124,7 @@ HOSTED: tuple[HostedRow, ...] = (
         script="computer",
         from_script=computer.from_script,
         from_item=computer.from_item,
-        ends=True,  # the client runs it: its output comes in the next request
+        client_answers=True,  # the client runs it and sends its computer_call_output
     ),
 )
 
