@@ -163,7 +163,7 @@ HostedItem = (
     | CodeInterpreterCall
     | FileSearchCall
     | ImageGenerationCall
-    | ComputerCall  # (a client-run tool: its call ends the response, as a function call does)
+    | ComputerCall  # (a client-run tool: the client answers it, as it does a function call)
 )
 
 Item = (

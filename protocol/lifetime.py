@@ -175,9 +175,9 @@ class Lifetime:
                 seen.add(call_id)
             elif not isinstance(item, Message) or not messages:
                 raise ProtocolError(
-                    message="Only function_call_output items and messages can be appended."
+                    message="Only tool call outputs and messages can be appended."
                     if messages
-                    else "Only function_call_output items can be injected.",
+                    else "Only tool call outputs can be injected.",
                     code="invalid_value",
                     param=f"input[{i}].type",
                 )

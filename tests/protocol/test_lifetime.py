@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from protocol.errors import ProtocolError
-from protocol.items import InputText, Message
+from protocol.items import ComputerCallOutput, InputText, McpApprovalResponse, Message
 from protocol.lifetime import (
     REFUSALS,
     STEER_TRANSITIONS,
@@ -83,6 +83,23 @@ def test_an_inject_takes_no_messages() -> None:
         life.accept([Message(role="user", content="hi")], messages=False)
     assert refused.value.param == "input[0].type"
     assert life.accept([Message(role="user", content="hi"), out("call_a")]) is True
+
+
+def test_a_computer_output_and_an_approval_answer_their_pending_calls() -> None:
+    life = Lifetime("resp_1")
+    life.pause({"call_cu": "computer", "mcpr_1": "add"})
+    screen = ComputerCallOutput(call_id="call_cu", output={"type": "computer_screenshot"})
+    yes = McpApprovalResponse(approval_request_id="mcpr_1", approve=True)
+    with pytest.raises(ProtocolError) as refused:
+        life.accept([screen, McpApprovalResponse(approval_request_id="mcpr_x", approve=True)])
+    assert refused.value.code == "unknown_call_id"
+    assert refused.value.param == "input[1].approval_request_id"
+    assert life.accept([screen]) is False
+    with pytest.raises(ProtocolError) as again:
+        life.accept([screen])
+    assert (again.value.code, again.value.param) == ("duplicate_call_output", "input[0].call_id")
+    assert life.accept([yes]) is True
+    assert life.take_outputs() == [screen, yes]
 
 
 def test_a_finished_rollout_takes_nothing_not_even_late_outputs() -> None:

@@ -1,9 +1,10 @@
 # The computer-use tool (`computer`, `computer_use_preview`), the module behind its row of the
 # hosted tools (rollout.model.hosted): a tool the *client* runs. The default model makes a
 # `computer_call` (a screenshot first) when the prompt asks to operate a screen, or when
-# `tool_choice` forces it; the call closes at once and ends the response, as a function call
-# does, and the client answers with a `computer_call_output` (its screenshot) in the next
-# request; the model then answers. Its wire side is protocol's (protocol.items.COMPUTER_TOOL).
+# `tool_choice` forces it; the call closes at once and goes to the client as a function call
+# does (the chain shape ends the response, the append shape pauses), and the client answers
+# with a `computer_call_output` (its screenshot: in the next request, or appended); the model
+# then answers. Its wire side is protocol's (protocol.items.COMPUTER_TOOL).
 from __future__ import annotations
 
 import re

@@ -4,9 +4,11 @@
 # unreachable server refuses the request with the API's 424); the response opens with those
 # listings. The default model then calls a listed tool the prompt names (or the one
 # `tool_choice` forces), its arguments generated from the tool's input schema; a call that
-# `require_approval` holds back is an `mcp_approval_request` that ends the response, and the
-# next request's `mcp_approval_response` lets it run (or not). The call itself goes over MCP
-# (rollout.model.hosted.mcp_client); its output or error is the `mcp_call` item's.
+# `require_approval` holds back is an `mcp_approval_request` the client answers, as it answers a
+# function call (the chain shape ends the response on it, the append shape pauses), and its
+# `mcp_approval_response` (the next request's, or the appended one) lets it run (or not). The
+# call itself goes over MCP (rollout.model.hosted.mcp_client); its output or error is the
+# `mcp_call` item's.
 from __future__ import annotations
 
 import random
@@ -182,7 +184,7 @@ class McpCallSpec(HostedSpec):
 
 @attrs.frozen(kw_only=True)
 class McpApprovalSpec(HostedSpec):
-    """A call `require_approval` holds back: its approval request (the response ends on it)."""
+    """A call `require_approval` holds back: its approval request (the client answers it)."""
 
     tool: ClassVar[HostedTool] = MCP_APPROVAL_TOOL
     server: Server
