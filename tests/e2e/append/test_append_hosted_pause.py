@@ -112,6 +112,7 @@ def ws_rollout(client: OpenAI, frame: dict[str, Any], answer: Answer) -> tuple[A
                 break
     assert final is not None and final.status == "completed"
     assert ids == {final.id}
+    assert [x["type"] for x in seen] == ["response.done", "error"]  # one pause, one refusal
     return final, seen
 
 
@@ -148,7 +149,8 @@ def test_an_approved_mcp_call_runs_after_the_pause_ws(serve: Serve, mcp_url: str
 def test_a_denied_mcp_call_is_skipped_ws(serve: Serve, mcp_url: str) -> None:
     _, client = serve()
     frame = create_frame(input=ADD_PROMPT, tools=[mcp_tool(mcp_url)], instructions=None)
-    final, _ = ws_rollout(client, frame, answer_approval(False))
+    final, (_, error) = ws_rollout(client, frame, answer_approval(False))
+    assert_refused(error, "input[0].approval_request_id")
     assert [o.type for o in final.output] == ["mcp_list_tools", "mcp_approval_request", "message"]
 
 
