@@ -1,4 +1,4 @@
-# The engine's side of stored state beyond a previous_response_id chain: a create bound to a
+# The engine's side of stored state: the items of a previous_response_id chain, a create bound to a
 # conversation (its items are the context before the input; after the response its input and
 # output are appended to it) and item references to any stored item of the request's API key
 # (the store's item index). Pre- and post-inference pieces that rollout.engine.engine calls;
@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Sequence
 
+from protocol import errors
 from protocol.conversations import conversation_not_found
 from protocol.items import Item, ItemReference
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
 from rollout.engine.ingest import extend, hidden_reasoning
-from rollout.store.base import Store
+from rollout.store.base import ChainBroken, Store, visible
 
 
 async def context_of(
@@ -24,6 +25,20 @@ async def context_of(
     ctx.hidden.update(hidden_reasoning(items, secret, thoughts))
     await extend(ctx, items, work)
     return ctx
+
+
+async def chain_items(
+    store: Store, previous_response_id: str, work: Work, owner: str | None
+) -> list[Item]:
+    """Every item of the stored chain ending at `previous_response_id` (a response stored
+    under another API key, or a chain with a response deleted, is not found)."""
+    with work.stage("store", items=1):
+        if visible(await store.get(previous_response_id), owner) is None:
+            raise errors.previous_response_not_found(previous_response_id)
+        try:
+            return await store.conversation(previous_response_id)
+        except ChainBroken:
+            raise errors.previous_response_not_found(previous_response_id) from None
 
 
 async def conversation_items(
@@ -76,4 +91,4 @@ async def references(
     return {*base.by_id, *found}, lookup
 
 
-__all__ = ["append_turn", "context_of", "conversation_items", "references"]
+__all__ = ["append_turn", "chain_items", "context_of", "conversation_items", "references"]

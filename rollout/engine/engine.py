@@ -15,7 +15,6 @@ from typing import Any
 import attrs
 import trio
 
-from protocol import errors
 from protocol.choices import resolve_format, resolve_tool_choice
 from protocol.conversations import conversation_id_of
 from protocol.errors import ProtocolError
@@ -57,7 +56,7 @@ from rollout.model import profiles, reasoning
 from rollout.model.hosted import mcp
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.store.memory import ChainBroken, MemoryStore, Store, StoredResponse, visible
+from rollout.store.memory import MemoryStore, Store, StoredResponse
 
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
@@ -184,13 +183,7 @@ class Engine:
     ) -> Context:
         """Rebuild a context from the store: the whole history, re-scanned and re-rendered.
         A response stored under another API key is not found."""
-        with work.stage("store", items=1):
-            if visible(await self.store.get(previous_response_id), owner) is None:
-                raise errors.previous_response_not_found(previous_response_id)
-            try:
-                items = await self.store.conversation(previous_response_id)
-            except ChainBroken:
-                raise errors.previous_response_not_found(previous_response_id) from None
+        items = await bound.chain_items(self.store, previous_response_id, work, owner)
         return await bound.context_of(items, work, self.secret, self.thoughts, model)
 
     async def prepare(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import trio
@@ -35,6 +35,7 @@ from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.eventlog import EventLogs, StoreLogs
 from rollout.service.live import Hold, Live, LiveRollouts, response_not_found
+from rollout.service.peers import Peers
 from rollout.service.taps import TapConfig
 from rollout.store.base import LogStore
 
@@ -43,41 +44,6 @@ T = TypeVar("T")
 #: never stalls the event loop for every other client.
 OFF_LOOP_BYTES = 256 * 1024
 END_RESPONSE = EndResponse()  # the chain shape's client executor (it holds no state)
-
-
-class Peers(Protocol):
-    """The other workers, as the service and its sessions consult them: the cluster layer
-    (rollout.service.cluster.Cluster), which runs what reaches it through this Service."""
-
-    async def run(self, task_status: trio.TaskStatus[None] = ...) -> None: ...
-
-    async def barrier(self) -> None:
-        """Wait until what is queued for the store has been written."""
-        ...
-
-    async def claim(self, prepared: Prepared, lane: str | None) -> None: ...
-
-    def forget(self, response_id: str) -> None:
-        """Drop the record of a live rollout that never started."""
-        ...
-
-    def paused(self, prepared: Prepared) -> None: ...
-
-    def detach(self, holder: object) -> None: ...
-
-    async def deliver(
-        self,
-        kind: str,
-        response_id: str,
-        items: Sequence[Item],
-        sink_for: Callable[[str | None], Sink],
-        *,
-        owner: str | None,
-        holder: object,
-        hold: Hold,
-        local: ProtocolError,
-        raw: Sequence[Any] = (),
-    ) -> dict[str, Any] | None: ...
 
 
 async def off_loop(fn: Callable[[Any], T], data: Any, size: int) -> T:
