@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from protocol.request import CreateRequest  # noqa: E402
-from rollout import cli  # noqa: E402
+from rollout.cli import commands as cli  # noqa: E402
 from rollout.engine import faults  # noqa: E402
 from rollout.model import knobs, profiles, script  # noqa: E402
 from rollout.service import config  # noqa: E402
@@ -180,9 +180,9 @@ def config_sources() -> dict[str, FieldSource]:
 
 
 def cli_flags_for_config() -> dict[str, str]:
-    """Which `rollout serve` flag sets each ServerConfig field, from the source of rollout/cli.py:
-    the `args.DEST` attributes in the field's keyword argument of `ServerConfig(...)` (or in the
-    assignment of the variable passed there)."""
+    """Which `rollout serve` flag sets each ServerConfig field, from the source of
+    rollout/cli/commands.py: the `args.DEST` attributes in the field's keyword argument of
+    `ServerConfig(...)` (or in the assignment of the variable passed there)."""
     tree = ast.parse(inspect.getsource(cli))
     serve = subcommands(cli._parser())["serve"]
     option = {a.dest: a.option_strings[0] for a in serve._actions if a.option_strings}

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from rollout.cli_parser import DefaultsOnceHelpFormatter, parser
+from rollout.cli.parser import DefaultsOnceHelpFormatter, parser
 from rollout.experiments.bench.run import BENCHES
 
 

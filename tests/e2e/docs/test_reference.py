@@ -11,7 +11,7 @@ from types import ModuleType
 
 import attrs
 
-from rollout.cli import _parser
+from rollout.cli.parser import parser as _parser
 from rollout.service.config import ServerConfig
 from support.generators import generator as load_generator
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from openai import OpenAI
 
-from rollout.cli import _parser
+from rollout.cli.parser import parser as _parser
 from rollout.model.script import load as load_script
 from support.processes import ROOT, finish, project_env, serve_process
 

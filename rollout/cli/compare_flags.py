@@ -1,4 +1,4 @@
-# The flags of `rollout compare` (rollout/cli_parser.py builds the rest of the command line):
+# The flags of `rollout compare` (rollout/cli/parser.py builds the rest of the command line):
 # the workload and its sweep, the real engine that may pace it, and the other kinds of run.
 from __future__ import annotations
 

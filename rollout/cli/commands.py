@@ -13,7 +13,7 @@ from pathlib import Path
 import attrs
 import trio
 
-from rollout.cli_parser import parser as _parser
+from rollout.cli.parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
 from rollout.model.policy import DefaultPolicy
@@ -368,7 +368,3 @@ async def _serve_until_signalled(
                 f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True
             )
     return forced[0] if forced else None
-
-
-if __name__ == "__main__":
-    sys.exit(main())

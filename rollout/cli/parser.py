@@ -1,11 +1,11 @@
 # The `rollout` command line's arguments: every subcommand and flag, with help that says what each
-# does and its default. rollout.cli runs the commands; docs/reference.md is generated from this
+# does and its default. rollout.cli.commands runs them; docs/reference.md is generated from this
 # parser (docs/gen_reference.py).
 from __future__ import annotations
 
 import argparse
 
-from rollout.cli_compare_flags import add_compare
+from rollout.cli.compare_flags import add_compare
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
 from rollout.upstream.target import APIS
