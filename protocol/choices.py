@@ -11,7 +11,7 @@ from typing import Any, Literal
 import attrs
 
 from protocol.clientitems import BUILTIN_CLIENT_TYPES
-from protocol.items import HOSTED_BY_CHOICE
+from protocol.hosted import HOSTED_BY_CHOICE
 
 Mode = Literal["none", "auto", "required"]
 FormatType = Literal["text", "json_object", "json_schema"]
@@ -23,7 +23,7 @@ class ToolChoice:
 
     `functions` are the function names the model may call (None: every offered one; an
     `allowed_tools` choice narrows them), `hosted` the hosted tools (by name, of
-    protocol.items.HOSTED_TOOLS) it may call when they are offered (None: all of them); `forced`
+    protocol.hosted.HOSTED_TOOLS) it may call when they are offered (None: all of them); `forced`
     names the one function the first step must call, `forced_hosted` the hosted tool it must
     call; `mode == "required"` makes the first step call some allowed tool. Custom tools are
     named like functions (`functions`, `forced`); the built-in client tools (`shell`,

@@ -16,9 +16,9 @@ from protocol.events import (
     ErrorEvent,
     FailedSteer,
 )
+from protocol.hosted import HOSTED_TOOLS
 from protocol.invalid import Invalid, at_path, locate, missing, wrong_type
 from protocol.items import (
-    HOSTED_TOOLS,
     Compaction,
     FunctionCall,
     FunctionTool,

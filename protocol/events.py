@@ -210,7 +210,7 @@ class WebSearchCallEvent:
 
 @attrs.frozen(kw_only=True)
 class HostedCallEvent:
-    """A hosted call's progress (protocol.items.HOSTED_TOOLS rows other than web search)."""
+    """A hosted call's progress (protocol.hosted.HOSTED_TOOLS rows other than web search)."""
 
     type: Literal[
         "response.mcp_list_tools.in_progress",

@@ -5,15 +5,8 @@ import attrs
 
 from protocol.clientitems import CLIENT_CALLS, CustomToolCall
 from protocol.events import Event
-from protocol.items import (
-    HOSTED_BY_ITEM,
-    HOSTED_ITEMS,
-    FunctionCall,
-    Message,
-    OutputText,
-    Reasoning,
-    Refusal,
-)
+from protocol.hosted import HOSTED_BY_ITEM, HOSTED_ITEMS
+from protocol.items import FunctionCall, Message, OutputText, Reasoning, Refusal
 from protocol.response import Response, ResponseError, Usage
 from protocol.stream import ResponseStream
 

@@ -1,11 +1,11 @@
 # Event builders: a small state machine per response that turns "what happened" into the exact
 # event sequences of spec §2.5 (reasoning with summary parts, text and refusals, function calls,
-# hosted tools' calls, whose events protocol.items.HOSTED_TOOLS names) and the append shape's
+# hosted tools' calls, whose events protocol.hosted.HOSTED_TOOLS names) and the append shape's
 # pause. It numbers events (`sequence_number` from 0, contiguous, never restarting inside one
 # response, pauses included) and output items (`output_index` keeps counting across pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -13,7 +13,6 @@ import attrs
 from protocol.control import ControlEvents
 from protocol.deltas import DeltaRun, E, Fields
 from protocol.events import (
-    CLASS_BY_TYPE,
     AnnotationAddedEvent,
     ArgumentsDeltaEvent,
     ArgumentsDoneEvent,
@@ -32,11 +31,7 @@ from protocol.events import (
     TextDoneEvent,
 )
 from protocol.items import (
-    HOSTED_BY_ITEM,
-    WEB_SEARCH_TOOL,
     FunctionCall,
-    HostedItem,
-    HostedTool,
     Item,
     Message,
     OutputText,
@@ -44,11 +39,9 @@ from protocol.items import (
     Refusal,
     SummaryText,
     UrlCitation,
-    WebSearchAction,
-    WebSearchCall,
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
-from protocol.toolstream import ClientToolEvents
+from protocol.toolstream import ClientToolEvents, HostedToolEvents
 
 _EMPTY_TEXT = OutputText(text="")  # the part a message opens with (frozen: one for all)
 _EMPTY_REFUSAL = Refusal(refusal="")
@@ -71,7 +64,7 @@ class _OpenReasoning:
     part: list[str] | None = None  # the summary part being streamed
 
 
-class ResponseStream(ControlEvents, ClientToolEvents):
+class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
     """Builds the events of one response. Each method returns the events it produced, in order."""
 
     def __init__(self, response: Response) -> None:
@@ -393,61 +386,3 @@ class ResponseStream(ControlEvents, ClientToolEvents):
             ),
             self._item_event("response.output_item.done", output_index, done),
         ]
-
-    # -- hosted tools (protocol.items.HOSTED_TOOLS) ----------------------------------------------
-
-    def begin_hosted(
-        self, tool: HostedTool, item_id: str, item: HostedItem | None = None
-    ) -> list[Event]:
-        """`output_item.added` (in progress, no result yet: `item`, else made from `item_id`),
-        then the tool's opening events, its streamed text (one delta, its done) and its
-        working events."""
-        index = self.next_output_index
-        if item is None:
-            item = tool.item(id=item_id, status="in_progress")  # type: ignore[call-arg]
-        self.response.output.append(item)
-        events = [
-            self._item_event("response.output_item.added", index, item),
-            *[self._hosted_event(type_, index, item_id) for type_ in tool.opening],
-        ]
-        if tool.streamed is not None:
-            text = tool.streamed(item)
-            delta: Callable[..., Event] = CLASS_BY_TYPE[tool.delta]
-            done: Callable[..., Event] = CLASS_BY_TYPE[tool.done]
-            common = {"output_index": index, "item_id": item_id}
-            if text:
-                events.append(
-                    delta(type=tool.delta, sequence_number=self._n(), delta=text, **common)
-                )
-            events.append(
-                done(type=tool.done, sequence_number=self._n(), **{tool.done_key: text}, **common)
-            )
-        events += [self._hosted_event(type_, index, item_id) for type_ in tool.working]
-        return events
-
-    def end_hosted(self, output_index: int, done: HostedItem) -> list[Event]:
-        """The completed item replaces the one in progress: `completed` (or `failed`),
-        `output_item.done`."""
-        assert type(self.response.output[output_index]) is type(done)
-        tool = HOSTED_BY_ITEM[type(done)]
-        self.response.output[output_index] = done
-        failed = getattr(done, "status", None) == "failed" or getattr(done, "error", None)
-        closing = tool.failed if failed and tool.failed else tool.completed
-        return [
-            *([self._hosted_event(closing, output_index, done.id or "")] if closing else []),
-            self._item_event("response.output_item.done", output_index, done),
-        ]
-
-    def begin_web_search(self, item_id: str) -> list[Event]:
-        """A web search call opens (`begin_hosted` of the web-search tool)."""
-        return self.begin_hosted(WEB_SEARCH_TOOL, item_id)
-
-    def end_web_search(self, output_index: int, action: WebSearchAction) -> list[Event]:
-        """The web search call at `output_index` completes with `action`."""
-        item = self.response.output[output_index]
-        assert isinstance(item, WebSearchCall)
-        return self.end_hosted(output_index, attrs.evolve(item, status="completed", action=action))
-
-    def _hosted_event(self, type_: str, index: int, item_id: str) -> Event:
-        make: Callable[..., Event] = CLASS_BY_TYPE[type_]
-        return make(type=type_, sequence_number=self._n(), output_index=index, item_id=item_id)

@@ -97,7 +97,7 @@ FORMAT_KEYS: dict[str, frozenset[str]] = {
 
 #: The tool types the real API accepts: the `type` of each member of the SDK's `ToolParam`
 #: union (types/responses/tool_param.py). Which of them the server runs is another table
-#: (protocol.items.HOSTED_TOOLS); the others are accepted and echoed.
+#: (protocol.hosted.HOSTED_TOOLS); the others are accepted and echoed.
 TOOL_TYPES = frozenset(
     {
         "apply_patch",

@@ -1,11 +1,13 @@
-# The event builders of the client's tools other than functions (protocol.toolitems): a custom
-# tool's call streams its input as `response.custom_tool_call_input.delta` events and ends with
-# `.done`; a shell call streams each command (`response.shell_call_command.added`, `.delta`,
-# `.done`); local shell and apply_patch calls are their `output_item.added` and `.done` alone. A
-# mixin of ResponseStream (protocol.stream), which supplies the response and the numbering.
+# The event builders of the tools other than functions. The client's (protocol.clientitems): a
+# custom tool's call streams its input as `response.custom_tool_call_input.delta` events and
+# ends with `.done`; a shell call streams each command (`response.shell_call_command.added`,
+# `.delta`, `.done`); local shell and apply_patch calls are their `output_item.added` and `.done`
+# alone. The server's (protocol.hosted.HOSTED_TOOLS): the events each row names, around its
+# item. Two mixins of ResponseStream (protocol.stream), which supplies the response and the
+# numbering.
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -13,6 +15,7 @@ import attrs
 from protocol.clientitems import ClientCallItem, CustomToolCall, ShellCall
 from protocol.deltas import DeltaRun, E, Fields
 from protocol.events import (
+    CLASS_BY_TYPE,
     CustomInputDeltaEvent,
     CustomInputDoneEvent,
     Event,
@@ -20,7 +23,8 @@ from protocol.events import (
     ShellCommandDeltaEvent,
     ShellCommandEvent,
 )
-from protocol.items import Item
+from protocol.hosted import HOSTED_BY_ITEM, WEB_SEARCH_TOOL, HostedTool
+from protocol.items import HostedItem, Item, WebSearchAction, WebSearchCall
 from protocol.response import Response
 
 
@@ -108,3 +112,73 @@ class ClientToolEvents:
                 command=command,
             ),
         ]
+
+
+class HostedToolEvents:
+    response: Response
+
+    @property
+    def next_output_index(self) -> int:
+        raise NotImplementedError
+
+    def _n(self) -> int:
+        raise NotImplementedError
+
+    def _item_event(self, type_: str, index: int, item: Item) -> OutputItemEvent:
+        raise NotImplementedError
+
+    def begin_hosted(
+        self, tool: HostedTool, item_id: str, item: HostedItem | None = None
+    ) -> list[Event]:
+        """`output_item.added` (in progress, no result yet: `item`, else made from `item_id`),
+        then the tool's opening events, its streamed text (one delta, its done) and its
+        working events."""
+        index = self.next_output_index
+        if item is None:
+            item = tool.item(id=item_id, status="in_progress")  # type: ignore[call-arg]
+        self.response.output.append(item)
+        events = [
+            self._item_event("response.output_item.added", index, item),
+            *[self._hosted_event(type_, index, item_id) for type_ in tool.opening],
+        ]
+        if tool.streamed is not None:
+            text = tool.streamed(item)
+            delta: Callable[..., Event] = CLASS_BY_TYPE[tool.delta]
+            done: Callable[..., Event] = CLASS_BY_TYPE[tool.done]
+            common = {"output_index": index, "item_id": item_id}
+            if text:
+                events.append(
+                    delta(type=tool.delta, sequence_number=self._n(), delta=text, **common)
+                )
+            events.append(
+                done(type=tool.done, sequence_number=self._n(), **{tool.done_key: text}, **common)
+            )
+        events += [self._hosted_event(type_, index, item_id) for type_ in tool.working]
+        return events
+
+    def end_hosted(self, output_index: int, done: HostedItem) -> list[Event]:
+        """The completed item replaces the one in progress: `completed` (or `failed`),
+        `output_item.done`."""
+        assert type(self.response.output[output_index]) is type(done)
+        tool = HOSTED_BY_ITEM[type(done)]
+        self.response.output[output_index] = done
+        failed = getattr(done, "status", None) == "failed" or getattr(done, "error", None)
+        closing = tool.failed if failed and tool.failed else tool.completed
+        return [
+            *([self._hosted_event(closing, output_index, done.id or "")] if closing else []),
+            self._item_event("response.output_item.done", output_index, done),
+        ]
+
+    def begin_web_search(self, item_id: str) -> list[Event]:
+        """A web search call opens (`begin_hosted` of the web-search tool)."""
+        return self.begin_hosted(WEB_SEARCH_TOOL, item_id)
+
+    def end_web_search(self, output_index: int, action: WebSearchAction) -> list[Event]:
+        """The web search call at `output_index` completes with `action`."""
+        item = self.response.output[output_index]
+        assert isinstance(item, WebSearchCall)
+        return self.end_hosted(output_index, attrs.evolve(item, status="completed", action=action))
+
+    def _hosted_event(self, type_: str, index: int, item_id: str) -> Event:
+        make: Callable[..., Event] = CLASS_BY_TYPE[type_]
+        return make(type=type_, sequence_number=self._n(), output_index=index, item_id=item_id)

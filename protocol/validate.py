@@ -22,7 +22,8 @@ from protocol.formats import (
     one_of,
     required_string,
 )
-from protocol.items import HOSTED_BY_CHOICE, FunctionTool, OtherTool
+from protocol.hosted import HOSTED_BY_CHOICE
+from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 from protocol.strictness import STRICT_AT_LEAST, check_strict
 

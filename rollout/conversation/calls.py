@@ -9,7 +9,8 @@ from typing import ClassVar
 import attrs
 
 from protocol.clientitems import ClientCallItem
-from protocol.items import HostedItem, HostedTool
+from protocol.hosted import HostedTool
+from protocol.items import HostedItem
 
 
 @attrs.frozen(kw_only=True)
@@ -29,7 +30,7 @@ class FunctionCallSpec:
 @attrs.frozen(kw_only=True)
 class HostedSpec:
     """A call of a tool the server runs itself (after the step that asks for it). Each hosted
-    tool's spec is a subclass that names its tool: its row of protocol.items.HOSTED_TOOLS."""
+    tool's spec is a subclass that names its tool: its row of protocol.hosted.HOSTED_TOOLS."""
 
     tool: ClassVar[HostedTool]
 

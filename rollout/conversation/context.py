@@ -20,12 +20,10 @@ from protocol.clientitems import (
     CLIENT_CALLS,
     CustomToolCallOutput,
 )
+from protocol.hosted import HOSTED_BY_ITEM, HOSTED_BY_TYPE, WEB_SEARCH_TOOL
 from protocol.items import (
     CALL_ITEMS,
-    HOSTED_BY_ITEM,
-    HOSTED_BY_TYPE,
     OUTPUT_ITEMS,
-    WEB_SEARCH_TOOL,
     Compaction,
     ComputerCall,
     ComputerCallOutput,

@@ -12,8 +12,8 @@ import orjson
 
 from protocol import codec
 from protocol.clientitems import CLIENT_BY_CALL, CLIENT_BY_OUTPUT
+from protocol.hosted import HOSTED_BY_ITEM
 from protocol.items import (
-    HOSTED_BY_ITEM,
     Compaction,
     ComputerCall,
     ComputerCallOutput,

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import attrs
 
-from protocol.items import HOSTED_ITEMS, MCP_LIST_TOOL, Item
+from protocol.hosted import HOSTED_ITEMS, MCP_LIST_TOOL
+from protocol.items import Item
 from rollout.conversation.calls import HostedSpec
 from rollout.engine.loop import Call, Executor, Rollout
 from rollout.model.hosted import HOSTED, Service

@@ -231,7 +231,7 @@ class StepRunner:
             self.calls.append(ToolCall(self.index, made, piece.spec))
         elif isinstance(piece, p.Hosted):
             r.ctx.response_calls += 1
-            tool = piece.spec.tool  # its item and opening events (protocol.items.HOSTED_TOOLS)
+            tool = piece.spec.tool  # its item and opening events (protocol.hosted.HOSTED_TOOLS)
             item_id = new_id(tool.prefix)
             await r.send(r.stream.begin_hosted(tool, item_id, piece.spec.opening(item_id)))
             item = r.stream.response.output[self.index]

@@ -14,8 +14,9 @@ import attrs
 import orjson
 
 from protocol import codec
+from protocol.hosted import HOSTED_ITEMS
 from protocol.input import normalize_input
-from protocol.items import HOSTED_ITEMS, Item, Message, text_of
+from protocol.items import Item, Message, text_of
 from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, HostedSpec
 from rollout.conversation.context import Context, is_model_item
 from rollout.conversation.ids import new_id

@@ -1,11 +1,12 @@
 # The hosted tools' table of the simulation (rollout.model.hosted.HOSTED) matches the wire's
-# (protocol.items.HOSTED_TOOLS) row for row, and every part of the server that reads it finds
+# (protocol.hosted.HOSTED_TOOLS) row for row, and every part of the server that reads it finds
 # each tool: the engine's executors, a script's key, a recording's item.
 from __future__ import annotations
 
 import pytest
 
-from protocol.items import HOSTED_TOOLS, ComputerCall, McpApprovalRequest
+from protocol.hosted import HOSTED_TOOLS
+from protocol.items import ComputerCall, McpApprovalRequest
 from rollout.engine.executors import Hosted, client_answered, hosted_tools
 from rollout.model.hosted import BY_ITEM_TYPE, BY_NAME, BY_SCRIPT, HOSTED, HostedRow
 from rollout.model.hosted.web_search import WebSearchSpec

@@ -1,4 +1,4 @@
-# The hosted tools' table (protocol.items.HOSTED_TOOLS) holds together: each row's item is an
+# The hosted tools' table (protocol.hosted.HOSTED_TOOLS) holds together: each row's item is an
 # output item of the wire, its events are event types of the wire with the shape the builders
 # make, and the builders stream a call of it from its opening to its completion.
 from __future__ import annotations
@@ -10,15 +10,17 @@ import pytest
 
 from protocol import codec
 from protocol.events import CLASS_BY_TYPE
-from protocol.items import (
+from protocol.hosted import (
     HOSTED_BY_CHOICE,
     HOSTED_BY_ITEM,
     HOSTED_BY_TYPE,
     HOSTED_TOOLS,
+    HostedTool,
+)
+from protocol.items import (
     CodeInterpreterCall,
     ComputerCall,
     FileSearchCall,
-    HostedTool,
     ImageGenerationCall,
     Item,
     McpApprovalRequest,

@@ -1,5 +1,5 @@
 # The hosted tools, as a table: each row is one tool the server runs itself, declared once. A row
-# names its call's spec (whose `tool` is its wire side: protocol.items.HOSTED_TOOLS, the request's
+# names its call's spec (whose `tool` is its wire side: protocol.hosted.HOSTED_TOOLS, the request's
 # tool types, the output item and its events), the simulated service that answers a call (made
 # from the cost profile, which declares its latency), how the simulated model makes a call (when
 # the request forces the tool; when the default model wants it), and how a script and a recording

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 import attrs
 
-from protocol.items import COMPUTER_TOOL, ComputerCall, HostedItem, HostedTool
+from protocol.hosted import COMPUTER_TOOL, HostedTool
+from protocol.items import ComputerCall, HostedItem
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.grounding import Grounding

@@ -20,11 +20,9 @@ import attrs
 import orjson
 
 from protocol.errors import ProtocolError
+from protocol.hosted import MCP_APPROVAL_TOOL, MCP_CALL_TOOL, HostedTool
 from protocol.items import (
-    MCP_APPROVAL_TOOL,
-    MCP_CALL_TOOL,
     HostedItem,
-    HostedTool,
     McpApprovalRequest,
     McpApprovalResponse,
     McpCall,

@@ -20,16 +20,13 @@ from typing import Any, ClassVar
 import attrs
 import trio
 
-from protocol.items import (
+from protocol.hosted import (
     CODE_INTERPRETER_TOOL,
     FILE_SEARCH_TOOL,
     IMAGE_GENERATION_TOOL,
-    CodeInterpreterCall,
-    FileSearchCall,
-    HostedItem,
     HostedTool,
-    ImageGenerationCall,
 )
+from protocol.items import CodeInterpreterCall, FileSearchCall, HostedItem, ImageGenerationCall
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.grounding import Grounding, ground

@@ -4,7 +4,7 @@
 # search), how a script or a recording writes one, and the simulated service that answers it: a
 # declared latency (the cost profile's `web_search_s`), then sources derived from the query
 # alone, so runs repeat exactly. Its wire side (the `web_search_call` item, its events, the
-# request's tool types) is protocol's (protocol.items.WEB_SEARCH_TOOL).
+# request's tool types) is protocol's (protocol.hosted.WEB_SEARCH_TOOL).
 from __future__ import annotations
 
 import hashlib
@@ -14,14 +14,8 @@ from typing import Any, ClassVar
 import attrs
 import trio
 
-from protocol.items import (
-    WEB_SEARCH_TOOL,
-    HostedItem,
-    HostedTool,
-    SearchAction,
-    UrlSource,
-    WebSearchCall,
-)
+from protocol.hosted import WEB_SEARCH_TOOL, HostedTool
+from protocol.items import HostedItem, SearchAction, UrlSource, WebSearchCall
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
 from rollout.model.grounding import Grounding, ground
