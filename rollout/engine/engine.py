@@ -53,6 +53,7 @@ from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
 from rollout.engine.step import Outcome
 from rollout.model import profiles, reasoning
+from rollout.model.accel.shared import SharedEngine, comes_back
 from rollout.model.hosted import mcp
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
@@ -102,6 +103,9 @@ class Engine:
     # The model behind the loop: None for the simulated one (`policy` paced by `inference`), or
     # a real engine (rollout.upstream.UpstreamModel).
     model: Model | None = attrs.field(default=None, on_setattr=_remade)
+    # One simulated accelerator every response of the server shares (`--engine`): the
+    # simulated model's steps queue on it instead of each getting `inference`'s speed.
+    accelerator: SharedEngine | None = attrs.field(default=None, on_setattr=_remade)
     _loop_env: LoopEnv | None = attrs.field(default=None, init=False)
     _lookups: profiles.Lookups | None = attrs.field(default=None, init=False)  # of `models`
 
@@ -118,7 +122,8 @@ class Engine:
         env = self._loop_env
         if env is None:
             env = self._loop_env = LoopEnv(
-                model=self.model or SimulatedModel(self.policy, self.inference, self.cache),
+                model=self.model
+                or SimulatedModel(self.policy, self.inference, self.cache, self.accelerator),
                 hosted=hosted_tools(self.costs),
                 safety=self.scan_latency,
                 secret=self.secret,
@@ -327,6 +332,8 @@ class Engine:
             self.running.discard(cancel)
             self.notify()
             await self.discard(prepared)
+            if self.accelerator is not None:
+                self.accelerator.close(r, r.stream.response.id, comes_back(r))
         await self.finish(prepared, outcome, billing)
         return outcome
 

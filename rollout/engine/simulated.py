@@ -10,11 +10,18 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from rollout.conversation.calls import ClientCallSpec, CustomCallSpec, HostedSpec
+from rollout.conversation import tokens as tok
+from rollout.conversation.calls import (
+    ClientCallSpec,
+    CustomCallSpec,
+    FunctionCallSpec,
+    HostedSpec,
+)
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
+from rollout.model.accel.shared import Seat, SharedEngine
 from rollout.model.choice import constrain
-from rollout.model.inference import Pacer, PrefixCache, prefill, token_deltas
+from rollout.model.inference import Paced, Pacer, Prefill, PrefixCache, prefill, token_deltas
 from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep
 from rollout.model.profiles import InferenceProfile
 from rollout.model.reasoning import think
@@ -27,6 +34,7 @@ class SimulatedModel:
     policy: Policy
     profile: InferenceProfile
     cache: PrefixCache
+    accelerator: SharedEngine | None = None  # paces every step instead of `profile` (--engine)
 
     async def open(self, r: Rollout) -> Pieces | None:
         del r
@@ -37,10 +45,16 @@ class SimulatedModel:
         if step.delay_s > 0:
             yield p.Wait(step.delay_s)
         with r.work.stage("inference") as stage:
-            pf = await prefill(r.ctx, r.route.engine, self.cache, self.profile, r.cache_options)
+            seat: Seat | None = None
+            pacer: Paced
+            if self.accelerator is None:
+                pf = await prefill(r.ctx, r.route.engine, self.cache, self.profile, r.cache_options)
+                pacer = Pacer(self.profile)
+            else:
+                pf, seat = await _seated(self.accelerator, r, planned_tokens(r, step))
+                pacer = seat
             stage.tokens = pf.prompt_tokens
             before = r.output_tokens
-            pacer = Pacer(self.profile)
             try:
                 yield p.Prefilled(pf.prompt_tokens, pf.cached_tokens)
                 if isinstance(step, TextStep) and r.reasoning is None and _all_due(r, pacer):
@@ -53,7 +67,11 @@ class SimulatedModel:
                     yield piece
             finally:
                 decoded = r.output_tokens - before
-                ideal = pf.seconds + self.profile.decode_seconds(decoded)
+                if seat is None:
+                    ideal = pf.seconds + self.profile.decode_seconds(decoded)
+                else:  # (on the shared engine: the time the step took there)
+                    seat.close()
+                    ideal = trio.current_time() - seat.started + pf.seconds
                 r.work.ideal_inference_s += ideal
                 if r.work.keep_spans:
                     r.work.steps.append((pf.prompt_tokens, ideal))
@@ -62,7 +80,7 @@ class SimulatedModel:
         """The policy's next step, held to what the request allows."""
         return constrain(self.policy.next_step(r.ctx), r.ctx)
 
-    async def output(self, r: Rollout, step: Step, pacer: Pacer) -> Pieces:
+    async def output(self, r: Rollout, step: Step, pacer: Paced) -> Pieces:
         """What `step` streams after its prompt is in, paced by `pacer`."""
         if isinstance(step, ErrorStep):
             yield p.Failed(step.code, step.message)
@@ -80,7 +98,7 @@ class SimulatedModel:
         async for piece in _calls(r, step, pacer):
             yield piece
 
-    async def _reason(self, r: Rollout, pacer: Pacer, tokens: int | None = None) -> Pieces:
+    async def _reason(self, r: Rollout, pacer: Paced, tokens: int | None = None) -> Pieces:
         """A reasoning item before the step's output: its tokens (the plan's, or the step's own
         when it says) decoded at the profile's pace (billed as reasoning tokens), then its
         summary, if asked for. If the output budget runs out while reasoning, the item ends there
@@ -107,7 +125,7 @@ class SimulatedModel:
         yield p.ReasoningEnd(hidden)
 
 
-async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
+async def _calls(r: Rollout, step: CallStep, pacer: Paced) -> Pieces:
     """The step's commentary, then every function call, then its hosted tools' calls (hosted
     calls come last in a step: the loop samples a new step after running them)."""
     if step.text:
@@ -135,13 +153,43 @@ async def _calls(r: Rollout, step: CallStep, pacer: Pacer) -> Pieces:
                 return
 
 
-def _all_due(r: Rollout, pacer: Pacer) -> bool:
+def planned_tokens(r: Rollout, step: Step) -> int:
+    """The tokens `step` decodes (reasoning, text, arguments) within the output budget: what a
+    request on the shared engine declares it will generate."""
+    if isinstance(step, ErrorStep):
+        return 0
+    n = 0
+    if r.reasoning is not None:
+        own = getattr(step, "reasoning_tokens", None)
+        n += r.reasoning.tokens if own is None else own
+    n += tok.count(step.text) if step.text else 0
+    if isinstance(step, CallStep):
+        for spec in step.calls:
+            if isinstance(spec, CustomCallSpec):
+                n += tok.count(spec.input)
+            elif isinstance(spec, FunctionCallSpec):
+                n += tok.count(spec.arguments)
+    left = r.budget_left
+    return n if left is None else max(0, min(n, left))
+
+
+async def _seated(engine: SharedEngine, r: Rollout, output: int) -> tuple[Prefill, Seat]:
+    """Queue the step on the shared engine until its prefill is done."""
+    start = trio.current_time()
+    previous = r.request.previous_response_id if r.request is not None else None
+    seat = await engine.seat(r, r.ctx.token_count, r.ctx.block_hashes, output, previous)
+    pf = Prefill(seat.prompt_tokens, seat.cached_tokens, trio.current_time() - start)
+    seat.started = trio.current_time()
+    return pf, seat
+
+
+def _all_due(r: Rollout, pacer: Paced) -> bool:
     """Every token is due at once: no declared decode speed and no output budget."""
     return pacer.unpaced and r.budget_left is None
 
 
 async def _decode(
-    r: Rollout, text: str, pacer: Pacer, make: Callable[[p.Deltas], p.Piece]
+    r: Rollout, text: str, pacer: Paced, make: Callable[[p.Deltas], p.Piece]
 ) -> Pieces:
     """`text` as a model streams it, one delta per token, at the decode pace and within the
     output budget (`Finish("length")` where it runs out). The deltas due by now leave as one
@@ -168,7 +216,7 @@ async def _decode(
             if start < i:
                 yield make(deltas.cut(start, i))
                 start = i
-            await trio.sleep_until(due)
+            await pacer.sleep(due)
             now = trio.current_time()
     if start < len(deltas):
         yield make(deltas.cut(start, len(deltas)))

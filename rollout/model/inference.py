@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import attrs
 import trio
@@ -157,6 +157,20 @@ async def prefill(
     return Prefill(prompt_tokens=prompt, cached_tokens=cached, seconds=delay)
 
 
+class Paced(Protocol):
+    """How a step's tokens are released: by a profile's speed (Pacer) or as the shared engine
+    decodes them (rollout.model.accel.shared.Seat)."""
+
+    @property
+    def unpaced(self) -> bool: ...
+
+    def due(self, n: int, now: float) -> float | None: ...
+
+    async def sleep(self, due: float) -> None: ...
+
+    async def token(self, n: int = 1) -> None: ...
+
+
 class Pacer:
     """Releases decoded tokens at `profile.decode_tps`, sleeping only to whole-ms deadlines."""
 
@@ -177,6 +191,9 @@ class Pacer:
     def unpaced(self) -> bool:
         """Tokens are released as soon as they are decoded (no declared decode speed)."""
         return self._tps <= 0
+
+    async def sleep(self, due: float) -> None:
+        await trio.sleep_until(due)
 
     def due(self, n: int, now: float) -> float | None:
         """Count `n` more tokens; when they may be released if that is more than a millisecond

@@ -85,14 +85,19 @@ class Service:
         return self.taps.record_dir
 
     async def serve(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Own the live rollouts' nursery (and the cluster's tasks) for as long as the server
-        runs (and a real engine's connection pool, which closes with the server)."""
+        """Own the live rollouts' nursery (and the cluster's tasks, and the shared engine's) for
+        as long as the server runs (and a real engine's connection pool, which closes with the
+        server)."""
+        accelerator = self.engine.accelerator
         try:
-            if self.cluster is None:
+            if self.cluster is None and accelerator is None:
                 await self.live.run(task_status)
                 return
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.cluster.run)
+                if accelerator is not None:  # the shared engine's steps (rollout.model.accel)
+                    await nursery.start(accelerator.run)
+                if self.cluster is not None:
+                    await nursery.start(self.cluster.run)
                 await nursery.start(self.live.run)
                 task_status.started()
         finally:

@@ -1,0 +1,422 @@
+# The shared engine's scheduler, sans-IO (the driver passes times in and sleeps out what a plan
+# says): continuous batching as vLLM does it. Requests wait in FCFS order; the head is admitted
+# when its prompt's blocks are available (what the prefix cache or the rollout's holding already
+# has is credited, the rest prefilled in chunks within a per-step token budget); every step each
+# running sequence decodes a token; a sequence that cannot grow preempts the latest admitted one
+# (recompute: it goes back to the head of the queue). A sequence that has decoded its output
+# stops, and its KV becomes a Holding the KV policy keeps (rollout.model.accel.kv). A plan covers
+# up to MAX_STEPS steps over which the batch does not change, so the driver wakes per event, not
+# per token.
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections import OrderedDict
+from collections.abc import Hashable
+from typing import Any, Literal
+
+import attrs
+
+from rollout.model.accel.kv import CHUNK, Holding, KVMemory
+from rollout.model.accel.profile import AcceleratorProfile
+
+MAX_STEPS = 8  # steps one plan may cover
+Policy = Literal["evict", "pin", "ttl", "offload"]
+POLICIES: tuple[Policy, ...] = ("evict", "pin", "ttl", "offload")
+
+
+@attrs.frozen
+class KvPolicy:
+    """What a stopped sequence's KV becomes (docs/shared-engine.md)."""
+
+    name: Policy = "evict"
+    ttl_s: float = 0.0  # the `ttl` policy's time-to-live
+
+    @property
+    def by_program(self) -> bool:
+        """The queue is ordered by each rollout's first arrival (program-level FCFS, as
+        Continuum schedules), not by each request's: the pause-aware policies."""
+        return self.name != "evict"
+
+    def describe(self) -> str:
+        ttl = f", ttl {self.ttl_s:g} s" if self.name == "ttl" else ""
+        order = "program" if self.by_program else "request"
+        return f"kv-policy {self.name} ({order}-level FCFS{ttl})"
+
+
+@attrs.define(eq=False)
+class Seq:
+    """One request on the engine: a sampling step of a rollout."""
+
+    owner: Hashable
+    prompt: int  # prompt tokens
+    hashes: list[int]  # the prompt's full chunks
+    output: int  # tokens it decodes
+    arrival: float
+    claim: Holding | None = None  # the KV its rollout left when it stopped last
+    program: float = math.inf  # its rollout's first arrival (inf: this request's)
+    reloaded: int = 0  # tokens copied back from host memory for it (`offload`)
+    order: int = 0  # FCFS position
+    state: Literal["waiting", "running", "done", "aborted"] = "waiting"
+    cached: int = 0  # tokens credited at admission
+    prefill_left: int = 0
+    decoded: int = 0
+    chunks: list[int] = attrs.field(factory=list)  # chunks it references
+    tail: int = 0  # private blocks
+    lost: int = 0  # tokens of KV a preemption took from it
+    admitted_at: float | None = None
+    first_token_at: float | None = None
+    queue_s: float = 0.0
+    holding: Holding | None = None  # what it left when it stopped
+    rank: tuple[float, int] = (0.0, 0)  # its place in the queue (lowest first)
+    need: tuple[int, int] = (-1, 0)  # (memory epoch, blocks its chunks need then)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens of KV it has once prefilled: prompt and decoded output."""
+        return self.prompt + self.decoded
+
+    @property
+    def decoding(self) -> bool:
+        return self.state == "running" and self.prefill_left == 0
+
+
+@attrs.define
+class Counters:
+    admitted: int = 0
+    stopped: int = 0
+    preemptions: int = 0
+    unpinned: int = 0  # pins released early to let the engine go on (`pin`)
+    prefill_tokens: int = 0  # tokens prefilled (computed)
+    recomputed_tokens: int = 0  # of them, KV the rollout had held before
+    cached_tokens: int = 0  # credited from the prefix cache or a holding
+    decode_tokens: int = 0
+    offloaded_tokens: int = 0
+    reloaded_tokens: int = 0
+    steps: int = 0
+    busy_s: float = 0.0
+    queue_s: float = 0.0
+    peak_used: int = 0  # blocks
+    peak_held: int = 0  # blocks pinned by stopped sequences
+
+
+@attrs.frozen
+class Plan:
+    """The next steps: who decodes, who prefills how many tokens per step, for how long."""
+
+    decode: tuple[Seq, ...]
+    prefill: tuple[tuple[Seq, int], ...]
+    steps: int
+    step_s: float
+
+    @property
+    def seconds(self) -> float:
+        return self.steps * self.step_s
+
+
+@attrs.define(eq=False)
+class Scheduler:
+    profile: AcceleratorProfile
+    policy: KvPolicy = attrs.field(factory=KvPolicy)
+    mem: KVMemory = attrs.field(init=False)
+    waiting: list[Seq] = attrs.field(factory=list)  # by rank
+    running: list[Seq] = attrs.field(factory=list)
+    pinned: OrderedDict[int, Holding] = attrs.field(factory=OrderedDict)  # oldest first
+    pinned_blocks: int = 0
+    host: OrderedDict[int, Holding] = attrs.field(factory=OrderedDict)  # offloaded, oldest first
+    host_used: int = 0  # tokens
+    expiries: list[tuple[float, int]] = attrs.field(factory=list)  # (until, holding key)
+    counters: Counters = attrs.field(factory=Counters)
+    _order: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self.mem = KVMemory(self.profile.kv_blocks, self.profile.block_size)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def fits(self, tokens: int) -> bool:
+        """A sequence of `tokens` fits the engine's memory at all."""
+        return self.mem.blocks(tokens) <= self.mem.capacity
+
+    def submit(self, seq: Seq, now: float) -> None:
+        if not self.fits(seq.prompt + seq.output):
+            raise ValueError(f"{seq.prompt + seq.output} tokens exceed the KV memory")
+        seq.arrival, seq.order, seq.state = now, self._order, "waiting"
+        seq.program = min(seq.program, now)
+        self._order += 1
+        self._enqueue(seq, (seq.program if self.policy.by_program else now, seq.order))
+
+    def _enqueue(self, seq: Seq, rank: tuple[float, int]) -> None:
+        seq.rank = rank
+        bisect.insort(self.waiting, seq, key=lambda s: s.rank)
+
+    def abort(self, seq: Seq, now: float) -> None:
+        """The request went away (its client, a cancel): its KV is left evictable."""
+        if seq.state == "waiting":
+            self.waiting.remove(seq)
+        elif seq.state == "running":
+            self.running.remove(seq)
+            self._stop(seq, now, policy="evict")
+        seq.state = "aborted"
+
+    # -- holdings -------------------------------------------------------------------------------
+
+    def release(self, holding: Holding, now: float) -> None:
+        """Nobody will claim the holding: its KV becomes evictable (a cached prefix)."""
+        self._unpin(holding, now)
+        self._drop_host(holding)
+
+    def expire(self, now: float) -> None:
+        """Pins whose time-to-live has passed become evictable."""
+        while self.expiries and self.expiries[0][0] <= now:
+            _, key = heapq.heappop(self.expiries)
+            holding = self.pinned.get(key)
+            if holding is not None and holding.until <= now:
+                self._unpin(holding, now)
+
+    def next_expiry(self) -> float:
+        return self.expiries[0][0] if self.expiries else math.inf
+
+    def _unpin(self, holding: Holding, now: float) -> None:
+        if self.pinned.pop(holding.key, None) is not None:
+            self.pinned_blocks -= self._blocks_of(holding)
+        if holding.state == "pinned":
+            self.mem.make_evictable(holding, now)
+
+    def _blocks_of(self, holding: Holding) -> int:
+        return len(holding.chunks) * self.mem.per_chunk + holding.tail
+
+    def _drop_host(self, holding: Holding) -> None:
+        if self.host.pop(holding.key, None) is not None:
+            self.host_used -= holding.host_tokens
+        holding.host_tokens = 0
+
+    def _stop(self, seq: Seq, now: float, policy: Policy | None = None) -> None:
+        """The sequence stopped: its KV becomes a holding the policy keeps."""
+        holding = Holding(seq.owner, seq.chunks, seq.tail, seq.tokens, seq.prompt, since=now)
+        holding.program = seq.program
+        seq.chunks, seq.tail, seq.holding = [], 0, holding
+        self.counters.stopped += 1
+        policy = policy or self.policy.name
+        if policy in ("pin", "ttl"):
+            if policy == "ttl":
+                holding.until = now + self.policy.ttl_s
+                heapq.heappush(self.expiries, (holding.until, holding.key))
+            self.pinned[holding.key] = holding
+            self.pinned_blocks += self._blocks_of(holding)
+            self.counters.peak_held = max(self.counters.peak_held, self.pinned_blocks)
+            return
+        if policy == "offload" and holding.tokens <= self.profile.host_tokens:
+            while self.host_used + holding.tokens > self.profile.host_tokens:
+                _, old = self.host.popitem(last=False)
+                self.host_used -= old.host_tokens
+                old.host_tokens = 0
+            holding.host_tokens = holding.tokens
+            self.host[holding.key] = holding
+            self.host_used += holding.tokens
+            self.counters.offloaded_tokens += holding.tokens
+        self.mem.make_evictable(holding, now)
+
+    def needs_reload(self, holding: Holding) -> int:
+        """Tokens to copy back from host memory before a request claiming `holding` can run."""
+        if self.mem.still_held(holding) or not holding.host_tokens:
+            return 0
+        return holding.host_tokens
+
+    # -- planning -------------------------------------------------------------------------------
+
+    def plan(self, now: float) -> Plan | None:
+        """Admit what fits and plan the next steps (None: nothing to run)."""
+        self._admit(now)
+        while True:
+            plan = self._plan()
+            if plan is None:
+                return None
+            growth = self._growth(plan, plan.steps)
+            if growth <= self.mem.available:
+                return plan
+            if plan.steps > 1 and self._growth(plan, 1) <= self.mem.available:
+                return attrs.evolve(plan, steps=1)
+            self._make_room(now)
+
+    def _plan(self) -> Plan | None:
+        decode = tuple(s for s in self.running if s.prefill_left == 0)
+        budget = self.profile.max_batched_tokens - len(decode)
+        prefill: list[tuple[Seq, int]] = []
+        for s in self.running:
+            if s.prefill_left and budget > 0:
+                chunk = min(s.prefill_left, budget)
+                prefill.append((s, chunk))
+                budget -= chunk
+        if not decode and not prefill:
+            return None
+        steps = MAX_STEPS
+        for s in decode:
+            steps = min(steps, s.output - s.decoded)
+        for s, chunk in prefill:
+            steps = min(steps, -(-s.prefill_left // chunk))
+        steps = max(1, steps)
+        tokens = len(decode) + sum(c for _, c in prefill)
+        mid = (steps - 1) / 2
+        reads = sum(s.tokens + mid for s in decode)
+        pairs = reads
+        for s, chunk in prefill:
+            before = s.prompt + s.decoded - s.prefill_left
+            reads += before + chunk
+            pairs += chunk * before + chunk * (chunk + 1) / 2
+        step_s = self.profile.step_seconds(tokens, int(reads), pairs)
+        return Plan(decode, tuple(prefill), steps, step_s)
+
+    def _growth(self, plan: Plan, steps: int) -> int:
+        mem = self.mem
+        return sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+
+    def _make_room(self, now: float) -> None:
+        """A running sequence cannot grow: a pin goes first (`pin`), else the latest admitted
+        sequence is preempted and recomputed later, as vLLM does."""
+        if self.policy.name == "pin" and self.pinned:
+            self._force_unpin(now)
+            return
+        victim = self.running.pop(self._lowest(self.running, key=lambda s: s.rank))
+        self.mem.release(victim.chunks)
+        self.mem.shrink(victim.tail)
+        victim.lost = victim.tokens - victim.prefill_left
+        victim.chunks, victim.tail, victim.claim = [], 0, None
+        victim.state, victim.admitted_at, victim.arrival = "waiting", None, now
+        self.counters.preemptions += 1
+        # (back to the head of the queue, as vLLM does; by its program's place, by program)
+        by_program = self.policy.by_program
+        self._enqueue(
+            victim, (victim.program, victim.order) if by_program else (-math.inf, -victim.order)
+        )
+
+    @staticmethod
+    def _lowest(items: list[Seq], key: Any) -> int:
+        """Index of the lowest-priority sequence (the latest admitted when ranks tie)."""
+        best = len(items) - 1
+        for i in range(len(items) - 2, -1, -1):
+            if key(items[i]) > key(items[best]):
+                best = i
+        return best
+
+    def _force_unpin(self, now: float) -> None:
+        """A pin gives way: the youngest program's (by program), else the oldest pause."""
+        if self.policy.by_program:
+            victim = max(self.pinned.values(), key=lambda h: (h.program, h.key))
+        else:
+            victim = next(iter(self.pinned.values()))
+        self._unpin(victim, now)
+        self.counters.unpinned += 1
+
+    def _admit(self, now: float) -> None:
+        while self.waiting and len(self.running) < self.profile.max_num_seqs:
+            if not self._try_admit(self.waiting[0], now):
+                if self.running or not self.pinned or self.policy.name != "pin":
+                    return  # (a `ttl` pin ends at its expiry: the driver wakes then)
+                self._force_unpin(now)  # nothing runs: a pin must give way
+                continue
+            self.waiting.pop(0)
+
+    def _try_admit(self, seq: Seq, now: float) -> bool:
+        mem = self.mem
+        h = seq.claim
+        prompt = seq.tokens if seq.lost else seq.prompt  # (a preempted one recomputes its output)
+        extends = h is not None and h.chunks == seq.hashes[: len(h.chunks)]
+        reusable = 0  # of the prompt its holding had, what this prompt can reuse
+        credit = 0  # and what it still has (on the device, or copied back from the host)
+        if h is not None and extends:
+            reusable = min(h.prompt, prompt - 1)
+            reusable -= reusable % self.profile.block_size
+            if h.state != "gone" and (mem.still_held(h) or seq.reloaded):
+                credit = reusable
+        cached = min(max(mem.hit(seq.hashes) * CHUNK, credit), prompt - 1)
+        tail = mem.tail_blocks(prompt, len(seq.hashes))
+        pinned_tail = h.tail if h is not None and h.state == "pinned" else 0
+        if seq.need[0] != mem.epoch:  # (a blocked head is tried at every step)
+            seq.need = (mem.epoch, mem.chunk_need(seq.hashes))
+        if seq.need[1] + tail - pinned_tail > mem.available:
+            return False
+        if h is not None:
+            self.release(h, now)
+            mem.drop(h)
+            self.counters.recomputed_tokens += max(0, reusable - cached)
+        if seq.lost:
+            self.counters.recomputed_tokens += max(0, seq.lost - cached)
+            seq.lost = 0
+        mem.acquire(seq.hashes)
+        mem.grow(tail)
+        seq.chunks, seq.tail = list(seq.hashes), tail
+        seq.cached, seq.prefill_left = cached, prompt - cached
+        seq.state, seq.admitted_at = "running", now
+        seq.queue_s += now - seq.arrival
+        seq.claim = None
+        c = self.counters
+        c.admitted += 1
+        c.cached_tokens += cached
+        c.queue_s += now - seq.arrival
+        c.peak_used = max(c.peak_used, mem.used)
+        self.running.append(seq)
+        return True
+
+    # -- progress -------------------------------------------------------------------------------
+
+    def advance(self, plan: Plan, steps: int, now: float) -> list[Seq]:
+        """`steps` steps of `plan` ran, ending at `now`: the sequences that made tokens."""
+        mem, c = self.mem, self.counters
+        moved: list[Seq] = []
+        for s in plan.decode:
+            if s.state != "running":
+                continue  # (aborted meanwhile)
+            n = min(steps, s.output - s.decoded)
+            s.decoded += n
+            grow = mem.tail_blocks(s.tokens, len(s.chunks)) - s.tail
+            mem.grow(grow)
+            s.tail += grow
+            c.decode_tokens += n
+            moved.append(s)
+        for s, chunk in plan.prefill:
+            if s.state != "running":
+                continue
+            done = min(s.prefill_left, steps * chunk)
+            s.prefill_left -= done
+            c.prefill_tokens += done
+            if s.prefill_left == 0:
+                s.first_token_at = now
+                if s.output > 0 and s.decoded < s.output:
+                    s.decoded += 1  # the step that ends a prefill samples the first token
+                    c.decode_tokens += 1
+                    grow = mem.tail_blocks(s.tokens, len(s.chunks)) - s.tail
+                    mem.grow(grow)
+                    s.tail += grow
+                moved.append(s)
+        c.steps += steps
+        c.busy_s += steps * plan.step_s
+        c.peak_used = max(c.peak_used, mem.used)
+        for s in moved:
+            if s.prefill_left == 0 and s.decoded >= s.output:
+                self.running.remove(s)
+                s.state = "done"
+                self._stop(s, now)
+        return moved
+
+    # -- what it holds --------------------------------------------------------------------------
+
+    def occupancy(self) -> dict[str, float]:
+        """KV memory now, as fractions of its blocks, and the queue."""
+        cap = self.mem.capacity
+        return {
+            "used": self.mem.used / cap,
+            "held": self.pinned_blocks / cap,
+            "cached": self.mem.lru_blocks / cap,
+            "running": len(self.running),
+            "waiting": len(self.waiting),
+        }
+
+    def check(self) -> None:
+        """Invariants (tests): memory within capacity, running within its bound, FCFS held."""
+        self.mem.check()
+        assert len(self.running) <= self.profile.max_num_seqs
+        assert self.pinned_blocks == sum(self._blocks_of(h) for h in self.pinned.values())
+        assert all(h.state == "pinned" for h in self.pinned.values())
+        assert self.host_used <= self.profile.host_tokens
