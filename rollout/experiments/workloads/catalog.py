@@ -15,7 +15,8 @@ import orjson
 import trio
 
 from rollout.conversation.calls import FunctionCallSpec
-from rollout.conversation.tokens import count
+from rollout.experiments.workloads.text import text_of_bytes, text_of_tokens, words_of_tokens
+from rollout.experiments.workloads.tooldefs import tool_defs
 from rollout.model.args import generate_arguments
 from rollout.model.policy import CallStep, ScriptedPolicy, Step, TextStep, sentence
 
@@ -82,6 +83,9 @@ class Workload:
     reasoning_tokens: Dist | None = None  # drawn per step; needs a reasoning `model`
     model: str = "sim-1"
     source: str = ""  # where the workload's figures come from (docs/experiments.md)
+    # Tool output text: sentences counted by the tokenizer, or one-token words (no counting:
+    # cheap enough for fleets of agents; rollout.experiments.workloads.text).
+    tool_text: Literal["sentences", "words"] = "sentences"
 
     def build(self, seed: int = 0, model: str | None = None) -> Scenario:
         return _build(self, seed, model or self.model)
@@ -179,122 +183,35 @@ WORKLOADS: dict[str, Workload] = {
             client_latency=Latency(kind="lognormal", a=0.200, b=0.8),
             model="gpt-5.1-codex",
         ),
+        Workload(
+            name="swe-agents",
+            description="a SWE-bench agent, one of a fleet sharing a server (mini-swe-agent / "
+            "SWE-agent style): ~2.5K tokens of shared instructions and three tools, one tool call "
+            "a step, the context growing to ~20-40K tokens with tool outputs; visible output is "
+            "8-30 tokens a step (each one streamed event), the thinking hidden reasoning tokens "
+            "(median 150) of a reasoning model",
+            source="turns: 20-40 tool calls (thoughtworks/agentic-coding-trajectories, 15K "
+            "SWE-agent/OpenHands sessions: p50 36 turns, p50 deepest prompt 23,840 tokens); tool "
+            "latency: Continuum (arXiv 2511.02230, Fig. 3 and its release) on SWE-Bench: tool "
+            "calls from milliseconds to tens of seconds, pinned when expected under 2 s; here "
+            "lognormal median 0.5 s, sigma 1.5 (82% under 2 s, p99 ~16 s)",
+            tool_calls=(20, 40),
+            instructions_bytes=8_000,
+            tool_defs_bytes=4_500,
+            first_message="Resolve the issue below in the repository checked out at /testbed.",
+            tool_output_bytes=(0, 0),
+            tool_output_tokens=Dist(median=400, sigma=0.9, low=20, high=6_000),
+            output_tokens=(8, 30),
+            reasoning_tokens=Dist(median=150, sigma=0.6, low=16, high=1_000),
+            client_latency=Latency(kind="lognormal", a=0.5, b=1.5),
+            model="gpt-5.1-codex",
+            tool_text="words",
+        ),
     )
 }
 
-_TOOL_NAMES: tuple[tuple[str, dict[str, Any], list[str]], ...] = (
-    (
-        "shell",
-        {
-            "command": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "workdir": {"type": "string"},
-            "timeout_ms": {"type": "integer", "minimum": 100, "maximum": 600000},
-        },
-        ["command"],
-    ),
-    ("apply_patch", {"input": {"type": "string", "minLength": 10}}, ["input"]),
-    (
-        "read_file",
-        {
-            "path": {"type": "string"},
-            "offset": {"type": "integer", "minimum": 0},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 2000},
-        },
-        ["path"],
-    ),
-    (
-        "list_dir",
-        {"path": {"type": "string"}, "depth": {"type": "integer", "minimum": 1, "maximum": 5}},
-        ["path"],
-    ),
-    (
-        "grep",
-        {
-            "pattern": {"type": "string", "minLength": 1},
-            "path": {"type": "string"},
-            "ignore_case": {"type": "boolean"},
-        },
-        ["pattern"],
-    ),
-    (
-        "update_plan",
-        {
-            "steps": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "step": {"type": "string"},
-                        "status": {
-                            "type": "string",
-                            "enum": ["pending", "in_progress", "completed"],
-                        },
-                    },
-                    "required": ["step", "status"],
-                    "additionalProperties": False,
-                },
-            }
-        },
-        ["steps"],
-    ),
-    ("run_tests", {"path": {"type": "string"}, "keyword": {"type": "string"}}, []),
-    ("git_diff", {"path": {"type": "string"}, "staged": {"type": "boolean"}}, []),
-    ("web_fetch", {"url": {"type": "string", "format": "uri"}}, ["url"]),
-    (
-        "write_file",
-        {"path": {"type": "string"}, "content": {"type": "string"}},
-        ["path", "content"],
-    ),
-    (
-        "search_code",
-        {
-            "query": {"type": "string"},
-            "max_results": {"type": "integer", "minimum": 1, "maximum": 50},
-        },
-        ["query"],
-    ),
-    ("view_image", {"path": {"type": "string"}}, ["path"]),
-)
 
-
-def _text_of_bytes(rng: random.Random, size: int) -> str:
-    out: list[str] = []
-    total = 0
-    while total < size:
-        s = sentence(rng, rng.randint(8, 24))
-        out.append(s)
-        total += len(s) + 1
-    return " ".join(out)[:size]
-
-
-def _tool_defs(rng: random.Random, size: int) -> list[dict[str, Any]]:
-    """Function tools whose JSON totals about `size` bytes (long descriptions, real schemas)."""
-    tools = []
-    count = min(len(_TOOL_NAMES), max(2, size // 1500))
-    for name, props_, required in _TOOL_NAMES[:count]:
-        # `call` numbers the calls of a session, so each call's output and latency are its own.
-        props = {**props_, "call": {"type": "integer", "minimum": 0}}
-        tools.append(
-            {
-                "type": "function",
-                "name": name,
-                "description": "",
-                "parameters": {
-                    "type": "object",
-                    "properties": props,
-                    "required": required,
-                    "additionalProperties": False,
-                },
-            }
-        )
-    base = len(orjson.dumps(tools))
-    per_tool = max(40, (size - base) // len(tools))
-    for tool in tools:
-        tool["description"] = _text_of_bytes(rng, per_tool)
-    return tools
-
-
-def _history(rng: random.Random, tokens: int) -> list[dict[str, Any]]:
+def history_items(rng: random.Random, tokens: int) -> list[dict[str, Any]]:
     """Prior turns of about `tokens` tokens (one word is about one token)."""
     items: list[dict[str, Any]] = []
     words = 0
@@ -310,25 +227,28 @@ def _output(name: str, arguments: str, seed: int, w: Workload) -> tuple[str, flo
     """A call's output text and latency: a function of the call alone (same in every mode)."""
     rng = random.Random(hashlib.sha256(f"{seed}:{name}:{arguments}".encode()).digest())
     if w.tool_output_tokens is not None:
-        return _text_of_tokens(rng, w.tool_output_tokens.sample(rng)), w.client_latency.sample(rng)
-    return _text_of_bytes(rng, rng.randint(*w.tool_output_bytes)), w.client_latency.sample(rng)
+        make = words_of_tokens if w.tool_text == "words" else text_of_tokens
+        return make(rng, w.tool_output_tokens.sample(rng)), w.client_latency.sample(rng)
+    return text_of_bytes(rng, rng.randint(*w.tool_output_bytes)), w.client_latency.sample(rng)
 
 
-def _text_of_tokens(rng: random.Random, tokens: int) -> str:
-    """Text of about `tokens` o200k tokens (sentences; a word is about a token)."""
-    out: list[str] = []
-    total = 0
-    while total < tokens:
-        text = sentence(rng, min(rng.randint(8, 24), max(1, tokens - total - 1)))
-        out.append(text)
-        total += count(text) + 1
-    return " ".join(out)
+Arguments = Callable[[dict[str, Any], random.Random], dict[str, Any]]
 
 
-def _build(w: Workload, seed: int, model: str) -> Scenario:
-    rng = random.Random(f"{w.name}:{seed}")
-    tools = _tool_defs(rng, w.tool_defs_bytes)
-    calls = rng.randint(*w.tool_calls)
+def _generated(tool: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    return generate_arguments(tool["parameters"], rng)
+
+
+def script_of(
+    w: Workload,
+    rng: random.Random,
+    tools: list[dict[str, Any]],
+    calls: int,
+    arguments: Arguments = _generated,
+) -> list[Step]:
+    """The model's steps: `calls` tool calls (`parallel` a step, each step with commentary and
+    its reasoning tokens), then an answer; call n carries `"call": n` in its arguments (a fresh
+    dict from `arguments`, generated for the tool's schema unless given)."""
     script: list[Step] = []
     n = 0
     while n < calls:
@@ -336,7 +256,7 @@ def _build(w: Workload, seed: int, model: str) -> Scenario:
         specs = []
         for _ in range(k):
             tool = tools[rng.randrange(len(tools))]
-            args = generate_arguments(tool["parameters"], rng)
+            args = arguments(tool, rng)
             args["call"] = n
             specs.append(FunctionCallSpec(name=tool["name"], arguments=orjson.dumps(args).decode()))
             n += 1
@@ -346,16 +266,12 @@ def _build(w: Workload, seed: int, model: str) -> Scenario:
     think = w.reasoning_tokens.sample(rng) if w.reasoning_tokens else None
     answer = sentence(rng, rng.randint(*w.output_tokens))
     script.append(TextStep(text=answer, reasoning_tokens=think))
-    first: list[dict[str, Any]] = [*_history(rng, w.history_tokens)] if w.history_tokens else []
-    first.append({"role": "user", "content": w.first_message})
-    request: dict[str, Any] = {
-        "model": model,
-        "instructions": _text_of_bytes(rng, w.instructions_bytes),
-        "tools": tools,
-        "input": first,
-    }
-    if w.reasoning_tokens is not None:  # as Codex does: reasoning comes back with the history
-        request["include"] = ["reasoning.encrypted_content"]
+    return script
+
+
+def client_tools(w: Workload, seed: int, tools: list[dict[str, Any]]) -> dict[str, Tool]:
+    """The client's tools, by name: each call's output and latency are a function of the seed
+    and the call (`_output`), the latency slept on the current clock."""
 
     def make_tool(name: str) -> Tool:
         async def tool(args: dict[str, Any]) -> str:
@@ -367,12 +283,30 @@ def _build(w: Workload, seed: int, model: str) -> Scenario:
 
         return tool
 
+    return {t["name"]: make_tool(t["name"]) for t in tools}
+
+
+def _build(w: Workload, seed: int, model: str) -> Scenario:
+    rng = random.Random(f"{w.name}:{seed}")
+    tools = tool_defs(rng, w.tool_defs_bytes)
+    calls = rng.randint(*w.tool_calls)
+    script = script_of(w, rng, tools, calls)
+    first = history_items(rng, w.history_tokens)
+    first.append({"role": "user", "content": w.first_message})
+    request: dict[str, Any] = {
+        "model": model,
+        "instructions": text_of_bytes(rng, w.instructions_bytes),
+        "tools": tools,
+        "input": first,
+    }
+    if w.reasoning_tokens is not None:  # as Codex does: reasoning comes back with the history
+        request["include"] = ["reasoning.encrypted_content"]
     return Scenario(
         workload=w,
         seed=seed,
         request=request,
         script=tuple(script),
-        tools={t["name"]: make_tool(t["name"]) for t in tools},
+        tools=client_tools(w, seed, tools),
         calls=calls,
         history_turns=sum(1 for item in first if item["role"] == "assistant"),
     )
