@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from rollout.client import MODES, SCENARIOS
+from rollout.experiments.sweeps.agents import (
+    AGENT_COUNTS,
+    AGENT_MODES,
+    AGENT_POLICIES,
+    AGENT_WORKLOAD,
+)
 from rollout.experiments.workloads.catalog import WORKLOADS
+from rollout.model.accel.profile import DEFAULT_ENGINE, ENGINE_PROFILES
+from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES
 from rollout.model.profiles import COST_PROFILES
 
 
@@ -52,7 +60,10 @@ def _sweep_flags(c: argparse.ArgumentParser) -> None:
         f"{', '.join(SCENARIOS)})",
     )
     c.add_argument(
-        "--repeats", type=int, default=3, help="rollouts per mode and profile (default: 3)"
+        "--repeats",
+        type=int,
+        default=None,
+        help="rollouts per mode and profile (default: 3; with --agents: 1)",
     )
     c.add_argument("--seed", type=int, default=0, help="workload seed (default: 0)")
     c.add_argument(
@@ -104,6 +115,52 @@ def _upstream_flags(c: argparse.ArgumentParser) -> None:
     )
 
 
+def _agents_flags(c: argparse.ArgumentParser) -> None:
+    """Many agents on one shared engine, on a virtual clock (docs/shared-engine.md)."""
+    counts = ",".join(map(str, AGENT_COUNTS))
+    c.add_argument(
+        "--agents",
+        nargs="?",
+        const=counts,
+        default=None,
+        metavar="N,M,...",
+        help=f"many agents on one shared engine: for each number of agents (alone: {counts}), "
+        f"mode (default: {','.join(AGENT_MODES)}) and KV policy, a fleet of {AGENT_WORKLOAD} "
+        "agents against one server whose simulated model queues on one accelerator, on a "
+        "virtual clock (engine and tool times simulated; rollout's CPU real, measured apart); "
+        "--repeats default 1, --jobs default 2; writes agents.json, jct-agents.png, "
+        "kv-occupancy.png (about ten minutes for the default sweep)",
+    )
+    c.add_argument(
+        "--engine",
+        default=None,
+        metavar="NAME",
+        help=f"with --agents: the engine profile ({', '.join(ENGINE_PROFILES)}; default: "
+        f"{DEFAULT_ENGINE})",
+    )
+    c.add_argument(
+        "--kv-policy",
+        default=None,
+        metavar="P,Q,...",
+        help=f"with --agents: KV policies for a paused rollout, of {', '.join(POLICIES)} "
+        f"(default: {','.join(AGENT_POLICIES)})",
+    )
+    c.add_argument(
+        "--kv-ttl",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help=f"with --agents: the ttl policy's time-to-live (default: {DEFAULT_TTL_S:g})",
+    )
+    c.add_argument(
+        "--turns",
+        default=None,
+        metavar="N,M,...",
+        help="with --agents: a sweep over tool calls per rollout as well (e.g. 10,20,40); "
+        "writes gain-turns.png",
+    )
+
+
 def _run_flags(c: argparse.ArgumentParser) -> None:
     """The kind of run (the full sweep, chain lengths, per turn, a real agent, a replot) and
     where its results go."""
@@ -135,6 +192,7 @@ def _run_flags(c: argparse.ArgumentParser) -> None:
         "codex on PATH) over each transport it supports (ws: WebSocket with prewarm; http: the "
         "full history), on one scripted task; one profile (default: 1000tps)",
     )
+    _agents_flags(c)
     c.add_argument(
         "--replot",
         default=None,

@@ -55,6 +55,8 @@ UpstreamFrom = Callable[[argparse.Namespace, Mapping[str, str], str], UpstreamCo
 def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     """`rollout compare`: the mode table, or the one sweep its flags choose."""
     err = Console(stderr=True)
+    if args.repeats is None:
+        args.repeats = 1 if args.agents is not None else 3
     chosen = [
         f
         for f, on in (
@@ -62,9 +64,23 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
             ("--per-turn", args.per_turn),
             ("--chain-lengths", args.chain_lengths),
             ("--agent", args.agent),
+            ("--agents", args.agents),
         )
         if on
     ]
+    engine_flags = [
+        f
+        for f, v in (
+            ("--engine", args.engine),
+            ("--kv-policy", args.kv_policy),
+            ("--kv-ttl", args.kv_ttl),
+            ("--turns", args.turns),
+        )
+        if v is not None
+    ]
+    if engine_flags and args.agents is None:
+        err.print(f"rollout compare: {', '.join(engine_flags)} go with --agents")
+        return 2
     try:
         if not chosen:
             return _table(args, upstream_from)
@@ -72,6 +88,8 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
             raise ValueError(f"{' and '.join(chosen)} are separate runs: choose one")
         if args.repeats < 1:
             raise ValueError("--repeats must be >= 1")
+        if args.agents is not None:
+            return sweep_command.agents(args)
         if args.upstream is not None or args.full or args.jobs is not None:
             raise ValueError(f"{chosen[0]} does not take --upstream, --full or --jobs")
         costs = cost_profile(args.costs or SWEEP_COSTS)

@@ -22,9 +22,12 @@ from rollout.experiments.harness.report import console as _console
 from rollout.experiments.harness.report import print_profiles, print_rows, progress_bar
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.results import RunResult
-from rollout.experiments.sweeps import chains, codex, perturn
+from rollout.experiments.sweeps import agents as agent_sweep
+from rollout.experiments.sweeps import agents_report, chains, codex, perturn
 from rollout.experiments.workloads.catalog import workload
-from rollout.model.profiles import CostProfile, InferenceProfile, inference_profile
+from rollout.model.accel.profile import DEFAULT_ENGINE, engine_profile
+from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy
+from rollout.model.profiles import CostProfile, InferenceProfile, cost_profile, inference_profile
 
 
 def _profiles(text: str | None, default: str) -> list[InferenceProfile]:
@@ -184,3 +187,87 @@ def agent(args: argparse.Namespace, costs: CostProfile) -> int:
     written = codex.write(run_directory(Path(args.out), "codex"), runs, meta, origin)
     _wrote(console, written, Path(args.out))
     return 0
+
+
+def agents(args: argparse.Namespace) -> int:
+    """`--agents`: the fleet sweep on one shared engine (rollout.experiments.sweeps.agents)."""
+    origin = provenance(command_line())  # the checkout as the run starts
+    if args.upstream is not None or args.full or args.profiles is not None:
+        raise ValueError(
+            "--agents runs on a simulated shared engine (--engine); drop --upstream, --full "
+            "and --profiles"
+        )
+    named = args.kv_policy or ",".join(agent_sweep.AGENT_POLICIES)
+    policies = tuple(dict.fromkeys(p.strip() for p in named.split(",") if p.strip()))
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        known = ", ".join(POLICIES)
+        raise ValueError(f"--kv-policy: unknown {', '.join(unknown) or named!r} (known: {known})")
+    ttl = DEFAULT_TTL_S if args.kv_ttl is None else args.kv_ttl
+    if not ttl >= 0 or ttl == float("inf"):
+        raise ValueError("--kv-ttl must be a number of seconds >= 0")
+    if args.calls is not None and args.turns is not None:
+        raise ValueError("--turns is a sweep over --calls: give one of them")
+    calls: tuple[int | None, ...] = (None,) if args.calls is None else (args.calls,)
+    if args.turns is not None:
+        calls = tuple(chains.parse_lengths(args.turns))
+    if any(c is not None and c < 1 for c in calls):
+        raise ValueError("--calls must be >= 1")
+    jobs = 2 if args.jobs is None else args.jobs
+    if jobs < 1:
+        raise ValueError("--jobs must be >= 1")
+    sweep = agent_sweep.Sweep(
+        workload=workload(args.workload or agent_sweep.AGENT_WORKLOAD),
+        engine=engine_profile(args.engine or DEFAULT_ENGINE),
+        costs=cost_profile(args.costs or agent_sweep.AGENT_COSTS),
+        agents=agent_sweep.parse_counts(args.agents),
+        modes=tuple(parse_modes(args.modes or ",".join(agent_sweep.AGENT_MODES))),
+        policies=policies,
+        ttl_s=ttl,
+        calls=calls,
+        repeats=args.repeats,
+        seed=args.seed,
+        jobs=jobs,
+    )
+    console = _console()
+    w = sweep.workload
+    console.print(f"[bold]workload[/] {w.name} (seed {args.seed}): {w.description}")
+    for line in sweep.engine.describe():
+        console.print(line, highlight=False)
+    policy_lines = [KvPolicy(p, ttl).describe() for p in policies]  # type: ignore[arg-type]
+    console.print("[bold]policies[/] " + "; ".join(policy_lines), highlight=False)
+    console.print(
+        f"[bold]simulated[/] the engine's steps and the tools' latencies, on a virtual clock "
+        f"(agents start over the first {agent_sweep.STAGGER_S:g} s); measured: rollout's CPU",
+        highlight=False,
+    )
+    configs = sweep.configs()
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=len(configs))
+
+        def advance(run: dict[str, Any]) -> None:
+            bar.update(
+                task,
+                advance=1,
+                description=f"{agent_sweep.Config(**_config_of(run)).label}: JCT "
+                f"{run['jct_mean_s']:.0f} s (CPU {run['cpu_s']:.0f} s)",
+            )
+
+        runs = sweep.run(advance)
+    rows = agents_report.summaries(runs)
+    title = "per (agents, mode, policy): simulated seconds; CPU measured"
+    print_rows(console, title, agents_report.COLUMNS, agents_report.table(rows))
+    for line in agents_report.verdicts(rows):
+        console.print(line, highlight=False)
+    for label, figure in agents_report.PUBLISHED.values():
+        console.print(f"published: {label}: {figure}", highlight=False)
+    failed = sum(r["failed"] for r in rows)
+    if failed:
+        console.print(f"[red]{failed} rollouts failed[/] (agents.json lists them)")
+    written = agents_report.write(run_directory(Path(args.out), "agents"), sweep, runs, origin)
+    _wrote(console, written, Path(args.out))
+    return 1 if failed else 0
+
+
+def _config_of(run: dict[str, Any]) -> dict[str, Any]:
+    return {f.name: run[f.name] for f in attrs.fields(agent_sweep.Config)}

@@ -76,6 +76,12 @@ class KVMemory:
         return len(self.refs) * self.per_chunk + self.private
 
     @property
+    def active(self) -> int:
+        """Blocks of running sequences and pinned holdings (not the evictable cache): what
+        vLLM reports as KV cache usage."""
+        return self.used - self.lru_blocks
+
+    @property
     def free(self) -> int:
         return self.capacity - self.used
 

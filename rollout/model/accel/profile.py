@@ -34,8 +34,8 @@ class AcceleratorProfile:
     compute_efficiency: float = 0.5  # fraction of the peak a step's FLOPs reach (MFU)
     step_overhead_s: float = 0.0  # per step: scheduling, sampling, kernel launches
     block_size: int = 16  # tokens per KV block (vLLM's default)
-    max_num_seqs: int = 256  # sequences in one batch (vLLM V1's default)
-    max_batched_tokens: int = 8192  # tokens per step: decodes plus prefill chunks
+    max_num_seqs: int = 1024  # sequences in one batch (vLLM V1's API server on an H100)
+    max_batched_tokens: int = 8192  # tokens per step: decodes plus prefill chunks (the same)
     host_memory_gib: float = 0.0  # host memory for offloaded KV (`--kv-policy offload`)
     host_bandwidth_gbs: float = 0.0  # device<->host copies, GB/s
     source: str = ""
@@ -141,7 +141,9 @@ ENGINE_PROFILES: dict[str, AcceleratorProfile] = {
             host_memory_gib=256,
             host_bandwidth_gbs=25,
             source="Llama 3.1 model card (dimensions); NVIDIA H100 SXM datasheet (3.35 TB/s, "
-            "989 dense BF16 TFLOPS); vLLM defaults (block 16, 256 seqs, 8192 tokens/step)",
+            "989 dense BF16 TFLOPS); vLLM V1 defaults on an H100 (block 16, 1024 seqs, 8192 "
+            "tokens/step); checked against vLLM's median TPOT of 7.56 ms for Llama-3-8B on one "
+            "H100 (10 requests at once; ours: 7.5 ms for one)",
         ),
         AcceleratorProfile(
             name="4xh100-llama3.1-70b",

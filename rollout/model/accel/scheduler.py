@@ -22,6 +22,9 @@ from rollout.model.accel.kv import CHUNK, Holding, KVMemory
 from rollout.model.accel.profile import AcceleratorProfile
 
 MAX_STEPS = 8  # steps one plan may cover
+#: The `ttl` policy's default time-to-live: Continuum's released scheduler pins a paused agent's
+#: KV when its tool is expected to take under 2 s.
+DEFAULT_TTL_S = 2.0
 Policy = Literal["evict", "pin", "ttl", "offload"]
 POLICIES: tuple[Policy, ...] = ("evict", "pin", "ttl", "offload")
 
@@ -97,7 +100,7 @@ class Counters:
     steps: int = 0
     busy_s: float = 0.0
     queue_s: float = 0.0
-    peak_used: int = 0  # blocks
+    peak_used: int = 0  # blocks of running sequences and pins (the evictable cache not counted)
     peak_held: int = 0  # blocks pinned by stopped sequences
 
 
@@ -269,8 +272,14 @@ class Scheduler:
         return Plan(decode, tuple(prefill), steps, step_s)
 
     def _growth(self, plan: Plan, steps: int) -> int:
+        """Blocks `steps` steps of `plan` add: each decode's tokens, and the first token of
+        each prefill that may end within them."""
         mem = self.mem
-        return sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+        grow = sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+        for s, chunk in plan.prefill:
+            if s.prefill_left <= steps * chunk:
+                grow += mem.tail_blocks(s.tokens + 1, len(s.chunks)) - s.tail
+        return grow
 
     def _make_room(self, now: float) -> None:
         """A running sequence cannot grow: a pin goes first (`pin`), else the latest admitted
@@ -355,7 +364,7 @@ class Scheduler:
         c.admitted += 1
         c.cached_tokens += cached
         c.queue_s += now - seq.arrival
-        c.peak_used = max(c.peak_used, mem.used)
+        c.peak_used = max(c.peak_used, mem.active)
         self.running.append(seq)
         return True
 
@@ -392,7 +401,7 @@ class Scheduler:
                 moved.append(s)
         c.steps += steps
         c.busy_s += steps * plan.step_s
-        c.peak_used = max(c.peak_used, mem.used)
+        c.peak_used = max(c.peak_used, mem.active)
         for s in moved:
             if s.prefill_left == 0 and s.decoded >= s.output:
                 self.running.remove(s)
@@ -403,10 +412,11 @@ class Scheduler:
     # -- what it holds --------------------------------------------------------------------------
 
     def occupancy(self) -> dict[str, float]:
-        """KV memory now, as fractions of its blocks, and the queue."""
+        """KV memory now, as fractions of its blocks (used: by running sequences and pins;
+        held: by pins; cached: evictable), and the queue."""
         cap = self.mem.capacity
         return {
-            "used": self.mem.used / cap,
+            "used": self.mem.active / cap,
             "held": self.pinned_blocks / cap,
             "cached": self.mem.lru_blocks / cap,
             "running": len(self.running),

@@ -1,0 +1,223 @@
+# What `rollout compare --agents` reports from its runs (rollout.experiments.sweeps.agents): one
+# summary row per (agents, mode, kv_policy[, calls]) over the repeats, the knee where KV memory
+# fills, each policy's mean JCT against evict's, the published figures beside ours, and the
+# files: agents.json (rows, runs, profiles) and the figures (rollout.experiments.figures.agents).
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+
+from rollout.experiments.figures.agents import agent_plots
+from rollout.experiments.harness.compare import provenance
+from rollout.experiments.sweeps.agents import Sweep, quantile
+
+FULL = 0.95  # KV memory counts as full from this peak fraction
+AGREE = 0.05  # policies "agree" within this relative spread of mean JCT
+#: Published figures the sweep's direction is checked against (docs/shared-engine.md).
+PUBLISHED = {
+    "continuum_jct": (
+        "Continuum (arXiv 2511.02230), mean delay vs vLLM's default, SWE-bench/BFCL, "
+        "Llama-3.1 8B/70B",
+        "1.12-3.66x lower",
+    ),
+    "continuum_turns": ("Continuum: the gain as turns per rollout grow", "grows"),
+}
+
+Key = tuple[int, str, str, int | None]
+
+
+def key_of(run: dict[str, Any]) -> Key:
+    return (run["agents"], run["mode"], run["kv_policy"], run.get("calls"))
+
+
+def summaries(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (agents, mode, kv_policy, calls): medians over the repeats, the spread of
+    their means, and percentiles of every rollout's JCT pooled."""
+    groups: dict[Key, list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault(key_of(run), []).append(run)
+    rows = []
+    for (agents, mode, policy, calls), rs in sorted(groups.items(), key=_order):
+        means = [r["jct_mean_s"] for r in rs]
+        pooled = [x for r in rs for x in r["jct_s"]]
+
+        def med(field: str, runs: list[dict[str, Any]] = rs) -> float:
+            return statistics.median(r[field] for r in runs)
+
+        rows.append(
+            {
+                "agents": agents,
+                "mode": mode,
+                "kv_policy": policy,
+                "calls": calls,
+                "repeats": len(rs),
+                "jct_mean_s": statistics.median(means),
+                "jct_mean_min_s": min(means),
+                "jct_mean_max_s": max(means),
+                "jct_p10_s": quantile(pooled, 0.10),
+                "jct_p90_s": quantile(pooled, 0.90),
+                "jct_p95_s": quantile(pooled, 0.95),
+                "rollouts_per_hour": med("rollouts_per_hour"),
+                "decode_tokens_per_s": med("decode_tokens_per_s"),
+                "queue_s_per_request": med("queue_s_per_request"),
+                "kv_peak_fraction": med("kv_peak_fraction"),
+                "kv_held_peak_fraction": med("kv_held_peak_fraction"),
+                "recomputed_tokens": med("recomputed_tokens"),
+                "preemptions": med("preemptions"),
+                "completed": sum(r["completed"] for r in rs),
+                "failed": sum(len(r["failed"]) for r in rs),
+                "cpu_s": med("cpu_s"),
+            }
+        )
+    return rows
+
+
+def _order(item: tuple[Key, Any]) -> tuple[Any, ...]:
+    (agents, mode, policy, calls), _ = item
+    return (calls or 0, mode, agents, policy)
+
+
+def gains(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each policy's mean JCT against evict's in the same (agents, mode, calls): evict / it."""
+    evict = {(r["agents"], r["mode"], r["calls"]): r for r in rows if r["kv_policy"] == "evict"}
+    out = []
+    for r in rows:
+        base = evict.get((r["agents"], r["mode"], r["calls"]))
+        if base is None or r["kv_policy"] == "evict" or not r["jct_mean_s"] > 0:
+            continue
+        out.append(
+            {
+                "agents": r["agents"],
+                "mode": r["mode"],
+                "calls": r["calls"],
+                "kv_policy": r["kv_policy"],
+                "lower_jct": base["jct_mean_s"] / r["jct_mean_s"],
+                "lower_jct_min": base["jct_mean_min_s"] / r["jct_mean_max_s"],
+                "lower_jct_max": base["jct_mean_max_s"] / r["jct_mean_min_s"],
+                "pressure": base["kv_peak_fraction"] >= FULL,
+            }
+        )
+    return out
+
+
+def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The knee, the ordering under pressure, agreement with ample memory, the turns trend."""
+    lines = []
+    for mode in dict.fromkeys(r["mode"] for r in rows):
+        mine = [r for r in rows if r["mode"] == mode and r["calls"] is None]
+        evict = sorted((r for r in mine if r["kv_policy"] == "evict"), key=lambda r: r["agents"])
+        full = [r["agents"] for r in evict if r["kv_peak_fraction"] >= FULL]
+        roomy = [r["agents"] for r in evict if r["kv_peak_fraction"] < FULL]
+        if evict:
+            knee = f"from {full[0]} agents" if full else "at none of these counts"
+            below = ""
+            if roomy:
+                peak = max(r["kv_peak_fraction"] for r in evict if r["agents"] in roomy)
+                below = f" (peak {peak:.0%} at {max(roomy)})"
+            lines.append(f"{mode}: KV memory full {knee}{below}")
+        for n in roomy:
+            at = [r["jct_mean_s"] for r in mine if r["agents"] == n]
+            if len(at) > 1:
+                spread = (max(at) - min(at)) / min(at)
+                word = "agree" if spread <= AGREE else "differ"
+                lines.append(
+                    f"{mode}, {n} agents (ample memory): policies {word} within {spread:.1%}"
+                )
+    for g in gains(rows):
+        if g["pressure"]:
+            calls = "" if g["calls"] is None else f", {g['calls']} calls"
+            lines.append(
+                f"{g['mode']}, {g['agents']} agents{calls} (memory full): {g['kv_policy']} "
+                f"{g['lower_jct']:.2f}x lower mean JCT than evict "
+                f"({g['lower_jct_min']:.2f}-{g['lower_jct_max']:.2f}x over the repeats)"
+            )
+    return lines
+
+
+def table(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
+    columns = []
+    for r in rows:
+        calls = "" if r["calls"] is None else str(r["calls"])
+        columns.append(
+            [
+                str(r["agents"]),
+                r["mode"],
+                r["kv_policy"],
+                calls,
+                f"{r['jct_mean_s']:.0f} ({r['jct_p10_s']:.0f}-{r['jct_p90_s']:.0f})",
+                f"{r['jct_p95_s']:.0f}",
+                f"{r['rollouts_per_hour']:.0f}",
+                f"{r['kv_peak_fraction']:.2f}",
+                f"{r['recomputed_tokens'] / 1e6:.2f}M",
+                f"{r['preemptions']:.0f}",
+                f"{r['queue_s_per_request']:.1f}",
+                f"{r['cpu_s']:.1f}",
+            ]
+        )
+    return columns
+
+
+COLUMNS = (
+    "agents",
+    "mode",
+    "kv",
+    "calls",
+    "JCT s mean (p10-p90)",
+    "p95",
+    "rollouts/h",
+    "KV peak",
+    "recomputed",
+    "preempt",
+    "queue s/req",
+    "CPU s",
+)
+
+
+def write(
+    out: Path,
+    sweep: Sweep,
+    runs: Sequence[dict[str, Any]],
+    origin: dict[str, Any] | None = None,
+) -> list[Path]:
+    """agents.json and the figures."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = summaries(runs)
+    data: dict[str, Any] = {
+        **(origin if origin is not None else provenance()),
+        "workload": attrs.asdict(sweep.workload),
+        "engine_profile": attrs.asdict(sweep.engine) | {"derived": sweep.engine.describe()},
+        "cost_profile": attrs.asdict(sweep.costs),
+        "ttl_s": sweep.ttl_s,
+        "seed": sweep.seed,
+        "repeats": sweep.repeats,
+        "simulated": "jct, makespan, queue and engine figures are simulated time (a virtual "
+        "clock); cpu_s and wall_s are measured",
+        "published": {k: v[1] for k, v in PUBLISHED.items()},
+        "rows": rows,
+        "gains": gains(rows),
+        "runs": list(runs),
+    }
+    path = out / "agents.json"
+    path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
+    return [path, *agent_plots(out, rows, list(runs), _caption(sweep))]
+
+
+def _caption(sweep: Sweep) -> str:
+    return (
+        f"{sweep.workload.name} on {sweep.engine.name} (simulated time); {sweep.repeats} "
+        f"repeat(s); ttl {sweep.ttl_s:g} s"
+    )
+
+
+def replot(directory: Path) -> list[Path]:
+    data = orjson.loads((directory / "agents.json").read_bytes())
+    caption = (
+        f"{data['workload']['name']} on {data['engine_profile']['name']} (simulated time); "
+        f"{data['repeats']} repeat(s); ttl {data['ttl_s']:g} s"
+    )
+    return agent_plots(directory, data["rows"], data["runs"], caption)
