@@ -1,4 +1,6 @@
-# The `rollout` command line. `rollout serve` runs the server in the foreground.
+# The `rollout` command line. `rollout serve` runs the server in the foreground (on one shared
+# simulated accelerator with `--engine NAME`); `rollout models` and `rollout engines` print the
+# profile tables.
 from __future__ import annotations
 
 import argparse
@@ -16,6 +18,9 @@ import trio
 from rollout.cli.parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
+from rollout.model.accel.profile import ENGINE_PROFILES, EngineProfileError, engine_profile
+from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy, Policy
+from rollout.model.accel.shared import SharedEngine
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
     ProfileError,
@@ -42,6 +47,15 @@ def _models() -> int:
     return 0
 
 
+def _engines() -> int:
+    """The accelerator profiles of `--engine NAME`, as a result prints them, and the policies."""
+    for profile in ENGINE_PROFILES.values():
+        print("\n".join(profile.describe()))
+        print(f"  source: {profile.source}")
+    print(f"kv policies (--kv-policy): {', '.join(POLICIES)}; ttl's default {DEFAULT_TTL_S:g} s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(argv) if argv is not None else sys.argv[1:]
     args = _parser().parse_args(raw)
@@ -59,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _load(args)
     if args.command == "models":
         return _models()
+    if args.command == "engines":
+        return _engines()
     return 2
 
 
@@ -123,7 +139,11 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
     to answer; or print one line saying what is wrong and return the exit status (2)."""
     try:
         _check_numbers(args)
+        problem = _engine_problem(args)
+        if problem is not None:
+            raise _Refused(problem)
         engine = _engine(args)
+        engine.accelerator = _accelerator(args)
         _set_model(engine, args)
         keys = _keys(args.api_keys)
         engine.store = _store(args.store)
@@ -177,6 +197,53 @@ def _engine(args: argparse.Namespace) -> Engine:
     return engine
 
 
+def _engine_problem(args: argparse.Namespace) -> str | None:
+    """Why the shared-engine flags (--engine, --kv-policy, --kv-ttl) cannot work together with
+    the others, or None."""
+    if args.engine is None:
+        if args.kv_policy is not None:
+            return "--kv-policy needs --engine NAME (without it no KV memory is shared)"
+        if args.kv_ttl is not None:
+            return "--kv-ttl needs --engine NAME --kv-policy ttl"
+        return None
+    if args.upstream is not None:
+        return (
+            "--engine simulates the accelerator of the simulated model; --upstream is a real "
+            "engine, which sets its own pace: choose one"
+        )
+    if args.workers != 1:
+        return (
+            f"--engine simulates one accelerator in one process: with --workers {args.workers} "
+            f"each worker would simulate its own ({args.workers} accelerators, each with its own "
+            "KV memory, and a rollout resumed on another worker would find none of its KV): "
+            "use --workers 1"
+        )
+    if args.profile != "instant":
+        return (
+            f"--profile {args.profile} gives each response a speed of its own; with --engine the "
+            "shared accelerator paces every response: drop --profile"
+        )
+    if args.kv_ttl is not None:
+        if args.kv_policy != "ttl":
+            return f"--kv-ttl needs --kv-policy ttl (not {args.kv_policy or 'evict'})"
+        if not args.kv_ttl > 0:
+            return f"--kv-ttl must be positive, not {args.kv_ttl:g}"
+    return None
+
+
+def _accelerator(args: argparse.Namespace) -> SharedEngine | None:
+    """The shared engine of --engine NAME under --kv-policy (checked by _engine_problem)."""
+    if args.engine is None:
+        return None
+    try:
+        profile = engine_profile(args.engine)
+    except EngineProfileError as exc:
+        raise _Refused(f"--engine: {exc}") from None
+    name: Policy = args.kv_policy if args.kv_policy is not None else "evict"
+    ttl = args.kv_ttl if args.kv_ttl is not None else DEFAULT_TTL_S
+    return SharedEngine(profile, KvPolicy(name, ttl if name == "ttl" else 0.0))
+
+
 def _set_model(engine: Engine, args: argparse.Namespace) -> None:
     """An upstream model (--upstream) or a script (--script) in place of the default policy."""
     if args.upstream is not None:
@@ -223,7 +290,7 @@ def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
     """`rollout serve --workers N`: every flag is checked and the store reached here, once,
     before any worker starts, so that a wrong setting is one line and exit status 2, not N
     workers failing at their start (workers.py does not restart a worker that fails so)."""
-    problem = workers_problem(args)
+    problem = _engine_problem(args) or workers_problem(args)
     if problem is not None:
         print(f"rollout: {problem}", file=sys.stderr)
         return 2
@@ -248,8 +315,14 @@ def _run(args: argparse.Namespace, setup: _Setup) -> int:
 
     engine = setup.engine
     model = f"profile {engine.inference.name}"
+    details: list[str] = []
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
+    if engine.accelerator is not None:
+        policy = engine.accelerator.policy
+        ttl = f" {policy.ttl_s:g} s" if policy.name == "ttl" else ""
+        model = f"engine {engine.accelerator.profile.name}, kv-policy {policy.name}{ttl}"
+        details = [*engine.accelerator.profile.describe(), policy.describe()]
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
     try:
         sock, worker_id = worker_listener(args)
@@ -262,7 +335,15 @@ def _run(args: argparse.Namespace, setup: _Setup) -> int:
     try:
         tune_gc()
         forced = trio.run(
-            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
+            _serve_until_signalled,
+            engine,
+            args.host,
+            args.port,
+            config,
+            args.record,
+            banner,
+            sock,
+            details,
         )
     except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
         if not _only_interrupts(exc):
@@ -325,11 +406,13 @@ async def _serve_until_signalled(
     record: str | None = None,
     banner: str = "",
     sock: socket.socket | None = None,
+    details: Sequence[str] = (),
 ) -> int | None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
     (everything is cancelled; the number of that signal is returned, for the exit status).
     Prints where it serves once the port is bound (so `--port 0` prints the port it got), unless
-    `banner` is empty (a worker of --workers N: its parent did). `sock` is a worker's listener."""
+    `banner` is empty (a worker of --workers N: its parent did), then the `details` lines (the
+    shared engine's profile). `sock` is a worker's listener."""
     stop = trio.Event()
     forced: list[int] = []
 
@@ -364,7 +447,6 @@ async def _serve_until_signalled(
         nursery.start_soon(signals)
         bound = await nursery.start(server)
         if banner:
-            print(
-                f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True
-            )
+            lines = [f"serving http://{host}:{bound}/v1 {banner}", *details]
+            print("\n".join(f"rollout: {line}" for line in lines), file=sys.stderr, flush=True)
     return forced[0] if forced else None
