@@ -1,7 +1,7 @@
 # `rollout serve` as a user runs it: `--port 0` prints the port it bound (not 0), and that port
 # serves, strict by default and lenient with `--lenient`; with `--engine` it prints the engine's
-# profile and policy and serves; the hint printed when plots cannot be drawn survives rich's
-# markup.
+# profile and policy and its responses run on that engine (its counters in /metrics); the hint
+# printed when plots cannot be drawn survives rich's markup.
 from __future__ import annotations
 
 import contextlib
@@ -78,12 +78,17 @@ def test_serve_on_a_shared_engine() -> None:
         assert proc.stderr is not None
         printed = [proc.stderr.readline() for _ in range(4)]
         reply = create(port, input="run the tests")
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
     assert "(engine h100-llama3.1-8b, kv-policy ttl 2.5 s, costs cpu-only, store memory)" in banner
     assert printed[0].startswith("rollout: engine h100-llama3.1-8b: Llama-3.1-8B (BF16) on ")
     assert printed[1].startswith("rollout:   declared: 8.03B params")
     assert printed[2].startswith("rollout:   derived: KV 128 KiB/token, 26789 blocks")
     assert printed[3] == "rollout: kv-policy ttl (program-level FCFS, ttl 2.5 s)\n"
     assert reply.status_code == 200 and reply.json()["status"] == "completed"
+    usage = reply.json()["usage"]
+    samples = dict(re.findall(r"^(rollout_engine_[a-z_]+) ([0-9.e+-]+)$", metrics, re.M))
+    assert float(samples["rollout_engine_admitted_total"]) == 1
+    assert float(samples["rollout_engine_decode_tokens_total"]) == usage["output_tokens"]
 
 
 def test_the_no_plots_hint_keeps_its_brackets() -> None:
