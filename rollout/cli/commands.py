@@ -47,12 +47,18 @@ def _models() -> int:
     return 0
 
 
-def _engines() -> int:
-    """The accelerator profiles of `--engine NAME`, as a result prints them, and the policies."""
+def engine_table() -> list[str]:
+    """The accelerator profiles of `--engine NAME` as a result prints them, with their sources,
+    and the KV policies: what `rollout engines` prints (and docs/reference.md shows)."""
+    lines: list[str] = []
     for profile in ENGINE_PROFILES.values():
-        print("\n".join(profile.describe()))
-        print(f"  source: {profile.source}")
-    print(f"kv policies (--kv-policy): {', '.join(POLICIES)}; ttl's default {DEFAULT_TTL_S:g} s")
+        lines += [*profile.describe(), f"  source: {profile.source}"]
+    policies = ", ".join(POLICIES)
+    return [*lines, f"kv policies (--kv-policy): {policies}; ttl's default {DEFAULT_TTL_S:g} s"]
+
+
+def _engines() -> int:
+    print("\n".join(engine_table()))
     return 0
 
 
