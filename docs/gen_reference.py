@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 
 from protocol.request import CreateRequest  # noqa: E402
 from rollout.cli import commands as cli  # noqa: E402
+from rollout.cli import engine_flags  # noqa: E402
 from rollout.engine import faults  # noqa: E402
 from rollout.model import knobs, profiles, script  # noqa: E402
 from rollout.service import config  # noqa: E402
@@ -313,7 +314,7 @@ def render_engines() -> list[str]:
         "time-to-live (`--kv-ttl`, `DEFAULT_TTL_S`):",
         "",
         "```text",
-        *cli.engine_table(),
+        *engine_flags.engine_table(),
         "```",
     ]
 

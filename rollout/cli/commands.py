@@ -15,12 +15,11 @@ from pathlib import Path
 import attrs
 import trio
 
+from rollout.cli import engine_flags
 from rollout.cli.parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
-from rollout.model.accel.profile import ENGINE_PROFILES, EngineProfileError, engine_profile
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy, Policy
-from rollout.model.accel.shared import SharedEngine
+from rollout.model.accel.profile import EngineProfileError
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
     ProfileError,
@@ -47,18 +46,8 @@ def _models() -> int:
     return 0
 
 
-def engine_table() -> list[str]:
-    """The accelerator profiles of `--engine NAME` as a result prints them, with their sources,
-    and the KV policies: what `rollout engines` prints (and docs/reference.md shows)."""
-    lines: list[str] = []
-    for profile in ENGINE_PROFILES.values():
-        lines += [*profile.describe(), f"  source: {profile.source}"]
-    policies = ", ".join(POLICIES)
-    return [*lines, f"kv policies (--kv-policy): {policies}; ttl's default {DEFAULT_TTL_S:g} s"]
-
-
 def _engines() -> int:
-    print("\n".join(engine_table()))
+    print("\n".join(engine_flags.engine_table()))
     return 0
 
 
@@ -145,11 +134,14 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
     to answer; or print one line saying what is wrong and return the exit status (2)."""
     try:
         _check_numbers(args)
-        problem = _engine_problem(args)
+        problem = engine_flags.engine_problem(args)
         if problem is not None:
             raise _Refused(problem)
         engine = _engine(args)
-        engine.accelerator = _accelerator(args)
+        try:
+            engine.accelerator = engine_flags.accelerator(args)
+        except EngineProfileError as exc:
+            raise _Refused(f"--engine: {exc}") from None
         _set_model(engine, args)
         keys = _keys(args.api_keys)
         engine.store = _store(args.store)
@@ -203,53 +195,6 @@ def _engine(args: argparse.Namespace) -> Engine:
     return engine
 
 
-def _engine_problem(args: argparse.Namespace) -> str | None:
-    """Why the shared-engine flags (--engine, --kv-policy, --kv-ttl) cannot work together with
-    the others, or None."""
-    if args.engine is None:
-        if args.kv_policy is not None:
-            return "--kv-policy needs --engine NAME (without it no KV memory is shared)"
-        if args.kv_ttl is not None:
-            return "--kv-ttl needs --engine NAME --kv-policy ttl"
-        return None
-    if args.upstream is not None:
-        return (
-            "--engine simulates the accelerator of the simulated model; --upstream is a real "
-            "engine, which sets its own pace: choose one"
-        )
-    if args.workers != 1:
-        return (
-            f"--engine simulates one accelerator in one process: with --workers {args.workers} "
-            f"each worker would simulate its own ({args.workers} accelerators, each with its own "
-            "KV memory, and a rollout resumed on another worker would find none of its KV): "
-            "use --workers 1"
-        )
-    if args.profile != "instant":
-        return (
-            f"--profile {args.profile} gives each response a speed of its own; with --engine the "
-            "shared accelerator paces every response: drop --profile"
-        )
-    if args.kv_ttl is not None:
-        if args.kv_policy != "ttl":
-            return f"--kv-ttl needs --kv-policy ttl (not {args.kv_policy or 'evict'})"
-        if not args.kv_ttl > 0:
-            return f"--kv-ttl must be positive, not {args.kv_ttl:g}"
-    return None
-
-
-def _accelerator(args: argparse.Namespace) -> SharedEngine | None:
-    """The shared engine of --engine NAME under --kv-policy (checked by _engine_problem)."""
-    if args.engine is None:
-        return None
-    try:
-        profile = engine_profile(args.engine)
-    except EngineProfileError as exc:
-        raise _Refused(f"--engine: {exc}") from None
-    name: Policy = args.kv_policy if args.kv_policy is not None else "evict"
-    ttl = args.kv_ttl if args.kv_ttl is not None else DEFAULT_TTL_S
-    return SharedEngine(profile, KvPolicy(name, ttl if name == "ttl" else 0.0))
-
-
 def _set_model(engine: Engine, args: argparse.Namespace) -> None:
     """An upstream model (--upstream) or a script (--script) in place of the default policy."""
     if args.upstream is not None:
@@ -296,7 +241,7 @@ def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
     """`rollout serve --workers N`: every flag is checked and the store reached here, once,
     before any worker starts, so that a wrong setting is one line and exit status 2, not N
     workers failing at their start (workers.py does not restart a worker that fails so)."""
-    problem = _engine_problem(args) or workers_problem(args)
+    problem = engine_flags.engine_problem(args) or workers_problem(args)
     if problem is not None:
         print(f"rollout: {problem}", file=sys.stderr)
         return 2
@@ -325,10 +270,7 @@ def _run(args: argparse.Namespace, setup: _Setup) -> int:
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
     if engine.accelerator is not None:
-        policy = engine.accelerator.policy
-        ttl = f" {policy.ttl_s:g} s" if policy.name == "ttl" else ""
-        model = f"engine {engine.accelerator.profile.name}, kv-policy {policy.name}{ttl}"
-        details = [*engine.accelerator.profile.describe(), policy.describe()]
+        model, details = engine_flags.banner(engine.accelerator)
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
     try:
         sock, worker_id = worker_listener(args)

@@ -1,13 +1,13 @@
 # The `rollout` command line's arguments: every subcommand and flag, with help that says what each
-# does and its default. rollout.cli.commands runs them; docs/reference.md is generated from this
-# parser (docs/gen_reference.py).
+# does and its default (those of `rollout compare` and serve's shared-engine ones in their own
+# modules). rollout.cli.commands runs them; docs/reference.md is generated from this parser
+# (docs/gen_reference.py).
 from __future__ import annotations
 
 import argparse
 
 from rollout.cli.compare_flags import add_compare
-from rollout.model.accel.profile import ENGINE_PROFILES
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES
+from rollout.cli.engine_flags import add_engine_flags
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
 from rollout.upstream.target import APIS
@@ -62,7 +62,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=DefaultsOnceHelpFormatter,
     )
     _serve_model_flags(s)
-    _serve_engine_flags(s)
+    add_engine_flags(s)
     _serve_upstream_flags(s)
     _serve_access_and_fault_flags(s)
     _serve_process_flags(s)
@@ -116,38 +116,6 @@ def _serve_model_flags(s: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="record every connection's frames in and out to DIR/conn-<N>-<http|ws>.jsonl "
         "(see docs/test-rigs.md); replay with --script DIR",
-    )
-
-
-def _serve_engine_flags(s: argparse.ArgumentParser) -> None:
-    """The shared engine: one simulated accelerator every response of the server queues on."""
-    s.add_argument(
-        "--engine",
-        metavar="NAME",
-        help=f"run every response's model steps on one shared simulated accelerator: "
-        f"{', '.join(ENGINE_PROFILES)} (`rollout engines` prints their figures). Steps are "
-        "batched continuously and their prompts' KV held in its memory, so concurrent "
-        "responses slow each other down as on a real engine; without it each response gets "
-        "--profile's speed alone (the no-contention limit). One process only: not with "
-        "--workers N or --upstream",
-    )
-    s.add_argument(
-        "--kv-policy",
-        choices=POLICIES,
-        metavar="POLICY",
-        help="with --engine, what becomes of the KV of a rollout paused on its client's tool "
-        "calls (or of a response a chained turn may continue): evict (evictable at once, as "
-        "vLLM frees it), pin (kept until the rollout resumes or ends, unless running requests "
-        "need the memory), ttl (pinned for --kv-ttl seconds), offload (copied to host memory, "
-        "copied back when it resumes); evict queues requests in arrival order, the others by "
-        "their rollout's first arrival (default: evict)",
-    )
-    s.add_argument(
-        "--kv-ttl",
-        type=float,
-        metavar="SECONDS",
-        help=f"with --engine --kv-policy ttl, how long a waiting rollout's KV stays pinned "
-        f"(default: {DEFAULT_TTL_S:g} s)",
     )
 
 
