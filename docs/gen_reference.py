@@ -6,7 +6,7 @@
 Sources: the `rollout` command line (`rollout.cli._parser()`, walked action by action), the
 server configuration (`attrs.fields(ServerConfig)`, with each field's comment read from the
 source of rollout/service/config.py), what the simulated model does with each request field
-(rollout/model/knobs.py), the fault codes, the named profiles (speed, costs, models), the
+(rollout/model/knobs.py), the fault codes, the named profiles (speed, costs, models, engines), the
 model-script format (the header comment of rollout/model/script.py) and the `rollout_server`
 fixture's methods (their signatures and docstrings). tests/e2e/docs/test_reference.py fails
 when the file is out of date.
@@ -33,6 +33,7 @@ if str(ROOT) not in sys.path:
 
 from protocol.request import CreateRequest  # noqa: E402
 from rollout.cli import commands as cli  # noqa: E402
+from rollout.cli import engine_flags  # noqa: E402
 from rollout.engine import faults  # noqa: E402
 from rollout.model import knobs, profiles, script  # noqa: E402
 from rollout.service import config  # noqa: E402
@@ -304,6 +305,20 @@ def render_knobs() -> list[str]:
     return out
 
 
+def render_engines() -> list[str]:
+    """The shared engine's profiles and KV policies, as `rollout engines` prints them."""
+    return [
+        "Engine profiles (`--engine NAME`; `rollout.model.accel.profile.ENGINE_PROFILES`), as",
+        "`rollout engines` prints them: the declared figures of each, what follows from them and",
+        "their sources; then the KV policies (`--kv-policy`) and the `ttl` policy's default",
+        "time-to-live (`--kv-ttl`, `DEFAULT_TTL_S`):",
+        "",
+        "```text",
+        *engine_flags.engine_table(),
+        "```",
+    ]
+
+
 def render_models() -> list[str]:
     out = [
         "Model profiles (`rollout.model.profiles.MODEL_PROFILES`; a `*` name is a prefix, the",
@@ -343,6 +358,8 @@ def render_profiles() -> list[str]:
         *profile_table(profiles.COST_PROFILES, profiles.CostProfile),
         "",
         *render_models(),
+        "",
+        *render_engines(),
     ]
 
 

@@ -1,4 +1,6 @@
-# The `rollout` command line. `rollout serve` runs the server in the foreground.
+# The `rollout` command line. `rollout serve` runs the server in the foreground (on one shared
+# simulated accelerator with `--engine NAME`); `rollout models` and `rollout engines` print the
+# profile tables.
 from __future__ import annotations
 
 import argparse
@@ -13,9 +15,11 @@ from pathlib import Path
 import attrs
 import trio
 
+from rollout.cli import engine_flags
 from rollout.cli.parser import parser as _parser
 from rollout.engine.engine import Engine
 from rollout.engine.faults import Faults, parse_errors
+from rollout.model.accel.profile import EngineProfileError
 from rollout.model.policy import DefaultPolicy
 from rollout.model.profiles import (
     ProfileError,
@@ -42,6 +46,11 @@ def _models() -> int:
     return 0
 
 
+def _engines() -> int:
+    print("\n".join(engine_flags.engine_table()))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(argv) if argv is not None else sys.argv[1:]
     args = _parser().parse_args(raw)
@@ -59,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _load(args)
     if args.command == "models":
         return _models()
+    if args.command == "engines":
+        return _engines()
     return 2
 
 
@@ -123,7 +134,14 @@ def _setup(args: argparse.Namespace) -> _Setup | int:
     to answer; or print one line saying what is wrong and return the exit status (2)."""
     try:
         _check_numbers(args)
+        problem = engine_flags.engine_problem(args)
+        if problem is not None:
+            raise _Refused(problem)
         engine = _engine(args)
+        try:
+            engine.accelerator = engine_flags.accelerator(args)
+        except EngineProfileError as exc:
+            raise _Refused(f"--engine: {exc}") from None
         _set_model(engine, args)
         keys = _keys(args.api_keys)
         engine.store = _store(args.store)
@@ -223,7 +241,7 @@ def _supervise(args: argparse.Namespace, raw: list[str]) -> int:
     """`rollout serve --workers N`: every flag is checked and the store reached here, once,
     before any worker starts, so that a wrong setting is one line and exit status 2, not N
     workers failing at their start (workers.py does not restart a worker that fails so)."""
-    problem = workers_problem(args)
+    problem = engine_flags.engine_problem(args) or workers_problem(args)
     if problem is not None:
         print(f"rollout: {problem}", file=sys.stderr)
         return 2
@@ -248,8 +266,11 @@ def _run(args: argparse.Namespace, setup: _Setup) -> int:
 
     engine = setup.engine
     model = f"profile {engine.inference.name}"
+    details: list[str] = []
     if args.upstream is not None:
         model = f"upstream {args.upstream_api} {args.upstream}"
+    if engine.accelerator is not None:
+        model, details = engine_flags.banner(engine.accelerator)
     banner = f"({model}, costs {engine.costs.name}, store {args.store})"
     try:
         sock, worker_id = worker_listener(args)
@@ -262,7 +283,15 @@ def _run(args: argparse.Namespace, setup: _Setup) -> int:
     try:
         tune_gc()
         forced = trio.run(
-            _serve_until_signalled, engine, args.host, args.port, config, args.record, banner, sock
+            _serve_until_signalled,
+            engine,
+            args.host,
+            args.port,
+            config,
+            args.record,
+            banner,
+            sock,
+            details,
         )
     except (KeyboardInterrupt, BaseExceptionGroup) as exc:  # Ctrl-C before signals were set up
         if not _only_interrupts(exc):
@@ -325,11 +354,13 @@ async def _serve_until_signalled(
     record: str | None = None,
     banner: str = "",
     sock: socket.socket | None = None,
+    details: Sequence[str] = (),
 ) -> int | None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully; a second signal stops at once
     (everything is cancelled; the number of that signal is returned, for the exit status).
     Prints where it serves once the port is bound (so `--port 0` prints the port it got), unless
-    `banner` is empty (a worker of --workers N: its parent did). `sock` is a worker's listener."""
+    `banner` is empty (a worker of --workers N: its parent did), then the `details` lines (the
+    shared engine's profile). `sock` is a worker's listener."""
     stop = trio.Event()
     forced: list[int] = []
 
@@ -364,7 +395,6 @@ async def _serve_until_signalled(
         nursery.start_soon(signals)
         bound = await nursery.start(server)
         if banner:
-            print(
-                f"rollout: serving http://{host}:{bound}/v1 {banner}", file=sys.stderr, flush=True
-            )
+            lines = [f"serving http://{host}:{bound}/v1 {banner}", *details]
+            print("\n".join(f"rollout: {line}" for line in lines), file=sys.stderr, flush=True)
     return forced[0] if forced else None

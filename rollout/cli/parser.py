@@ -1,11 +1,13 @@
 # The `rollout` command line's arguments: every subcommand and flag, with help that says what each
-# does and its default. rollout.cli.commands runs them; docs/reference.md is generated from this
-# parser (docs/gen_reference.py).
+# does and its default (those of `rollout compare` and serve's shared-engine ones in their own
+# modules). rollout.cli.commands runs them; docs/reference.md is generated from this parser
+# (docs/gen_reference.py).
 from __future__ import annotations
 
 import argparse
 
 from rollout.cli.compare_flags import add_compare
+from rollout.cli.engine_flags import add_engine_flags
 from rollout.model.profiles import COST_PROFILES, INFERENCE_PROFILES
 from rollout.service.config import ServerConfig
 from rollout.upstream.target import APIS
@@ -45,11 +47,12 @@ def parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     _add_load(sub)
     _add_models(sub)
+    _add_engines(sub)
     return parser
 
 
 def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """`rollout serve`: its flags in four groups, in the order its help lists them."""
+    """`rollout serve`: its flags in five groups, in the order its help lists them."""
     s = sub.add_parser(
         "serve",
         help="serve the Responses API (HTTP, SSE and WebSocket on one port) with a simulated model",
@@ -59,6 +62,7 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=DefaultsOnceHelpFormatter,
     )
     _serve_model_flags(s)
+    add_engine_flags(s)
     _serve_upstream_flags(s)
     _serve_access_and_fault_flags(s)
     _serve_process_flags(s)
@@ -72,7 +76,9 @@ def _serve_model_flags(s: argparse.ArgumentParser) -> None:
     s.add_argument(
         "--profile",
         default="instant",
-        help=f"inference speed profile: {', '.join(INFERENCE_PROFILES)}",
+        help=f"inference speed profile: {', '.join(INFERENCE_PROFILES)}; each response gets "
+        "this speed to itself, however many run at once (--engine instead: one accelerator "
+        "they all share)",
     )
     s.add_argument(
         "--costs",
@@ -222,7 +228,8 @@ def _serve_process_flags(s: argparse.ArgumentParser) -> None:
         default=1,
         metavar="N",
         help="worker processes behind the one port, each restarted if it dies (more than one "
-        "needs --store redis://...: responses, chains and live rollouts are shared there)",
+        "needs --store redis://...: responses, chains and live rollouts are shared there; "
+        "not with --engine)",
     )
     s.add_argument("--worker-index", type=int, default=None, help=argparse.SUPPRESS)
     s.add_argument(
@@ -319,5 +326,18 @@ def _add_models(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         description="Print the simulated model's profile table: each model name (or prefix), "
         "its context window, whether it reasons and its default reasoning effort, then the "
         "reasoning tokens per effort.",
+        formatter_class=DefaultsOnceHelpFormatter,
+    )
+
+
+def _add_engines(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`rollout engines`: the shared engine's accelerator profiles (`--engine NAME`)."""
+    sub.add_parser(
+        "engines",
+        help="print the engine profiles of `rollout serve --engine` (KV memory, step times)",
+        description="Print each accelerator profile `rollout serve --engine NAME` takes: the "
+        "model and accelerator, the declared figures, what follows from them (KV bytes per "
+        "token, KV blocks and tokens, decode and prefill step times) and where the figures "
+        "come from; then the KV policies.",
         formatter_class=DefaultsOnceHelpFormatter,
     )

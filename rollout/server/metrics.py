@@ -1,8 +1,9 @@
 # `GET /metrics` in the Prometheus text format (0.0.4): connections, responses in flight,
-# suspended rollouts, events sent, per-stage work counters and latency histograms, errors by code.
+# suspended rollouts, events sent, per-stage work counters and latency histograms, errors by code,
+# and with a shared engine (`rollout serve --engine`) its KV memory, queue and counters.
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rollout.conversation.work import BUCKETS, STAGES, Histogram, Stats
 
@@ -20,7 +21,68 @@ STAGE_COUNTERS = (
 )
 
 
-def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int) -> str:
+#: The shared engine's gauges: (key of `SharedEngine.counts()`, metric name, help text).
+ENGINE_GAUGES = (
+    ("kv_used", "rollout_engine_kv_used_fraction", "Share of the KV blocks holding KV."),
+    (
+        "kv_held",
+        "rollout_engine_kv_held_fraction",
+        "Share of the KV blocks pinned by paused rollouts (the KV policy's).",
+    ),
+    (
+        "kv_cached",
+        "rollout_engine_kv_cached_fraction",
+        "Share of the KV blocks cached but evictable (the prefix cache).",
+    ),
+    ("kv_peak_fraction", "rollout_engine_kv_peak_fraction", "Peak share of KV blocks in use."),
+    ("kv_running", "rollout_engine_running_sequences", "Sequences in the engine's batch."),
+    ("kv_waiting", "rollout_engine_waiting_sequences", "Sequences queued for admission."),
+    ("kv_blocks", "rollout_engine_kv_blocks", "KV blocks of the engine's memory."),
+)
+#: The shared engine's counters: (key of `SharedEngine.counts()`, metric name, help text).
+ENGINE_COUNTERS = (
+    ("admitted", "rollout_engine_admitted_total", "Sequences admitted (re-admissions too)."),
+    ("stopped", "rollout_engine_stopped_total", "Sequences that decoded their output."),
+    ("steps", "rollout_engine_steps_total", "Engine steps run."),
+    ("preemptions", "rollout_engine_preemptions_total", "Sequences preempted (recompute)."),
+    ("unpinned", "rollout_engine_unpinned_total", "Pins released early for running requests."),
+    ("prefill_tokens", "rollout_engine_prefill_tokens_total", "Prompt tokens prefilled."),
+    (
+        "recomputed_tokens",
+        "rollout_engine_recomputed_tokens_total",
+        "Prefilled tokens whose KV the rollout had held before.",
+    ),
+    (
+        "cached_tokens",
+        "rollout_engine_cached_tokens_total",
+        "Prompt tokens credited from the prefix cache or a held KV.",
+    ),
+    ("decode_tokens", "rollout_engine_decode_tokens_total", "Tokens decoded."),
+    (
+        "offloaded_tokens",
+        "rollout_engine_offloaded_tokens_total",
+        "Tokens of KV copied to host memory.",
+    ),
+    (
+        "reloaded_tokens",
+        "rollout_engine_reloaded_tokens_total",
+        "Tokens of KV copied back from host memory.",
+    ),
+    ("evicted_blocks", "rollout_engine_evicted_blocks_total", "KV blocks evicted."),
+    ("busy_s", "rollout_engine_busy_seconds_total", "Seconds the engine ran steps."),
+    ("queue_s", "rollout_engine_queue_seconds_total", "Seconds sequences waited for admission."),
+)
+
+
+def render(
+    stats: Stats,
+    *,
+    responses_in_flight: int,
+    suspended: int,
+    live: int,
+    engine: Mapping[str, float] | None = None,
+) -> str:
+    """The metrics text; `engine` is the shared engine's `counts()`, if the server has one."""
     lines = [
         *_gauges(stats, responses_in_flight=responses_in_flight, suspended=suspended, live=live),
         *_counters(stats),
@@ -31,6 +93,7 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
             "Errors returned, by code.",
             [(f'{{code="{_escape(code)}"}}', n) for code, n in sorted(stats.errors.items())],
         ),
+        *(_engine(engine) if engine is not None else []),
     ]
     return "\n".join(lines) + "\n"
 
@@ -38,8 +101,13 @@ def render(stats: Stats, *, responses_in_flight: int, suspended: int, live: int)
 def _metric(name: str, kind: str, help_: str, samples: Iterable[tuple[str, float]]) -> list[str]:
     """One metric: its HELP and TYPE lines, then a line per (labels, value) sample."""
     lines = [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
-    lines.extend(f"{name}{labels} {value:g}" for labels, value in samples)
+    lines.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
     return lines
+
+
+def _number(value: float) -> str:
+    """A sample's value: an integer exactly (a count past a million too), a float to 15 digits."""
+    return str(value) if isinstance(value, int) else f"{value:.15g}"
 
 
 def _gauges(stats: Stats, *, responses_in_flight: int, suspended: int, live: int) -> list[str]:
@@ -111,4 +179,13 @@ def _stage_latency(stats: Stats) -> list[str]:
         lines.append(f'{name}_bucket{{stage="{stage}",le="+Inf"}} {h.total}')
         lines.append(f'{name}_sum{{stage="{stage}"}} {h.sum:g}')
         lines.append(f'{name}_count{{stage="{stage}"}} {h.total}')
+    return lines
+
+
+def _engine(counts: Mapping[str, float]) -> list[str]:
+    """The shared engine's gauges and counters."""
+    lines: list[str] = []
+    for kinds, table in (("gauge", ENGINE_GAUGES), ("counter", ENGINE_COUNTERS)):
+        for key, name, help_ in table:
+            lines += _metric(name, kinds, help_, [("", counts[key])])
     return lines

@@ -78,11 +78,13 @@ async def append(ex: Exchange, request: Request, response_id: str) -> None:
 async def metrics(ex: Exchange, request: Request) -> None:
     del request
     service = ex.service
+    accelerator = service.engine.accelerator
     text = render_metrics(
         service.engine.stats,
         responses_in_flight=len(service.engine.running),
         suspended=service.live.waiting,
         live=len(service.live.rollouts),
+        engine=accelerator.counts() if accelerator is not None else None,
     )
     await ex.reply_bytes(200, "text/plain; version=0.0.4", text.encode())
 
