@@ -23,7 +23,12 @@ STAGE_COUNTERS = (
 
 #: The shared engine's gauges: (key of `SharedEngine.counts()`, metric name, help text).
 ENGINE_GAUGES = (
-    ("kv_used", "rollout_engine_kv_used_fraction", "Share of the KV blocks holding KV."),
+    (
+        "kv_used",
+        "rollout_engine_kv_used_fraction",
+        "Share of the KV blocks used by running sequences and pins (the evictable cache not "
+        "counted, as vLLM's KV cache usage).",
+    ),
     (
         "kv_held",
         "rollout_engine_kv_held_fraction",

@@ -22,9 +22,6 @@ from rollout.model.accel.kv import CHUNK, Holding, KVMemory
 from rollout.model.accel.profile import AcceleratorProfile
 
 MAX_STEPS = 8  # steps one plan may cover
-#: The `ttl` policy's default time-to-live: Continuum's released scheduler pins a paused agent's
-#: KV when its tool is expected to take under 2 s.
-DEFAULT_TTL_S = 2.0
 Policy = Literal["evict", "pin", "ttl", "offload"]
 POLICIES: tuple[Policy, ...] = ("evict", "pin", "ttl", "offload")
 #: The `ttl` policy's time-to-live when none is given (`rollout serve --kv-ttl`): a few seconds
