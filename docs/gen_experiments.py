@@ -14,7 +14,7 @@ the command and commit that produced it, what it simulated, a time and a work ta
 profile, the verdict lines), `published` (the workload's published figures beside the run's),
 `times` (a mode table's end-to-end times alone), `phases` (where each mode's time goes),
 `per-turn` (per-turn.json), `chains`
-(chains.json), `codex` (codex.json). The tables are made
+(chains.json), `codex` (codex.json), `agents` (agents.json of `--agents`). The tables are made
 by the same functions `rollout compare` prints with. --check also fails when
 docs/results/quick was not produced by the quick default of the current code (the workload,
 profiles, modes, cost profile and repeats `rollout compare` runs without flags), so changing
@@ -305,7 +305,29 @@ def codex_block(name: str) -> list[str]:
     return lines
 
 
+def agents_block(name: str) -> list[str]:
+    """A `--agents` sweep (agents.json): the engine profile and policies, the summary table
+    (simulated seconds; CPU measured), the verdict lines and the published figures."""
+    from rollout.experiments.sweeps.agents_report import COLUMNS, PUBLISHED, table, verdicts
+
+    data = orjson.loads((RESULTS / name / "agents.json").read_bytes())
+    w, e = data["workload"], data["engine_profile"]
+    lines = [_source(name, data), ""]
+    lines.append(
+        f"- workload {w['name']} (seed {data['seed']}): {w['description']}; "
+        f"{data['repeats']} repeat(s)"
+    )
+    lines += [f"- {line.strip()}" for line in e["derived"]]
+    lines.append(f"- ttl policy: {data['ttl_s']:g} s; {data['simulated']}")
+    lines += ["", *_table(COLUMNS, table(data["rows"])), "", "```"]
+    lines += verdicts(data["rows"])
+    lines += ["```", ""]
+    lines += _table(("published", "figure"), [list(v) for v in PUBLISHED.values()])
+    return lines
+
+
 KINDS: dict[str, Callable[[str], list[str]]] = {
+    "agents": agents_block,
     "compare": compare_block,
     "times": times_block,
     "phases": phases_block,
