@@ -1,7 +1,8 @@
 # What `rollout compare --agents` reports from its runs (rollout.experiments.sweeps.agents): one
 # summary row per (agents, mode, kv_policy[, calls]) over the repeats, the knee where KV memory
 # fills, each policy's mean JCT against evict's, the published figures beside ours, and the
-# files: agents.json (rows, runs, profiles) and the figures (rollout.experiments.figures.agents).
+# files: agents.json (rows, runs, profiles), engine-trace.json (the engine's counters over time)
+# and the figures (rollout.experiments.figures.agents).
 from __future__ import annotations
 
 import statistics
@@ -204,7 +205,44 @@ def write(
     }
     path = out / "agents.json"
     path.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY))
-    return [path, *agent_plots(out, rows, list(runs), _caption(sweep))]
+    trace = out / "engine-trace.json"
+    trace.write_bytes(orjson.dumps(engine_trace(runs)))
+    return [path, trace, *agent_plots(out, rows, list(runs), _caption(sweep))]
+
+
+def engine_trace(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The engine's counters over simulated time as a Chrome trace (Perfetto): a process per
+    run of the largest fleet, counter tracks of KV memory (used, held) and sequences (running,
+    waiting)."""
+    base = [r for r in runs if r.get("calls") is None and r["repeat"] == 0]
+    if not base:
+        return {"traceEvents": []}
+    n = max(r["agents"] for r in base)
+    events: list[dict[str, Any]] = []
+    for pid, run in enumerate(r for r in base if r["agents"] == n):
+        name = f"{run['agents']} agents {run['mode']} {run['kv_policy']} (simulated time)"
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+        for t, used, held, running, waiting in run["series"]:
+            ts = round(t * 1e6)
+            events.append(
+                {
+                    "name": "KV blocks",
+                    "ph": "C",
+                    "ts": ts,
+                    "pid": pid,
+                    "args": {"used": used, "held by paused": held},
+                }
+            )
+            events.append(
+                {
+                    "name": "sequences",
+                    "ph": "C",
+                    "ts": ts,
+                    "pid": pid,
+                    "args": {"running": running, "waiting": waiting},
+                }
+            )
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
 def _caption(sweep: Sweep) -> str:
