@@ -269,8 +269,14 @@ class Scheduler:
         return Plan(decode, tuple(prefill), steps, step_s)
 
     def _growth(self, plan: Plan, steps: int) -> int:
+        """Blocks `steps` steps of `plan` add: a token per decoding sequence per step, and the
+        first token a prefill that ends within them samples."""
         mem = self.mem
-        return sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+        n = sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+        for s, chunk in plan.prefill:
+            if s.decoded < s.output and s.prefill_left <= steps * chunk:
+                n += mem.tail_blocks(s.tokens + 1, len(s.chunks)) - s.tail
+        return n
 
     def _make_room(self, now: float) -> None:
         """A running sequence cannot grow: a pin goes first (`pin`), else the latest admitted
