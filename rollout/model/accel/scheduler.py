@@ -152,9 +152,13 @@ class Scheduler:
         bisect.insort(self.waiting, seq, key=lambda s: s.rank)
 
     def abort(self, seq: Seq, now: float) -> None:
-        """The request went away (its client, a cancel): its KV is left evictable."""
+        """The request went away (its client, a cancel): its KV is left evictable (a waiting
+        one's claim too: nobody else will claim it)."""
         if seq.state == "waiting":
             self.waiting.remove(seq)
+            if seq.claim is not None:
+                self.release(seq.claim, now)
+                seq.claim = None
         elif seq.state == "running":
             self.running.remove(seq)
             self._stop(seq, now, policy="evict")

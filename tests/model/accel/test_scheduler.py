@@ -1,6 +1,7 @@
 # Cases of the shared engine's scheduler (rollout.model.accel.scheduler) that its state machine
 # (test_scheduler_machine.py) found wrong once, on the small engine: a prefill ending on a full
-# memory must leave room for the token it samples.
+# memory must leave room for the token it samples; an aborted request's claim must not stay
+# pinned.
 from __future__ import annotations
 
 import attrs
@@ -25,3 +26,22 @@ def test_a_prefill_ending_on_a_full_memory_has_room_for_its_first_token() -> Non
     drain(sched, plan.seconds)
     assert a.state == b.state == "done" and (a.decoded, b.decoded) == (4, 8)
 
+
+def test_an_aborted_request_leaves_its_claim_evictable() -> None:
+    # A rollout's next request claims the pin its last step left, then goes away while it
+    # waits: nobody else will claim that pin, so it must not stay pinned (it did, until a forced
+    # unpin under `pin`, or its expiry under `ttl`).
+    for policy in (KvPolicy("pin"), KvPolicy("ttl", ttl_s=60.0)):
+        sched = Scheduler(SMALL, policy)
+        first = Seq("r", 300, chain([1, 2]), 10, 0.0)
+        sched.submit(first, 0.0)
+        now = drain(sched)
+        held = first.holding
+        assert held is not None and held.state == "pinned" and sched.pinned_blocks == 20
+        resumed = Seq("r", 400, chain([1, 2, 3]), 10, now, claim=held, program=held.program)
+        sched.submit(resumed, now)
+        sched.abort(resumed, now)
+        assert held.state == "evictable" and not sched.pinned and sched.pinned_blocks == 0
+        assert sched.mem.hit(chain([1, 2])) == 2  # (its chunks stay cached)
+        assert sched.mem.available == sched.mem.capacity
+        sched.check()
