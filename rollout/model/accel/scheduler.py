@@ -331,7 +331,7 @@ class Scheduler:
     def _try_admit(self, seq: Seq, now: float) -> bool:
         mem = self.mem
         h = seq.claim
-        prompt = seq.tokens if seq.lost else seq.prompt  # (a preempted one recomputes its output)
+        prompt = seq.tokens  # (a preempted one recomputes what it decoded too)
         extends = h is not None and h.chunks == seq.hashes[: len(h.chunks)]
         reusable = 0  # of the prompt its holding had, what this prompt can reuse
         credit = 0  # and what it still has (on the device, or copied back from the host)
