@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Hashable
 from typing import Any, Literal
 
@@ -424,9 +424,19 @@ class Scheduler:
         }
 
     def check(self) -> None:
-        """Invariants (tests): memory within capacity, running within its bound, FCFS held."""
-        self.mem.check()
+        """Invariants (tests): memory within capacity, running within its bound, FCFS held;
+        every reference and private block is a running sequence's or a holding's, and each
+        running sequence's tail is sized for its tokens."""
+        mem = self.mem
+        mem.check()
         assert len(self.running) <= self.profile.max_num_seqs
+        assert self.waiting == sorted(self.waiting, key=lambda s: s.rank)
+        refs = Counter(h for s in self.running for h in s.chunks)
+        refs.update(h for p in self.pinned.values() for h in p.chunks)
+        assert {h: n for h, n in mem.refs.items() if n} == refs
+        tails = sum(s.tail for s in self.running) + sum(h.tail for h in self.pinned.values())
+        assert mem.private == tails + sum(h.tail for h in mem.tails.values())
+        assert all(s.tail == mem.tail_blocks(s.tokens, len(s.chunks)) for s in self.running)
         assert self.pinned_blocks == sum(self._blocks_of(h) for h in self.pinned.values())
         assert all(h.state == "pinned" for h in self.pinned.values())
         assert self.host_used <= self.profile.host_tokens
