@@ -1,5 +1,5 @@
 # What the shared engine's tests (tests/model/accel) share: a small engine (the 8B profile with
-# memory for 240 KV blocks, 4 sequences and 256 tokens a step, host memory for 2500 tokens), so
+# memory for 240 KV blocks, 4 sequences and 256 tokens a step, host memory for 8000 tokens), so
 # that memory pressure is common; chain hashes of chunk contents; draining a scheduler.
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rollout.model.accel.profile import ENGINE_PROFILES, GIB, AcceleratorProfile
 from rollout.model.accel.scheduler import Scheduler
 
 BLOCKS = 240  # KV blocks of the small engine: 3840 tokens, 30 chunks
-HOST_TOKENS = 2500
+HOST_TOKENS = 8000
 BASE = ENGINE_PROFILES["h100-llama3.1-8b"]
 _BLOCK_BYTES = BASE.kv_bytes_per_token * BASE.block_size
 SMALL: AcceleratorProfile = attrs.evolve(
