@@ -217,8 +217,11 @@ class KVMemory:
         holding.state = "gone"
 
     def check(self) -> None:
-        """The pool's invariants (tests): within capacity, the LRU's count right."""
+        """The pool's invariants (tests): within capacity, the LRU's count right, and exactly
+        the unreferenced chunks and the evictable holdings' tails in it."""
         assert 0 <= self.used <= self.capacity, (self.used, self.capacity)
         assert self.lru_blocks == sum(self.lru.values())
-        assert all(self.refs[h] == 0 for k, h in self.lru if k == "c")
+        assert {h for k, h in self.lru if k == "c"} == {h for h, n in self.refs.items() if n == 0}
         assert all(n >= 0 for n in self.refs.values())
+        assert {k for kind, k in self.lru if kind == "t"} == set(self.tails)
+        assert all(self.lru[("t", k)] == h.tail > 0 for k, h in self.tails.items())

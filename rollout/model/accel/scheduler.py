@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Hashable
 from typing import Any, Literal
 
@@ -161,9 +161,13 @@ class Scheduler:
         bisect.insort(self.waiting, seq, key=lambda s: s.rank)
 
     def abort(self, seq: Seq, now: float) -> None:
-        """The request went away (its client, a cancel): its KV is left evictable."""
+        """The request went away (its client, a cancel): its KV is left evictable (a waiting
+        one's claim too: nobody else will claim it)."""
         if seq.state == "waiting":
             self.waiting.remove(seq)
+            if seq.claim is not None:
+                self.release(seq.claim, now)
+                seq.claim = None
         elif seq.state == "running":
             self.running.remove(seq)
             self._stop(seq, now, policy="evict")
@@ -288,14 +292,14 @@ class Scheduler:
         return Plan(decode, tuple(prefill), steps, step_s)
 
     def _growth(self, plan: Plan, steps: int) -> int:
-        """Blocks `steps` steps of `plan` add: each decode's tokens, and the first token of
-        each prefill that may end within them."""
+        """Blocks `steps` steps of `plan` add: a token per decoding sequence per step, and the
+        first token a prefill that ends within them samples."""
         mem = self.mem
-        grow = sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
+        n = sum(mem.tail_blocks(s.tokens + steps, len(s.chunks)) - s.tail for s in plan.decode)
         for s, chunk in plan.prefill:
-            if s.prefill_left <= steps * chunk:
-                grow += mem.tail_blocks(s.tokens + 1, len(s.chunks)) - s.tail
-        return grow
+            if s.decoded < s.output and s.prefill_left <= steps * chunk:
+                n += mem.tail_blocks(s.tokens + 1, len(s.chunks)) - s.tail
+        return n
 
     def _make_room(self, now: float) -> None:
         """A running sequence cannot grow: a pin goes first (`pin`), else the latest admitted
@@ -346,7 +350,7 @@ class Scheduler:
     def _try_admit(self, seq: Seq, now: float) -> bool:
         mem = self.mem
         h = seq.claim
-        prompt = seq.tokens if seq.lost else seq.prompt  # (a preempted one recomputes its output)
+        prompt = seq.tokens  # (a preempted one recomputes what it decoded too)
         credit = 0  # what its holding still has of the prompt this one extends
         if h is not None and h.state != "gone" and h.chunks == seq.hashes[: len(h.chunks)]:
             if mem.still_held(h) or seq.reloaded:  # (on the device, or copied back)
@@ -447,11 +451,21 @@ class Scheduler:
         }
 
     def check(self) -> None:
-        """Invariants (tests): memory within capacity, running within its bound, FCFS held."""
-        self.mem.check()
+        """Invariants (tests): memory within capacity, running within its bound, FCFS held;
+        every reference and private block is a running sequence's or a holding's, and each
+        running sequence's tail is sized for its tokens."""
+        mem = self.mem
+        mem.check()
         assert len(self.running) <= self.profile.max_num_seqs
         chunks = {h for held in self.pinned.values() for h in held.chunks}
         assert self.pin_refs.keys() == chunks
         assert self.pinned_tails == sum(h.tail for h in self.pinned.values())
+        assert self.waiting == sorted(self.waiting, key=lambda s: s.rank)
+        refs = Counter(h for s in self.running for h in s.chunks)
+        refs.update(h for p in self.pinned.values() for h in p.chunks)
+        assert {h: n for h, n in mem.refs.items() if n} == refs
+        tails = sum(s.tail for s in self.running) + sum(h.tail for h in self.pinned.values())
+        assert mem.private == tails + sum(h.tail for h in mem.tails.values())
+        assert all(s.tail == mem.tail_blocks(s.tokens, len(s.chunks)) for s in self.running)
         assert all(h.state == "pinned" for h in self.pinned.values())
         assert self.host_used <= self.profile.host_tokens
