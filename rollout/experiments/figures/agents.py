@@ -97,7 +97,7 @@ def occupancy_figure(runs: Sequence[dict[str, Any]], caption: str) -> Any | None
             color = POLICY_COLORS.get(run["kv_policy"], "black")
             ts = [p[0] / 60 for p in run["series"]]
             (line,) = ax.plot(ts, [p[1] for p in run["series"]], color=color, lw=1.2)
-            ax.plot(ts, [p[2] for p in run["series"]], color=color, lw=0.8, ls="--")
+            ax.plot(ts, [p[2] for p in run["series"]], color=color, lw=0.6, ls="--", alpha=0.6)
             if col == 0:
                 handles.append(line)
                 labels.append(f"{run['kv_policy']}: used (dashed: held by paused rollouts)")

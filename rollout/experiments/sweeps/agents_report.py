@@ -101,6 +101,7 @@ def gains(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 "lower_jct_min": base["jct_mean_min_s"] / r["jct_mean_max_s"],
                 "lower_jct_max": base["jct_mean_max_s"] / r["jct_mean_min_s"],
                 "pressure": base["kv_peak_fraction"] >= FULL,
+                "repeats": min(base["repeats"], r["repeats"]),
             }
         )
     return out
@@ -132,10 +133,14 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
     for g in gains(rows):
         if g["pressure"]:
             calls = "" if g["calls"] is None else f", {g['calls']} calls"
+            spread = (
+                f" ({g['lower_jct_min']:.2f}-{g['lower_jct_max']:.2f}x over the repeats)"
+                if g["repeats"] > 1
+                else ""
+            )
             lines.append(
                 f"{g['mode']}, {g['agents']} agents{calls} (memory full): {g['kv_policy']} "
-                f"{g['lower_jct']:.2f}x lower mean JCT than evict "
-                f"({g['lower_jct_min']:.2f}-{g['lower_jct_max']:.2f}x over the repeats)"
+                f"{g['lower_jct']:.2f}x lower mean JCT than evict{spread}"
             )
     return lines
 
