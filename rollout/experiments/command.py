@@ -79,7 +79,8 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         if v is not None
     ]
     if engine_flags and args.agents is None:
-        err.print(f"rollout compare: {', '.join(engine_flags)} go with --agents")
+        verb = "goes" if len(engine_flags) == 1 else "go"
+        err.print(f"rollout compare: {', '.join(engine_flags)} {verb} with --agents")
         return 2
     try:
         if not chosen:
