@@ -198,7 +198,7 @@ def _run_flags(c: argparse.ArgumentParser) -> None:
         default=None,
         metavar="DIR",
         help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
-        "per-turn.json, chains.json, codex.json), in DIR; nothing is run",
+        "per-turn.json, chains.json, codex.json, agents.json), in DIR; nothing is run",
     )
     c.add_argument(
         "--out",

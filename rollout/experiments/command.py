@@ -41,7 +41,7 @@ from rollout.experiments.harness.report import (
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.harness.verdict import verdicts
 from rollout.experiments.results import RunResult
-from rollout.experiments.sweeps import chains, codex, perturn
+from rollout.experiments.sweeps import agents_report, chains, codex, perturn
 from rollout.experiments.sweeps import command as sweep_command
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.profiles import InferenceProfile, ProfileError, cost_profile, inference_profile
@@ -79,7 +79,8 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
         if v is not None
     ]
     if engine_flags and args.agents is None:
-        err.print(f"rollout compare: {', '.join(engine_flags)} go with --agents")
+        verb = "goes" if len(engine_flags) == 1 else "go"
+        err.print(f"rollout compare: {', '.join(engine_flags)} {verb} with --agents")
         return 2
     try:
         if not chosen:
@@ -193,7 +194,8 @@ def _replot(directory: Path) -> int:
 def replot(directory: Path) -> list[Path]:
     """Draw a run's figures again from what it wrote in `directory`: a compare run's
     results.json, a --per-turn run's per-turn.json, a --chain-lengths run's chains.json, a
-    --agent run's codex.json (each that is there). ValueError if none is."""
+    --agent run's codex.json, an --agents run's agents.json (each that is there). ValueError if
+    none is."""
     written: list[Path] = []
     found = False
     if (directory / "results.json").is_file():
@@ -213,8 +215,12 @@ def replot(directory: Path) -> list[Path]:
     if (directory / "codex.json").is_file():
         found = True
         written += codex.replot(directory)
+    if (directory / "agents.json").is_file():
+        found = True
+        written += agents_report.replot(directory)
     if not found:
         raise ValueError(
-            f"no results.json, per-turn.json, chains.json or codex.json in {directory}"
+            f"no results.json, per-turn.json, chains.json, codex.json or agents.json in "
+            f"{directory}"
         )
     return written

@@ -23,6 +23,7 @@ import trio
 import trio.testing
 
 from rollout.client import run_agent
+from rollout.client.agent import AgentResult
 from rollout.engine.engine import Engine
 from rollout.experiments.workloads.agents import fleet
 from rollout.experiments.workloads.catalog import Workload
@@ -133,6 +134,10 @@ async def _run(sweep: Sweep, config: Config) -> dict[str, Any]:
         except Exception as exc:  # (a run reports its failed agents; it does not stop)
             failed.append(f"agent {i}: {exc!r}"[:300])
             return
+        problem = unfinished(result, scenario.calls)
+        if problem is not None:  # (a response that failed ends the rollout without an error)
+            failed.append(f"agent {i}: {problem}"[:300])
+            return
         jct.append(trio.current_time() - start)
         turns.append(len(result.turns))
 
@@ -146,6 +151,19 @@ async def _run(sweep: Sweep, config: Config) -> dict[str, Any]:
         makespan = trio.current_time() - start
         nursery.cancel_scope.cancel()
     return _row(config, accelerator, jct, turns, failed, makespan)
+
+
+def unfinished(result: AgentResult, calls: int) -> str | None:
+    """Why a rollout did not play its script to the end (its last response failed or ended
+    incomplete, or it made other than its `calls` tool calls), or None if it did."""
+    last = result.turns[-1]
+    made = f"after {len(result.calls)} of {calls} tool calls"
+    if last.status != "completed":
+        reason = f" ({last.reason})" if last.reason else ""
+        return f"response {last.response_id} ended {last.status}{reason} {made}"
+    if len(result.calls) != calls:
+        return f"completed {made}"
+    return None
 
 
 def _row(
