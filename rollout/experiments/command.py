@@ -220,7 +220,6 @@ def replot(directory: Path) -> list[Path]:
         written += agents_report.replot(directory)
     if not found:
         raise ValueError(
-            f"no results.json, per-turn.json, chains.json, codex.json or agents.json in "
-            f"{directory}"
+            f"no results.json, per-turn.json, chains.json, codex.json or agents.json in {directory}"
         )
     return written
