@@ -13,7 +13,7 @@ from rollout.experiments.sweeps.agents import (
 )
 from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.accel.profile import DEFAULT_ENGINE, ENGINE_PROFILES
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES
+from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES
 from rollout.model.profiles import COST_PROFILES
 
 

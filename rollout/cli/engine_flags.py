@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from rollout.model.accel.profile import ENGINE_PROFILES, engine_profile
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy, Policy
+from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES, KvPolicy, Policy
 from rollout.model.accel.shared import SharedEngine
 
 

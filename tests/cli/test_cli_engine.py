@@ -12,7 +12,7 @@ from rollout import cli
 from rollout.cli import commands
 from rollout.cli.parser import parser
 from rollout.model.accel.profile import ENGINE_PROFILES
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy
+from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES, KvPolicy
 
 ENGINE = "h100-llama3.1-8b"
 

@@ -28,7 +28,7 @@ from rollout.engine.engine import Engine
 from rollout.experiments.workloads.agents import fleet
 from rollout.experiments.workloads.catalog import Workload
 from rollout.model.accel.profile import AcceleratorProfile
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, KvPolicy
+from rollout.model.accel.requests import DEFAULT_TTL_S, KvPolicy
 from rollout.model.accel.shared import SharedEngine
 from rollout.model.profiles import CostProfile
 from rollout.server.listen import serve

@@ -26,7 +26,7 @@ from rollout.experiments.sweeps import agents as agent_sweep
 from rollout.experiments.sweeps import agents_report, chains, codex, perturn
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.accel.profile import DEFAULT_ENGINE, engine_profile
-from rollout.model.accel.scheduler import DEFAULT_TTL_S, POLICIES, KvPolicy
+from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES, KvPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile, cost_profile, inference_profile
 
 

@@ -21,7 +21,8 @@ import trio
 
 from rollout.model.accel.kv import Holding
 from rollout.model.accel.profile import AcceleratorProfile
-from rollout.model.accel.scheduler import KvPolicy, Plan, Scheduler, Seq
+from rollout.model.accel.requests import KvPolicy, Plan, Seq
+from rollout.model.accel.scheduler import Scheduler
 
 #: Output items a client answers (a response ending on one continues in the next turn).
 CALL_TYPES = frozenset(

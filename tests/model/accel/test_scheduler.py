@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import attrs
 
-from rollout.model.accel.scheduler import KvPolicy, Scheduler, Seq
+from rollout.model.accel.requests import KvPolicy, Seq
+from rollout.model.accel.scheduler import Scheduler
 from support.accel import SMALL, chain, drain
 
 

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from rollout.model.accel.kv import CHUNK, Holding
-from rollout.model.accel.scheduler import KvPolicy, Scheduler, Seq
+from rollout.model.accel.requests import KvPolicy, Seq
+from rollout.model.accel.scheduler import Scheduler
 from support.accel import DRAIN_PLANS, SMALL, chain
 
 MAX_TOKENS = 3000  # prompt and output of one request (the small engine holds 3840)
