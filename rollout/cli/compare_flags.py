@@ -156,8 +156,9 @@ def _agents_flags(c: argparse.ArgumentParser) -> None:
         "--turns",
         default=None,
         metavar="N,M,...",
-        help="with --agents: a sweep over tool calls per rollout as well (e.g. 10,20,40); "
-        "writes gain-turns.png",
+        help="with --agents: tool calls per rollout, each value a run of every agent count, "
+        "mode and policy, in place of each agent's own draw (e.g. 10,20,40); writes "
+        "gain-turns.png",
     )
 
 

@@ -14,6 +14,15 @@ POLICY_COLORS = {"evict": "#c44e52", "pin": "#4c72b0", "ttl": "#55a868", "offloa
 FULL = 0.95
 
 
+def base_calls(rows: Sequence[dict[str, Any]]) -> int | None:
+    """The tool calls per rollout of the sweep over agents proper: None (each agent draws its
+    own) when that was run, else the fewest of `--calls`/`--turns`."""
+    values = {r.get("calls") for r in rows}
+    if None in values or not values:
+        return None
+    return min(v for v in values if v is not None)
+
+
 def agent_plots(
     out: Path, rows: Sequence[dict[str, Any]], runs: Sequence[dict[str, Any]], caption: str
 ) -> list[Path]:
@@ -22,7 +31,8 @@ def agent_plots(
     if pyplot() is None:
         return []
     written = []
-    base = [r for r in rows if r["calls"] is None]
+    calls = base_calls(rows)
+    base = [r for r in rows if r["calls"] == calls]
     if base and len({r["agents"] for r in base}) > 1:
         written.append(save(jct_figure(base, caption), out / "jct-agents.png"))
     occupancy = occupancy_figure(runs, caption)
@@ -83,7 +93,8 @@ def jct_figure(rows: Sequence[dict[str, Any]], caption: str) -> Any:
 
 def occupancy_figure(runs: Sequence[dict[str, Any]], caption: str) -> Any | None:
     """KV memory over time in the largest fleet's runs (first repeat, each workload draw)."""
-    base = [r for r in runs if r.get("calls") is None and r["repeat"] == 0 and r["series"]]
+    calls = base_calls(runs)
+    base = [r for r in runs if r.get("calls") == calls and r["repeat"] == 0 and r["series"]]
     if not base:
         return None
     n = max(r["agents"] for r in base)

@@ -5,6 +5,7 @@
 # and the figures (rollout.experiments.figures.agents).
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import attrs
 import orjson
 
-from rollout.experiments.figures.agents import agent_plots
+from rollout.experiments.figures.agents import agent_plots, base_calls
 from rollout.experiments.harness.compare import provenance
 from rollout.experiments.sweeps.agents import Sweep, quantile
 
@@ -110,8 +111,9 @@ def gains(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
     """The knee, the ordering under pressure, agreement with ample memory, the turns trend."""
     lines = []
+    base = base_calls(rows)
     for mode in dict.fromkeys(r["mode"] for r in rows):
-        mine = [r for r in rows if r["mode"] == mode and r["calls"] is None]
+        mine = [r for r in rows if r["mode"] == mode and r["calls"] == base]
         evict = sorted((r for r in mine if r["kv_policy"] == "evict"), key=lambda r: r["agents"])
         full = [r["agents"] for r in evict if r["kv_peak_fraction"] >= FULL]
         roomy = [r["agents"] for r in evict if r["kv_peak_fraction"] < FULL]
@@ -142,6 +144,32 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
                 f"{g['mode']}, {g['agents']} agents{calls} (memory full): {g['kv_policy']} "
                 f"{g['lower_jct']:.2f}x lower mean JCT than evict{spread}"
             )
+    return lines + turns_trend(rows)
+
+
+def turns_trend(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """With more than one `--turns` value: each policy's gain over evict by tool calls per
+    rollout, and whether it grows with them."""
+    by: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for g in gains(rows):
+        if g["calls"] is not None:
+            by.setdefault((g["mode"], g["agents"], g["kv_policy"]), []).append(g)
+    lines = []
+    for (mode, agents, policy), gs in by.items():
+        if len(gs) < 2:
+            continue
+        gs.sort(key=lambda g: g["calls"])
+        xs = [g["lower_jct"] for g in gs]
+        steps = list(itertools.pairwise(xs))
+        trend = "grows" if all(b > a for a, b in steps) else "does not grow"
+        if all(b < a for a, b in steps):
+            trend = "shrinks"
+        calls = "/".join(str(g["calls"]) for g in gs)
+        figures = "/".join(f"{x:.2f}x" for x in xs)
+        lines.append(
+            f"{mode}, {agents} agents: {policy}'s gain over evict at {calls} tool calls: "
+            f"{figures} ({trend} with turns)"
+        )
     return lines
 
 
@@ -219,7 +247,8 @@ def engine_trace(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The engine's counters over simulated time as a Chrome trace (Perfetto): a process per
     run of the largest fleet, counter tracks of KV memory (used, held) and sequences (running,
     waiting)."""
-    base = [r for r in runs if r.get("calls") is None and r["repeat"] == 0]
+    calls = base_calls(runs)
+    base = [r for r in runs if r.get("calls") == calls and r["repeat"] == 0]
     if not base:
         return {"traceEvents": []}
     n = max(r["agents"] for r in base)

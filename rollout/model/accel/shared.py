@@ -88,7 +88,8 @@ class Seat:
         del now
         self._n += n
         want = min(self._n, self.seq.output)
-        return want if self.seq.decoded < want and self.seq.state == "running" else None
+        live = self.seq.state in ("waiting", "running")  # (a preempted one waits again)
+        return want if self.seq.decoded < want and live else None
 
     async def sleep(self, due: float) -> None:
         await self.engine.decoded(self.seq, int(due))
