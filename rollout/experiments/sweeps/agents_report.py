@@ -123,7 +123,8 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
             if roomy:
                 peak = max(r["kv_peak_fraction"] for r in evict if r["agents"] in roomy)
                 below = f" (peak {peak:.0%} at {max(roomy)})"
-            lines.append(f"{mode}: KV memory full {knee}{below}")
+            calls = "" if base is None else f", {base} tool calls"
+            lines.append(f"{mode}{calls}: KV memory full {knee}{below}")
         for n in roomy:
             at = [r["jct_mean_s"] for r in mine if r["agents"] == n]
             if len(at) > 1:
