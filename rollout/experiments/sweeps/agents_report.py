@@ -118,7 +118,7 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
         full = [r["agents"] for r in evict if r["kv_peak_fraction"] >= FULL]
         roomy = [r["agents"] for r in evict if r["kv_peak_fraction"] < FULL]
         if evict:
-            knee = f"from {full[0]} agents" if full else "at none of these counts"
+            knee = f"from {_agents(full[0])}" if full else "at none of these counts"
             below = ""
             if roomy:
                 peak = max(r["kv_peak_fraction"] for r in evict if r["agents"] in roomy)
@@ -131,7 +131,7 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
                 spread = (max(at) - min(at)) / min(at)
                 word = "agree" if spread <= AGREE else "differ"
                 lines.append(
-                    f"{mode}, {n} agents (ample memory): policies {word} within {spread:.1%}"
+                    f"{mode}, {_agents(n)} (ample memory): policies {word} within {spread:.1%}"
                 )
     for g in gains(rows):
         if g["pressure"]:
@@ -142,10 +142,14 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
                 else ""
             )
             lines.append(
-                f"{g['mode']}, {g['agents']} agents{calls} (memory full): {g['kv_policy']} "
+                f"{g['mode']}, {_agents(g['agents'])}{calls} (memory full): {g['kv_policy']} "
                 f"{g['lower_jct']:.2f}x lower mean JCT than evict{spread}"
             )
     return lines + turns_trend(rows)
+
+
+def _agents(n: int) -> str:
+    return f"{n} agent" if n == 1 else f"{n} agents"
 
 
 def turns_trend(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -168,7 +172,7 @@ def turns_trend(rows: Sequence[dict[str, Any]]) -> list[str]:
         calls = "/".join(str(g["calls"]) for g in gs)
         figures = "/".join(f"{x:.2f}x" for x in xs)
         lines.append(
-            f"{mode}, {agents} agents: {policy}'s gain over evict at {calls} tool calls: "
+            f"{mode}, {_agents(agents)}: {policy}'s gain over evict at {calls} tool calls: "
             f"{figures} ({trend} with turns)"
         )
     return lines
