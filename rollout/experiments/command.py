@@ -54,7 +54,7 @@ UpstreamFrom = Callable[[argparse.Namespace, Mapping[str, str], str], UpstreamCo
 
 def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
     """`rollout compare`: the mode table, or the one sweep its flags choose."""
-    err = Console(stderr=True)
+    err = Console(stderr=True, soft_wrap=True)  # (an error is one line, however long)
     if args.repeats is None:
         args.repeats = 1 if args.agents is not None else 3
     chosen = [

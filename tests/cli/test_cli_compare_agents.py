@@ -44,7 +44,10 @@ def test_a_tiny_agents_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     for line in engine_profile(DEFAULT_ENGINE).describe():
         assert flat(line) in text, line
     verdicts = agents_report.verdicts(data["rows"])
-    assert verdicts[0] == "ws-append: KV memory full at none of these counts (peak 2% at 3)"
+    assert (
+        verdicts[0]
+        == "ws-append, 2 tool calls: KV memory full at none of these counts (peak 2% at 3)"
+    )
     for line in verdicts:
         assert flat(line) in text, line
     assert "published: Continuum" in text
@@ -56,7 +59,7 @@ def test_a_tiny_agents_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_turns_sweeps_the_calls(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main([*TINY, "--turns", "2,3", "--jobs", "1", "--out", str(tmp_path)])
+    code = main([*TINY, "--turns", "2,3", "--jobs", "2", "--out", str(tmp_path)])  # (a pool)
     out = capsys.readouterr().out
     assert code == 0, out
     rows = agents_json(tmp_path)["rows"]
@@ -73,6 +76,8 @@ def test_turns_sweeps_the_calls(tmp_path: Path, capsys: pytest.CaptureFixture[st
         (["--agents", "0"], "--agents takes numbers of agents >= 1"),
         (["--agents", "x"], "--agents takes numbers of agents like 8,64,256, not 'x'"),
         (["--agents", "2", "--calls", "2", "--turns", "2,3"], "give one of them"),
+        (["--agents", "2", "--turns", "0,2"], "--turns takes increasing tool calls per rollout"),
+        (["--agents", "2", "--turns", "3,2"], "like 10,20,40, not '3,2'"),
         (["--agents", "2", "--kv-ttl", "-1"], "--kv-ttl must be a number of seconds >= 0"),
         (["--agents", "2", "--upstream", "http://x"], "drop --upstream, --full and --profiles"),
         (["--agents", "2", "--profiles", "1000tps"], "drop --upstream, --full and --profiles"),

@@ -146,7 +146,7 @@ def test_verdicts_knee_agreement_and_gain_only_under_pressure() -> None:
     lines = report.verdicts(report.summaries(roomy))
     assert lines == [
         "ws-append: KV memory full at none of these counts (peak 50% at 4)",
-        "ws-append, 4 agents (ample memory): policies differ within 100.0%",
+        "ws-append, 4 agents (ample memory): policies differ by 100.0%",
     ]
 
 
@@ -181,7 +181,7 @@ def test_only_calls_rows_still_give_the_knee_and_the_trace() -> None:
     """(Regression: both used to look for the calls=None rows only.)"""
     runs = fleet_sizes(5, 10)
     lines = report.verdicts(report.summaries(runs))
-    assert lines[0] == "ws-append: KV memory full from 8 agents (peak 50% at 4)"
+    assert lines[0] == "ws-append, 5 tool calls: KV memory full from 8 agents (peak 50% at 4)"
     trace = report.engine_trace(runs)
     names = [e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"]
     assert names == [

@@ -224,3 +224,16 @@ def parse_counts(text: str) -> tuple[int, ...]:
     if max(counts) > 4096:
         raise ValueError("--agents: at most 4096 agents")
     return counts
+
+
+def parse_turns(text: str) -> tuple[int, ...]:
+    """`--turns 10,20,40`: tool calls per rollout, whole numbers >= 1, increasing."""
+    try:
+        calls = tuple(int(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        calls = ()
+    if not calls or min(calls) < 1 or list(calls) != sorted(set(calls)):
+        raise ValueError(
+            f"--turns takes increasing tool calls per rollout >= 1, like 10,20,40, not {text!r}"
+        )
+    return calls

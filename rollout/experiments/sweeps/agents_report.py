@@ -129,10 +129,8 @@ def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
             at = [r["jct_mean_s"] for r in mine if r["agents"] == n]
             if len(at) > 1:
                 spread = (max(at) - min(at)) / min(at)
-                word = "agree" if spread <= AGREE else "differ"
-                lines.append(
-                    f"{mode}, {_agents(n)} (ample memory): policies {word} within {spread:.1%}"
-                )
+                word = "agree within" if spread <= AGREE else "differ by"
+                lines.append(f"{mode}, {_agents(n)} (ample memory): policies {word} {spread:.1%}")
     for g in gains(rows):
         if g["pressure"]:
             calls = "" if g["calls"] is None else f", {g['calls']} calls"

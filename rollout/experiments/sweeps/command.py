@@ -210,7 +210,7 @@ def agents(args: argparse.Namespace) -> int:
         raise ValueError("--turns is a sweep over --calls: give one of them")
     calls: tuple[int | None, ...] = (None,) if args.calls is None else (args.calls,)
     if args.turns is not None:
-        calls = tuple(chains.parse_lengths(args.turns))
+        calls = agent_sweep.parse_turns(args.turns)
     if any(c is not None and c < 1 for c in calls):
         raise ValueError("--calls must be >= 1")
     jobs = 2 if args.jobs is None else args.jobs
