@@ -223,7 +223,10 @@ class Engine:
         if ctx.scan.tokens_scanned > before and self.costs.safety_seconds(1) > 0:
             await self.scan_latency(ctx.scan.tokens_scanned - before, work)
         truncation = req.truncation or "disabled"
-        ctx = fit(ctx, profile.context_window, truncation, work)
+        window = profile.context_window
+        if self.accelerator is not None:  # (the shared engine's memory bounds it too)
+            window = min(window, self.accelerator.window)
+        ctx = fit(ctx, window, truncation, work)
         ctx.choice = resolve_tool_choice(
             req.tool_choice, parallel=req.parallel, max_calls=req.max_tool_calls
         )
@@ -246,7 +249,7 @@ class Engine:
             sink=as_sink(sink),
             max_output_tokens=req.max_output_tokens,
             reasoning=reasoning.plan(profile, req.reasoning, req.include),
-            window=profile.context_window,
+            window=window,
             truncation=truncation,
             cache_options=CacheOptions.of(req.prompt_cache_retention, req.prompt_cache_options),
             request=req,

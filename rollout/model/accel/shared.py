@@ -121,6 +121,12 @@ class SharedEngine:
     def __attrs_post_init__(self) -> None:
         self.sched = Scheduler(self.profile, self.policy)
 
+    @property
+    def window(self) -> int:
+        """Prompt tokens one request may hold: all the KV memory (a longer prompt gets
+        `context_length_exceeded`, as vLLM refuses one over its max_model_len)."""
+        return self.profile.kv_tokens
+
     # -- the sampling side ----------------------------------------------------------------------
 
     async def seat(
@@ -135,10 +141,13 @@ class SharedEngine:
         `hashes`, decoding `output` tokens) and wait until its prefill is done."""
         if not self.started:
             raise RuntimeError("the shared engine is not running (Service.serve starts it)")
+        # (a step whose output would outgrow the memory decodes what fits; the rest is
+        # released unpaced)
+        output = max(0, min(output, self.profile.kv_tokens - prompt))
         claim = self._paused.pop(rollout, None)
         if claim is None and previous is not None:
             claim = self._finished.pop(previous, None)
-        seq = Seq(rollout, prompt, list(hashes), max(0, output), trio.current_time(), claim)
+        seq = Seq(rollout, prompt, list(hashes), output, trio.current_time(), claim)
         if claim is not None:
             seq.program = claim.program
         if claim is not None and (reload := self.sched.needs_reload(claim)):
