@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 
 import attrs
-import orjson
 
 from rollout.conversation.calls import (
     CallSpec,
@@ -18,12 +17,12 @@ from rollout.conversation.calls import (
     HostedSpec,
 )
 from rollout.conversation.context import Context
-from rollout.model.args import UnsupportedSchema, generate_arguments
 from rollout.model.clienttools import client_spec
 from rollout.model.grammars import GrammarUnsupported
 from rollout.model.grounding import ground
 from rollout.model.hosted import BY_NAME, HOSTED
-from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text
+from rollout.model.policy import CallStep, ErrorStep, Step, TextStep, answer_text, tool_arguments
+from rollout.model.toolpick import rank_tools
 
 ANSWER_TOKENS = 40  # the length of an answer made up when the step's calls were all ruled out
 
@@ -72,15 +71,10 @@ def _is_forced_hosted(spec: CallSpec, ctx: Context) -> bool:
 def _forced_call(name: str, ctx: Context) -> CallStep | ErrorStep:
     if name not in ctx.function_tools:
         return _client_call(name, ctx)  # a custom tool
-    tool = ctx.function_tools[name]
-    try:
-        args = generate_arguments(tool.parameters, _rng(ctx))
-    except UnsupportedSchema as exc:
-        return ErrorStep(
-            message=f"The simulated model cannot call '{name}': its parameters schema cannot "
-            f"be satisfied ({exc})."
-        )
-    return CallStep(calls=(FunctionCallSpec(name=name, arguments=orjson.dumps(args).decode()),))
+    args = tool_arguments(ctx.function_tools[name], ground(ctx), _rng(ctx))
+    if isinstance(args, ErrorStep):
+        return args
+    return CallStep(calls=(FunctionCallSpec(name=name, arguments=args),))
 
 
 def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
@@ -94,7 +88,9 @@ def _required_call(ctx: Context) -> CallStep | ErrorStep | None:
     if choice.forced is not None:
         known = choice.forced in ctx.function_tools or choice.forced in ctx.custom_tools
         return _forced_call(choice.forced, ctx) if known else None
-    names = sorted(n for n in ctx.function_tools if choice.allows(n))
+    allowed = [t for n, t in sorted(ctx.function_tools.items()) if choice.allows(n)]
+    names = [r.tool.name for r in rank_tools(allowed, ground(ctx))]  # the most relevant first
+    names += [t.name for t in allowed if t.name not in names]
     names += sorted(n for n in ctx.custom_tools if choice.allows(n) and n not in names)
     if names:
         return _forced_call(names[0], ctx)

@@ -6,8 +6,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Final
 
 import attrs
 import orjson
@@ -34,9 +34,13 @@ from protocol.items import (
 )
 from rollout.conversation.context import Context
 from rollout.model.args.vocabulary import Vocabulary
+from rollout.model.understand import Understanding, understand
 
 OUTPUT_CHARS: Final = 8_000  # of each tool output read
 MAX_OBSERVATIONS: Final = 24  # tool results since the prompt that are read (the latest ones)
+UNDERSTOOD_CHARS: Final = 4_000  # of the prompt read for its meaning
+HISTORY_ITEMS: Final = 400  # items before the prompt looked through for earlier results
+MAX_HISTORY: Final = 8  # earlier results kept (the latest ones)
 
 # fmt: off
 STOPWORDS: Final = frozenset(
@@ -123,6 +127,13 @@ class Grounding:
     searches: int = 0
     files_seen: tuple[str, ...] = ()  # files listed by tool outputs, in order
     dirs_seen: tuple[str, ...] = ()
+    #: Tool results of earlier turns (before the latest user message), the latest last.
+    history: tuple[Observation, ...] = ()
+    understanding: Understanding = attrs.field(
+        default=attrs.Factory(
+            lambda self: understand(self.prompt[:UNDERSTOOD_CHARS]), takes_self=True
+        )
+    )
 
     # -- what the prompt asks -------------------------------------------------------------------
 
@@ -160,7 +171,12 @@ class Grounding:
         """A few words saying what the prompt is about."""
         return " ".join(self.places[:1] + self.words[:4]) or "the request"
 
-    def vocabulary(self, pick: int = 0, command: str | None = None) -> Vocabulary:
+    def vocabulary(
+        self,
+        pick: int = 0,
+        command: str | None = None,
+        meant: Callable[[str, Any], Any] | None = None,
+    ) -> Vocabulary:
         query = " ".join([*self.places[:2], *self.words[:6]]) or None
         first = re.split(r"(?<=[.!?])\s", self.prompt.strip(), maxsplit=1)[0][:120]
         return Vocabulary(
@@ -175,29 +191,64 @@ class Grounding:
             words=self.words,
             urls=self.urls,
             pick=pick,
+            meant=meant,
         )
 
 
 def ground(ctx: Context) -> Grounding:
-    """What the model knows of `ctx`: its latest user message and the tool results since."""
+    """What the model knows of `ctx`: its latest user message, the tool results since, and the
+    latest few results of earlier turns."""
     prompt = ctx.last_user_text
+    items = ctx.items
+    start = len(items)
+    for start in range(len(items) - 1, -1, -1):
+        item = items[start]
+        if isinstance(item, Message) and item.role == "user":
+            break
+    else:
+        start = -1
+    observations, searches = _observations(ctx, items[start + 1 :], MAX_OBSERVATIONS)
+    earlier = items[max(0, start - HISTORY_ITEMS) : max(0, start)]
+    history, _ = _observations(ctx, earlier, MAX_HISTORY)
+    files, dirs = listed(observations)
+    paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))
+    urls = _dedupe(m.group(0).rstrip(".,;") for m in _URL.finditer(prompt))
+    paths = tuple(p for p in paths if not any(p in u for u in urls))
+    return Grounding(
+        prompt=prompt,
+        words=_words(prompt),
+        places=_places(prompt),
+        names=_names(prompt),
+        paths=tuple(p for p in paths if not p.endswith("/") and _EXTENSIONS.search(p)),
+        dirs=tuple(p.rstrip("/") or "/" for p in paths if p.endswith("/") or "." not in p),
+        urls=urls,
+        observations=observations,
+        searches=searches,
+        files_seen=files,
+        dirs_seen=dirs,
+        history=history,
+    )
+
+
+def _observations(
+    ctx: Context, items: Sequence[Item], limit: int
+) -> tuple[tuple[Observation, ...], int]:
+    """The tool results among `items` (the latest `limit`, in order) and the web searches."""
     observations: list[Observation] = []
     calls: dict[str, Item] = {}
     searches = 0
     outputs: list[Item] = []
     mcp: list[McpCall] = []
-    for item in reversed(ctx.items):
-        if isinstance(item, Message) and item.role == "user":
-            break
+    for item in reversed(items):
         if isinstance(item, OUTPUT_ITEMS):
-            if len(outputs) < MAX_OBSERVATIONS:
+            if len(outputs) < limit:
                 outputs.append(item)
         elif isinstance(item, CALL_ITEMS):
             calls[item.call_id] = item
         elif isinstance(item, WebSearchCall):
             searches += 1
         elif isinstance(item, McpCall) and item.output is not None:  # an MCP tool's result
-            if len(mcp) < MAX_OBSERVATIONS:
+            if len(mcp) < limit:
                 mcp.append(item)
     for out in reversed(outputs):
         call_id = answered_call(out)
@@ -213,23 +264,7 @@ def ground(ctx: Context) -> Grounding:
         observations.append(
             Observation(tool=mcp_call.name, arguments=mcp_call.arguments, output=body)
         )
-    files, dirs = listed(observations)
-    paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))
-    urls = _dedupe(m.group(0).rstrip(".,;") for m in _URL.finditer(prompt))
-    paths = tuple(p for p in paths if not any(p in u for u in urls))
-    return Grounding(
-        prompt=prompt,
-        words=_words(prompt),
-        places=_places(prompt),
-        names=_names(prompt),
-        paths=tuple(p for p in paths if not p.endswith("/") and _EXTENSIONS.search(p)),
-        dirs=tuple(p.rstrip("/") or "/" for p in paths if p.endswith("/") or "." not in p),
-        urls=urls,
-        observations=tuple(observations),
-        searches=searches,
-        files_seen=files,
-        dirs_seen=dirs,
-    )
+    return tuple(observations), searches
 
 
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import orjson
 from protocol.items import FunctionTool, SearchAction, WebSearchCall
 from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec
 from rollout.conversation.context import Context
-from rollout.model import prose
+from rollout.model import meaning, prose
 from rollout.model.args import UnsupportedSchema, generate_arguments
 from rollout.model.clienttools import (
     allows_client,
@@ -169,7 +169,8 @@ def answer_text(ctx: Context, rng: random.Random, tokens: int) -> str | ErrorSte
         return orjson.dumps({"answer": prose.answer(g, rng, tokens)}).decode()
     if fmt.type == "json_schema":
         try:
-            value = generate_arguments(fmt.schema, rng, vocabulary=g.vocabulary())
+            vocabulary = g.vocabulary(meant=meaning.filler(None, g))
+            value = generate_arguments(fmt.schema, rng, vocabulary=vocabulary)
         except UnsupportedSchema as exc:
             return ErrorStep(
                 message=f"The simulated model cannot answer in the format '{fmt.name}': its "
@@ -233,9 +234,9 @@ class DefaultPolicy:
         return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
 
     def next_step(self, ctx: Context) -> Step:
-
         rng = self._rng(ctx)
         g = ground(ctx)
+        u = g.understanding
         choice = ctx.choice
         calls_ok = choice.mode != "none"
         offered = [t for t in ctx.function_tools.values() if choice.allows(t.name)]
@@ -243,10 +244,14 @@ class DefaultPolicy:
         ranked = rank_tools(offered, g)
         # Whether a function tool is named for the subject (get_weather for the weather).
         named = any(r.score >= 3 and r.kind != "shell" for r in ranked)
-        if calls_ok and (hosted := hosted_call(ctx, g, named)) is not None:
+        # Small talk and questions about earlier results need no tool.
+        chatting = u.intent == "small_talk" or (
+            u.intent == "follow_up" and bool(g.history) and not g.observations
+        )
+        if calls_ok and not chatting and (hosted := hosted_call(ctx, g, named)) is not None:
             return hosted
         done = ctx.calls_since_user
-        if calls_ok and ranked and done < self.tool_calls:
+        if calls_ok and ranked and done < self.tool_calls and not chatting:
             step = plan_calls(ctx, g, ranked, min(self.parallel, self.tool_calls - done), rng)
             if step is not None:
                 return step
@@ -275,10 +280,12 @@ def hosted_call(ctx: Context, g: Grounding, named: bool) -> CallStep | None:
 def tool_arguments(
     tool: FunctionTool, g: Grounding, rng: random.Random, pick: int = 0, command: str | None = None
 ) -> str | ErrorStep:
-    """Arguments for a call of `tool` as a model writes them (JSON text), or the error step when
-    its parameters schema cannot be satisfied."""
+    """Arguments for a call of `tool` as a model writes them (JSON text): values from what the
+    conversation means where it gives them (rollout.model.meaning), the rest made up; or the
+    error step when its parameters schema cannot be satisfied."""
+    vocabulary = g.vocabulary(pick, command, meaning.filler(tool, g, pick))
     try:
-        args = generate_arguments(tool.parameters, rng, vocabulary=g.vocabulary(pick, command))
+        args = generate_arguments(tool.parameters, rng, vocabulary=vocabulary)
     except UnsupportedSchema as exc:
         return ErrorStep(
             message=f"The simulated model cannot call '{tool.name}': its parameters schema "
@@ -289,18 +296,32 @@ def tool_arguments(
 
 def plan_calls(
     ctx: Context, g: Grounding, ranked: Sequence[Ranked], n: int, rng: random.Random
-) -> CallStep | ErrorStep | None:
+) -> CallStep | TextStep | ErrorStep | None:
     """The next `n` calls (after a sentence of commentary): the candidate tools in turn, shell
-    tools with the next planned command, none that repeats a call made since the prompt. None
-    when every candidate would only repeat itself."""
+    tools with the next planned command, none that repeats a call made since the prompt or one
+    an earlier turn already answered. A question back instead, when the tool the prompt needs
+    lacks a value only the user can give. None when no tool fits or every candidate would only
+    repeat itself."""
 
     pool = candidates(list(ranked))
+    if g.understanding.elliptical and g.history:  # "what about Berlin?": the tools used before
+        earlier = {o.tool for o in g.history}
+        pool = pool or [r for r in ranked if r.tool.name in earlier]
+    if not pool:
+        return None
+    done = ctx.calls_since_user
+    lead = pool[0]
+    if done == 0 and lead.kind != "shell" and not is_client_tool(lead.tool.name, ctx):
+        question = meaning.ask_back(lead.tool, g)
+        if question is not None:
+            return TextStep(text=question)
+    tools = {r.tool.name: r.tool for r in ranked}
     made = {(o.tool, _canonical(o.arguments)) for o in g.observations}
+    meant = meaning.made_keys(tools, g)
     planned: list[str] = []
     specs: list[CallSpec] = []
     first_command: str | None = None
-    first_tool = ""
-    done = ctx.calls_since_user
+    first: tuple[FunctionTool, str] | None = None
     for i in range(n):
         for attempt in range(2 * len(pool)):
             r = pool[(done + i + attempt) % len(pool)]
@@ -309,7 +330,8 @@ def plan_calls(
                 command = next_command(g, done + i, rng, planned)
             pick = sum(1 for name, _ in made if name == r.tool.name)
             spec: CallSpec
-            if is_client_tool(r.tool.name, ctx):
+            client = is_client_tool(r.tool.name, ctx)
+            if client:
                 try:
                     spec = client_spec(r.tool.name, ctx, g, rng, command)
                 except GrammarUnsupported as exc:
@@ -327,16 +349,25 @@ def plan_calls(
             key = (r.tool.name, _canonical(args))
             if key in made:
                 continue
+            if r.kind != "shell" and not client:
+                what = meaning.meant_key(r.tool, args, g)
+                if what in meant:
+                    continue
+                meant.add(what)
             made.add(key)
             if command is not None:
                 planned.append(command)
             if not specs:
-                first_command, first_tool = command, r.tool.name
+                first_command, first = command, (r.tool, args)
             specs.append(spec)
             break
     if not specs:
         return None
-    text = prose.commentary(g, first_tool, first_command, rng)
+    assert first is not None
+    if first_command is not None or is_client_tool(first[0].name, ctx):
+        text = prose.commentary(g, first[0].name, first_command, rng)
+    else:
+        text = meaning.commentary(first[0], first[1], rng)
     return CallStep(calls=tuple(specs), text=text)
 
 

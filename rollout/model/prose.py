@@ -10,6 +10,9 @@ from typing import Final
 
 from rollout.conversation import tokens as tok
 from rollout.model.grounding import LONE_PATH, Grounding, Observation, exit_code, listed
+from rollout.model.understand.chat import reply
+from rollout.model.understand.results import state
+from rollout.model.understand.text import concepts_of, name_tokens
 
 __all__ = ["answer", "commentary"]
 
@@ -19,13 +22,6 @@ _CLOSERS: Final = (
     "Tell me if you want me to open any of these in more detail.",
     "I can dig further into any of them if that helps.",
     "Everything above comes straight from the command output.",
-)
-_NO_TOOLS: Final = (
-    "I could not check this with a tool here, so this answer rests on the question alone.",
-    "Without a tool to look {topic} up, I can only answer in general terms.",
-    "If you can share more detail about {topic}, I can give a more specific answer.",
-    "The short version: it depends on the details of {topic}.",
-    "A good next step would be to look at {topic} directly and compare the results.",
 )
 
 
@@ -135,26 +131,60 @@ def _about(obs: Observation, g: Grounding) -> str | None:
 
 
 def answer(g: Grounding, rng: Random, tokens: int) -> str:
-    """The final answer: a sentence per tool result (the latest first when there are many),
-    then closing sentences up to about `tokens` tokens."""
+    """The final answer: a sentence per tool result (the latest first when there are many;
+    a command's output as a coding agent reports it, any other tool's values in words), then,
+    after commands, closing sentences up to about `tokens` tokens. With no result since the
+    prompt: the earlier result a follow-up asks about, else a reply from the prompt alone."""
+    u = g.understanding
     sentences: list[str] = []
     said: set[str] = set()
+    commands = False
     for obs in g.observations[-6:]:
-        s = _about(obs, g)
+        if obs.command is not None:
+            commands = True
+            s = _about(obs, g)
+        else:
+            s = state(obs.tool, obs.arguments, obs.output, u)
         if s and s not in said:
             sentences.append(s)
             said.add(s)
     if g.searches and not g.observations:
-        sentences.append(f"Here is what the sources say about {g.topic}.")
-    pool = list(_CLOSERS if g.observations else _NO_TOOLS)
-    rng.shuffle(pool)
+        subject = u.topic or " ".join(g.words[:4]) or "this"
+        sentences.append(f"Here is what I found about {subject}.")
+    if not sentences and (earlier := _earlier(g)) is not None:
+        first = (
+            _about(earlier, g)
+            if earlier.command is not None
+            else state(earlier.tool, earlier.arguments, earlier.output, u)
+        )
+        if first:
+            head, _, rest = first.partition(" ")
+            if head in ("It", "The", "That", "There"):
+                return "As I found earlier, " + head.lower() + " " + rest
+            return "As I found earlier: " + first
     if not sentences:
-        sentences.append(pool.pop().format(topic=g.topic))
+        return reply(u, rng, tokens)
     body = " ".join(sentences)
+    if not commands:
+        return body
+    pool = list(_CLOSERS)
+    rng.shuffle(pool)
     while pool and tok.count(body) < tokens * 0.8:
-        body += " " + pool.pop().format(topic=g.topic)
+        body += " " + pool.pop()
     # What the tools returned may run past the length; made-up sentences never do.
-    return _cut(body, tokens * (3 if g.observations else 1.5))
+    return _cut(body, tokens * 3)
+
+
+def _earlier(g: Grounding) -> Observation | None:
+    """The earlier turn's result that answers the prompt: the latest of a tool about what the
+    prompt is about, or, for a follow-up ("what was it again?"), the latest one."""
+    about = g.understanding.concepts
+    for obs in reversed(g.history):
+        if about & concepts_of(name_tokens(obs.tool)):
+            return obs
+    if g.understanding.intent == "follow_up" and g.history:
+        return g.history[-1]
+    return None
 
 
 def _cut(body: str, tokens: float) -> str:

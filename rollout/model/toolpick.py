@@ -2,7 +2,8 @@
 # by how well each one's name and description match the latest user message, a shell or exec
 # tool first for a coding prompt, and tools that need a person or a persistent state (asking the
 # user, goals, plans, a running session's stdin) left alone unless the prompt asks for them.
-# Ties keep the order the request declared the tools in. Pure: no I/O, no clocks.
+# A tool the prompt gives no reason to use is not called at all. Ties keep the order the
+# request declared the tools in. Pure: no I/O, no clocks.
 from __future__ import annotations
 
 import re
@@ -13,6 +14,7 @@ import attrs
 
 from protocol.items import FunctionTool
 from rollout.model.grounding import STOPWORDS, Grounding
+from rollout.model.understand.text import concepts_of
 
 __all__ = ["Ranked", "kind_of", "rank_tools", "shell_tool"]
 
@@ -29,6 +31,12 @@ _SESSION_TOKENS: Final = frozenset({"stdin", "session", "kill", "terminate", "in
 _IMAGE_TOKENS: Final = frozenset({"image", "screenshot", "picture", "photo"})
 _WRITE_TOKENS: Final = frozenset(
     {"write", "edit", "patch", "delete", "remove", "create", "update", "rename", "move", "apply"}
+)
+
+
+_FILE_TOKENS: Final = frozenset(
+    {"file", "files", "path", "dir", "directory", "folder", "code", "repo", "text", "line"}
+    | {"lines", "patch", "content", "contents"}
 )
 
 
@@ -63,7 +71,7 @@ def kind_of(tool: FunctionTool) -> str:
         return "shell"
     if name & _IMAGE_TOKENS:
         return "image"
-    if name & _WRITE_TOKENS:
+    if name & _WRITE_TOKENS and (name & _FILE_TOKENS or "file" in desc):
         return "write"
     return "other"
 
@@ -92,14 +100,40 @@ class Ranked:
 
 
 def relevance(tool: FunctionTool, g: Grounding) -> float:
-    """How well the tool's name (3 per word) and description (1 per word) match the prompt's
-    content words."""
+    """How well the tool fits the prompt: its name's words (3 each) and description's (1 each)
+    that the prompt uses, and what both are about (4 per concept of understand.lexicon shared
+    by the prompt and the tool's name, 2 per one shared only with its description: "times"
+    and `multiply` are both arithmetic, an e-mail address and `send_email` both e-mail)."""
     prompt = {_stem(w) for w in g.words} | {_stem(p.lower()) for p in g.places}
-    if not prompt:
-        return 0.0
     name = {_stem(t) for t in _tokens(tool.name) if t not in STOPWORDS}
     desc = {_stem(t) for t in _tokens(tool.description or "")[:80] if t not in STOPWORDS}
-    return 3.0 * len(prompt & name) + 1.0 * len(prompt & (desc - name))
+    score = 3.0 * len(prompt & name) + 1.0 * len(prompt & (desc - name))
+    about = g.understanding.concepts
+    math = g.understanding.arithmetic
+    if math is not None and _OPS.get(math.op, set()).isdisjoint(name) and name & _ANY_OP:
+        return 0.0  # `multiply` is not for "12 minus 5"
+    if about:
+        by_name = concepts_of(_tokens(tool.name))
+        by_desc = concepts_of(_tokens(tool.description or "")[:80]) - by_name
+        score += 4.0 * len(about & by_name) + 2.0 * len(about & by_desc)
+    return score
+
+
+#: Tools named for one arithmetic operation (stemmed name words), by the operation.
+_OPS: Final = {
+    "multiply": {"multiply", "multiplication", "times", "product", "mul"},
+    "add": {"add", "sum", "plu", "addition"},
+    "sum": {"add", "sum", "plu", "addition"},
+    "subtract": {"subtract", "minu", "sub", "difference"},
+    "divide": {"divide", "div", "quotient", "division"},
+    "power": {"power", "pow", "exponent"},
+    "sqrt": {"sqrt", "root"},
+}
+_ANY_OP: Final = frozenset().union(*_OPS.values())
+
+#: The least score of a tool worth calling: one word of its name, a concept, or two words of
+#: its description (one shared word alone is chance: "current" in a price and a weather tool).
+RELEVANT: Final = 2.0
 
 
 def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
@@ -126,11 +160,12 @@ def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
 
 
 def candidates(ranked: list[Ranked]) -> list[Ranked]:
-    """The tools worth calling: the relevant ones (a shell tool alone when it leads, since a
-    coding agent does its work through it), or all of them when none is relevant."""
+    """The tools worth calling: a shell tool alone when it leads (a coding agent does its work
+    through it), else those relevant to the prompt that score at least half the best; none when
+    no tool fits (a model answers without one)."""
     if not ranked:
         return []
     if ranked[0].kind == "shell" and ranked[0].score >= 10.0:
         return [ranked[0]]
-    relevant = [r for r in ranked if r.score > 0]
-    return relevant or [r for r in ranked if r.score == ranked[0].score] or ranked
+    best = ranked[0].score
+    return [r for r in ranked if r.score >= RELEVANT and r.score >= best / 2]

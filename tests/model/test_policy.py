@@ -185,13 +185,23 @@ def test_integer_like_numbers_are_whole_even_under_type_number() -> None:
                 assert isinstance(args["days"], int)
 
 
-def test_irrelevant_tools_still_run_in_declared_order() -> None:
+def test_tools_the_prompt_gives_no_reason_to_use_are_not_called() -> None:
     tools = [
         {"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}}
         for n in ("zeta", "alpha", "mid")
     ]
-    steps, _ = run("Go.", tools)
-    assert [c.name for c in calls(steps)] == ["zeta", "alpha", "mid"]
+    steps, final = run("Go.", tools)
+    assert calls(steps) == []
+    assert final.text
+
+
+def test_relevant_tools_run_in_declared_order_on_ties() -> None:
+    tools = [
+        {"type": "function", "name": n, "parameters": {"type": "object", "properties": {}}}
+        for n in ("report_zeta", "report_alpha", "report_mid")
+    ]
+    steps, _ = run("Write the report.", tools)
+    assert [c.name for c in calls(steps)] == ["report_zeta", "report_alpha", "report_mid"]
 
 
 def test_deterministic_under_the_seed() -> None:

@@ -158,8 +158,13 @@ def _fill(
     ordered = [n for n in props if n in chosen_set] + [n for n in chosen if n not in props]
     result: dict[str, Any] = {}
     for name in ordered:
+        sub = props.get(name, True)
+        meant = gen.vocab.meaning(name, sub) if gen.vocab is not None else None
+        if meant is not None and gen.valid(meant, sub):
+            result[name] = meant
+            continue
         try:
-            result[name] = gen.node(props.get(name, True), ctx.child(name))
+            result[name] = gen.node(sub, ctx.child(name))
         except LimitExceeded:
             raise
         except UnsupportedSchema:
@@ -173,6 +178,9 @@ def _wanted(gen: Maker, name: str, schema: Any) -> bool:
     would (vocabulary.wants_optional) when the conversation's vocabulary is given."""
     if gen.vocab is None:
         return gen.rng.random() < _P_OPTIONAL
+    meant = gen.vocab.meaning(name, schema)
+    if meant is not None:
+        return gen.valid(meant, schema)
     numeric = isinstance(schema, Mapping) and schema.get("type") in ("integer", "number")
     kind = hint_kind(name, schema.get("description") if isinstance(schema, Mapping) else None)
     return wants_optional(gen.vocab, kind, schema, gen.rng, numeric=numeric)

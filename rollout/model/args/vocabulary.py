@@ -5,6 +5,7 @@
 # else. Pure data and choices; every random choice comes from the caller's `random.Random`.
 from __future__ import annotations
 
+from collections.abc import Callable
 from random import Random
 from typing import Any, Final
 
@@ -36,6 +37,12 @@ class Vocabulary:
     words: tuple[str, ...] = ()  # content words of the prompt, most telling first
     urls: tuple[str, ...] = ()
     pick: int = 0
+    #: What the conversation means for a property, by its name and schema (None: nothing):
+    #: used where it is valid, and an optional property is set when it gives a value.
+    meant: Callable[[str, Any], Any] | None = None
+
+    def meaning(self, name: str, schema: Any) -> Any:
+        return None if self.meant is None else self.meant(name, schema)
 
     def _nth(self, values: tuple[str, ...]) -> str | None:
         return values[self.pick % len(values)] if values else None

@@ -1,0 +1,181 @@
+# Owns what the default model says when no tool result is there to report: small talk, the
+# arithmetic it does itself, a haiku or a joke on the topic asked for, a short explanation (from
+# understand.lexicon's glossary, or general sentences about the topic), and an honest reply when
+# the request needs a tool it was not given. Every random choice comes from the caller's
+# `random.Random`. Pure.
+from __future__ import annotations
+
+import re
+from random import Random
+from typing import Final
+
+from rollout.conversation import tokens as tok
+from rollout.model.understand import Understanding
+from rollout.model.understand.lexicon import GLOSSARY
+
+__all__ = ["reply"]
+
+_SMALL_TALK: Final = {
+    "greeting": (
+        "Hello! How can I help you today?",
+        "Hi there! What can I do for you?",
+        "Hey! What would you like to work on?",
+    ),
+    "thanks": (
+        "You're welcome! Let me know if there is anything else I can do.",
+        "Happy to help. Anything else?",
+        "Glad I could help!",
+    ),
+    "bye": ("Goodbye! Have a great day.", "Take care, and come back any time."),
+    "how_are_you": (
+        "I'm doing well, thanks for asking. What can I help you with?",
+        "All good here, thank you! What's on your mind?",
+    ),
+    "who_are_you": (
+        "I'm an AI assistant. I can answer questions, explain things, write short texts and "
+        "use the tools this conversation gives me.",
+    ),
+    "ack": ("Great. Let me know what you'd like to do next.", "Sounds good!"),
+}
+_NEEDS_TOOL: Final = {
+    "weather": "I can't check the weather from here, since no weather tool is available to "
+    "me. A weather site or app will have the current conditions{where}.",
+    "stock": "I don't have access to live market data here, so I can't give you a current "
+    "price{what}. A finance site will show the latest quote.",
+    "currency": "I don't have live exchange rates here, so I can't convert that exactly. A "
+    "currency converter or your bank will give you today's rate.",
+    "email": "I can't send e-mail from here: no e-mail tool is available to me. I can help "
+    "you draft the message, though.",
+    "calendar": "I can't add events to a calendar from here, but I can help you word the "
+    "invitation.",
+    "travel": "I can't search for flights from here. An airline or travel site will list "
+    "the options{route}.",
+}
+_HAIKU: Final = (
+    ("{T} in the air", "quiet as the evening light", "a slow breath of change"),
+    ("soft {t} settles", "the world grows still for a while", "then begins again"),
+    ("thinking of {t}", "a small bright thing in the dark", "I hold it and wait"),
+)
+_SEASONS: Final = {
+    "autumn": ("red leaves drift and fall", "the maple lets go its gold", "cool wind in the trees"),
+    "winter": (
+        "snow on the cold roofs",
+        "breath hangs white in morning air",
+        "the long night is still",
+    ),
+    "spring": (
+        "green shoots through the frost",
+        "cherry blossoms on the wind",
+        "the days grow longer",
+    ),
+    "summer": ("heat on the still road", "cicadas sing in the pines", "evening comes slowly"),
+}
+_JOKES: Final = (
+    "Why did the {t} go to therapy? It had too many unresolved issues.",
+    "I'd tell you a joke about {t}, but I'm still working on the punchline.",
+)
+
+
+def _topic(u: Understanding) -> str:
+    return u.topic or "this"
+
+
+def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
+    """An answer to `u` with no tool results to go on; an explanation of about `tokens`
+    tokens."""
+    if u.intent == "small_talk" and u.small_talk:
+        return rng.choice(_SMALL_TALK[u.small_talk])
+    if u.arithmetic is not None:
+        return u.arithmetic.sentence()
+    if u.intent == "creative":
+        return _creative(u, rng)
+    for concept, text in _NEEDS_TOOL.items():
+        if concept in u.concepts and (u.intent in ("question", "task") or concept != "travel"):
+            e = u.entities
+            return text.format(
+                where=f" in {e.places[0]}" if e.places else "",
+                what=f" for {e.tickers[0]}" if e.tickers else "",
+                route=f" from {e.origin} to {e.destination}" if e.origin and e.destination else "",
+            )
+    if u.intent == "explain" or u.topic:
+        return _explain(u, rng, tokens)
+    if u.intent == "follow_up":
+        return "I don't have an earlier result to go back to in this conversation."
+    if u.intent == "task":
+        return (
+            "I can't do that directly with what I have here, but I can walk you through the "
+            "steps or draft what you need."
+        )
+    return rng.choice(
+        (
+            "Could you tell me a bit more about what you need? I'm happy to help.",
+            "I'm not sure I follow. Could you say a little more about what you're after?",
+        )
+    )
+
+
+def _creative(u: Understanding, rng: Random) -> str:
+    topic = _topic(u)
+    t = re.sub(r"^(?:the|a|an)\s+", "", topic, flags=re.I).lower()
+    if u.form == "haiku":
+        lines = _SEASONS.get(t) or rng.choice(_HAIKU)
+        return "\n".join(line.format(t=t, T=t.capitalize()) for line in lines)
+    if u.form in ("joke", "riddle"):
+        return rng.choice(_JOKES).format(t=t)
+    if u.form in ("poem", "limerick", "song"):
+        return (
+            f"Of {t} I write a little verse,\n"
+            "in lines that could be so much worse;\n"
+            f"for {t} is fine, and {t} is bright,\n"
+            "and keeps me company tonight."
+        )
+    if u.form in ("slogan", "tagline"):
+        return f'"{t.capitalize()}: made simple, made yours."'
+    return (
+        f"Once there was a small town where everyone cared about {t}. One day a stranger "
+        f"arrived with a question no one could answer, and by the end of the week the whole "
+        f"town had learned something new about {t}, and about each other."
+    )
+
+
+_MORE: Final = (
+    "At its core, {topic} is best understood through what it is for and how it is used in "
+    "practice.",
+    "Most introductions to {topic} start with the basic ideas and then work through a few "
+    "concrete examples.",
+    "The details vary from case to case, but the central idea stays the same.",
+    "People often find that {topic} makes much more sense once they have seen it applied to a "
+    "real problem.",
+    "A good way to learn more is to try a small example yourself and see how it behaves.",
+    "If you tell me which part of {topic} matters most to you, I can go deeper.",
+)
+
+
+def _explain(u: Understanding, rng: Random, tokens: int) -> str:
+    topic = _topic(u)
+    key = topic.lower().rstrip("?.! ")
+    known = next(
+        (GLOSSARY[n] for n in (key, re.sub(r"^(?:the|a|an)\s+", "", key)) if n in GLOSSARY), None
+    )
+    head = topic[0].upper() + topic[1:] if topic else "It"
+    first = known or f"{head} is a broad subject, so here is the short version."
+    more = [m.format(topic=topic) for m in _MORE]
+    rng.shuffle(more)
+    return _sized(first, more, tokens)
+
+
+def _sized(first: str, more: list[str], tokens: int) -> str:
+    """`first`, then sentences of `more` until about `tokens` tokens; cut at a sentence end
+    when `first` alone runs past one and a half times that."""
+    sentences = re.split(r"(?<=[.!?])\s+", first)
+    out = sentences[0]
+    for s in sentences[1:]:
+        if tok.count(out + " " + s) > tokens * 1.5:
+            return out
+        out += " " + s
+    while more and tok.count(out) < tokens * 0.8:
+        s = more.pop()
+        if tok.count(out + " " + s) > tokens * 1.5:
+            break
+        out += " " + s
+    return out

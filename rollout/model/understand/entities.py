@@ -1,0 +1,310 @@
+# Owns what the default model reads out of a message: e-mail addresses, URLs, quoted text,
+# dates and times, amounts of money and currencies, tickers, languages, places (with the roles
+# "from" and "to" give them), people's names and the numbers left over. Each finder is a regular
+# expression or a word list (understand.lexicon); the order they run in decides which reading
+# of a word wins (a currency code is not a ticker, a month is not a place). Pure.
+from __future__ import annotations
+
+import datetime
+import re
+from typing import Final
+
+import attrs
+
+from rollout.model.understand import lexicon as lx
+
+__all__ = ["Entities", "entities_of"]
+
+#: The date relative dates are counted from when the conversation names none (the model has
+#: no clock: a fixed day keeps it deterministic).
+REFERENCE_DAY: Final = datetime.date(2026, 1, 5)
+
+_EMAIL: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_URL: Final = re.compile(r"https?://[^\s)>\]\"']+")
+_QUOTED: Final = re.compile(r"\"([^\"\n]{1,200})\"|“([^”\n]{1,200})”|'([^'\n]{2,200})'(?!\w)")
+_ISO_DATE: Final = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_SLASH_DATE: Final = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+_MONTH: Final = "|".join(m[:3] + (m[3:] and f"(?:{m[3:]})?") for m in lx.MONTHS)
+_NAMED_DATE: Final = re.compile(
+    rf"\b(?:({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?"
+    rf"({_MONTH}))\b(?:,?\s+(\d{{4}}))?",
+    re.I,
+)
+_RELATIVE: Final = re.compile(
+    r"\b(today|tonight|tomorrow|yesterday|(?:next|this|on)\s+(" + "|".join(lx.WEEKDAYS) + r"))\b",
+    re.I,
+)
+_TIME: Final = re.compile(
+    r"\b(?:at\s+)?(\d{1,2})(?::(\d{2}))?\s*(am|pm|a\.m\.|p\.m\.)|\b(\d{1,2}):(\d{2})\b|\b(noon|midnight)\b",
+    re.I,
+)
+_MONEY: Final = re.compile(
+    r"([$€£¥])\s?(\d[\d,]*(?:\.\d+)?)|(\d[\d,]*(?:\.\d+)?)\s?([A-Z]{3}|[$€£¥]|"
+    + "|".join(sorted(lx.CURRENCY_NAMES, key=len, reverse=True))
+    + r")\b",
+    re.I,
+)
+_NUMBER: Final = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w@])")
+_WORD_NUMBERS: Final = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+}
+_CAPITALISED: Final = re.compile(
+    r"\b[A-Z][a-zà-ÿ'\u2019-]+(?:\s+(?:de\s+)?[A-Z][a-zà-ÿ'\u2019-]+)*"
+)
+_TICKER: Final = re.compile(r"\$([A-Z]{1,5})\b|\b([A-Z]{2,5})\b")
+#: Words that make a bare upper-case word a ticker (DNS alone is not one).
+_MARKET: Final = re.compile(
+    r"\b(stocks?|shares?|ticker|price|trading|trades?|quote|market)\b", re.I
+)
+_ROLE_BEFORE: Final = {"from": "origin", "to": "destination", "in": "at", "at": "at"}
+
+
+@attrs.frozen(kw_only=True)
+class Entities:
+    emails: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    quoted: tuple[str, ...] = ()
+    dates: tuple[datetime.date, ...] = ()
+    times: tuple[str, ...] = ()  # HH:MM, 24-hour
+    amounts: tuple[tuple[float, str | None], ...] = ()  # (amount, currency code)
+    currencies: tuple[str, ...] = ()  # ISO codes in the order named
+    tickers: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()  # the target language first ("into French")
+    places: tuple[str, ...] = ()
+    origin: str | None = None  # "from Boston"
+    destination: str | None = None  # "to Chicago"
+    people: tuple[str, ...] = ()
+    numbers: tuple[float, ...] = ()  # numbers not read as anything above
+
+    @property
+    def kinds(self) -> frozenset[str]:
+        """Which kinds of value the message holds."""
+        present = {
+            "email": self.emails,
+            "url": self.urls,
+            "date": self.dates,
+            "time": self.times,
+            "money": self.amounts,
+            "currency": self.currencies,
+            "ticker": self.tickers,
+            "language": self.languages,
+            "place": self.places,
+            "person": self.people,
+            "number": self.numbers,
+        }
+        return frozenset(k for k, v in present.items() if v)
+
+
+def _dedupe(values: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def _month(name: str) -> int:
+    return next(i for i, m in enumerate(lx.MONTHS, 1) if m.startswith(name[:3].lower()))
+
+
+def _dates(text: str, taken: list[tuple[int, int]]) -> list[datetime.date]:
+    found: list[tuple[int, datetime.date]] = []
+    today = REFERENCE_DAY
+    for m in _ISO_DATE.finditer(text):
+        try:
+            found.append((m.start(), datetime.date(*map(int, m.groups()))))
+            taken.append(m.span())
+        except ValueError:
+            pass
+    for m in _SLASH_DATE.finditer(text):
+        month, day, year = map(int, m.groups())
+        try:
+            found.append((m.start(), datetime.date(year, month, day)))
+            taken.append(m.span())
+        except ValueError:
+            pass
+    for m in _NAMED_DATE.finditer(text):
+        month = _month(m.group(1) or m.group(4))
+        day = int(m.group(2) or m.group(3))
+        year = int(m.group(5)) if m.group(5) else today.year
+        try:
+            when = datetime.date(year, month, day)
+        except ValueError:
+            continue
+        if not m.group(5) and when < today:
+            when = when.replace(year=today.year + 1)
+        found.append((m.start(), when))
+        taken.append(m.span())
+    for m in _RELATIVE.finditer(text):
+        word = m.group(1).lower()
+        if word in ("today", "tonight"):
+            when = today
+        elif word == "tomorrow":
+            when = today + datetime.timedelta(days=1)
+        elif word == "yesterday":
+            when = today - datetime.timedelta(days=1)
+        else:
+            target = lx.WEEKDAYS.index(m.group(2).lower())
+            ahead = (target - today.weekday()) % 7 or 7
+            when = today + datetime.timedelta(days=ahead)
+        found.append((m.start(), when))
+    return [d for _, d in sorted(found, key=lambda f: f[0])]
+
+
+def _times(text: str, taken: list[tuple[int, int]]) -> list[str]:
+    out: list[str] = []
+    for m in _TIME.finditer(text):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        if m.group(6):
+            out.append("12:00" if m.group(6).lower() == "noon" else "00:00")
+        elif m.group(3):
+            hour, minute = int(m.group(1)), int(m.group(2) or 0)
+            pm = m.group(3).lower().startswith("p")
+            hour = hour % 12 + (12 if pm else 0)
+            out.append(f"{hour:02d}:{minute:02d}")
+        else:
+            hour, minute = int(m.group(4)), int(m.group(5))
+            if hour > 23 or minute > 59:
+                continue
+            out.append(f"{hour:02d}:{minute:02d}")
+        taken.append(m.span())
+    return out
+
+
+def _currency(code: str) -> str | None:
+    if code in lx.CURRENCY_SYMBOLS:
+        return lx.CURRENCY_SYMBOLS[code]
+    if code.upper() in lx.CURRENCIES and code.isupper():
+        return code.upper()
+    return lx.CURRENCY_NAMES.get(code.lower())
+
+
+def _places(text: str) -> tuple[list[str], str | None, str | None]:
+    """Places in order, and those "from" and "to" introduce. A known place anywhere; another
+    capitalised run only after "in", "from", "to", "at" or "near"."""
+    found: list[tuple[int, str, str | None]] = []
+    for name in lx.MULTIWORD_PLACES:
+        for m in re.finditer(rf"\b{re.escape(name)}\b", text):
+            found.append((m.start(), name, _role(text, m.start())))
+    for m in _CAPITALISED.finditer(text):
+        words = m.group(0).split()
+        if any(f[0] <= m.start() < f[0] + len(f[1]) for f in found):
+            continue
+        if words[0].lower() in lx.PLACES or (len(words) == 1 and words[0].lower() in lx.PLACES):
+            name = " ".join(w for w in words if w.lower() in lx.PLACES or len(words) > 1)
+            if all(w.lower() in lx.PLACES for w in words) and len(words) > 1:
+                for i, w in enumerate(words):  # "Boston Chicago": two places
+                    found.append((m.start() + i, w, _role(text, m.start()) if i == 0 else None))
+                continue
+            found.append((m.start(), name, _role(text, m.start())))
+            continue
+        role = _role(text, m.start())
+        lowered = {w.lower() for w in words}
+        if role is None or lowered & lx.FIRST_NAMES or words[0] in lx.LANGUAGES:
+            continue
+        if lowered & set(lx.MONTHS) | lowered & set(lx.WEEKDAYS):
+            continue
+        found.append((m.start(), m.group(0), role))
+    found.sort(key=lambda f: f[0])
+    places = [f[1] for f in found]
+    origin = next((f[1] for f in found if f[2] == "origin"), None)
+    destination = next((f[1] for f in found if f[2] == "destination"), None)
+    return places, origin, destination
+
+
+def _role(text: str, start: int) -> str | None:
+    before = re.findall(r"[A-Za-z]+", text[max(0, start - 12) : start])
+    return _ROLE_BEFORE.get(before[-1].lower()) if before else None
+
+
+def _people(text: str, places: set[str]) -> list[str]:
+    out: list[str] = []
+    for m in _CAPITALISED.finditer(text):
+        words = m.group(0).split()
+        if m.group(0) in places or words[0] in lx.LANGUAGES:
+            continue
+        if words[0].lower() in lx.FIRST_NAMES:
+            out.append(" ".join(words[:2]))
+    return out
+
+
+def entities_of(text: str) -> Entities:
+    """The values `text` holds, each kind in the order the text names them."""
+    taken: list[tuple[int, int]] = []
+    emails = [m.group(0) for m in _EMAIL.finditer(text)]
+    taken += [m.span() for m in _EMAIL.finditer(text)]
+    urls = [m.group(0).rstrip(".,;") for m in _URL.finditer(text)]
+    taken += [m.span() for m in _URL.finditer(text)]
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(text)]
+    dates = _dates(text, taken)
+    times = _times(text, taken)
+    amounts: list[tuple[float, str | None]] = []
+    currencies: list[str] = []
+    for m in _MONEY.finditer(text):
+        code = _currency(m.group(1) or m.group(4))
+        if code is None:
+            continue
+        amounts.append((_number(m.group(2) or m.group(3)), code))
+        taken.append(m.span())
+    for word in re.findall(r"[A-Za-z]+|[$€£¥]", text):
+        code = _currency(word)
+        if code is not None and (word.isupper() or word.lower() in lx.CURRENCY_NAMES):
+            currencies.append(code)
+    tickers: list[str] = []
+    market = bool(_MARKET.search(text))
+    for m in _TICKER.finditer(text):
+        word = m.group(1) or m.group(2)
+        if word in lx.CURRENCIES or word in lx.NOT_TICKERS:
+            continue
+        if m.group(1) or market or word in lx.COMPANIES.values():
+            tickers.append(word)
+    for word in re.findall(r"[A-Za-z]+", text):
+        if word[0].isupper() and word.lower() in lx.COMPANIES:
+            tickers.append(lx.COMPANIES[word.lower()])
+    languages = [lang for lang in lx.LANGUAGES if re.search(rf"\b{lang}\b", text, re.I)]
+    target = re.search(r"\b(?:to|into|in)\s+(" + "|".join(lx.LANGUAGES) + r")\b", text, re.I)
+    if target:
+        languages.insert(0, target.group(1).capitalize())
+    places, origin, destination = _places(text)
+    people = _people(text, set(places))
+    numbers: list[float] = []
+    for m in _NUMBER.finditer(text):
+        if not any(a <= m.start() < b for a, b in taken):
+            numbers.append(_number(m.group(0)))
+    for word in re.findall(r"[a-z]+", text.lower()):
+        if word in _WORD_NUMBERS and word != "one":
+            numbers.append(float(_WORD_NUMBERS[word]))
+    return Entities(
+        emails=_dedupe(emails),
+        urls=_dedupe(urls),
+        quoted=_dedupe(quoted),
+        dates=tuple(dict.fromkeys(dates)),
+        times=_dedupe(times),
+        amounts=tuple(amounts),
+        currencies=_dedupe(currencies),
+        tickers=_dedupe(tickers),
+        languages=_dedupe(languages),
+        places=_dedupe(places),
+        origin=origin,
+        destination=destination,
+        people=_dedupe(people),
+        numbers=tuple(numbers),
+    )
