@@ -252,18 +252,18 @@ def judge(case: Case, steps: list[CallStep], final: TextStep) -> None:
         if step.text:
             check_prose(case, step.text, shell=shell)
             check_commentary(step)
-    said = [s.text for s in steps if s.text]
-    assert len(set(said)) == len(said), f"the same commentary again: {said}"
+    texts = [s.text for s in steps if s.text]
+    assert len(set(texts)) == len(texts), f"the same commentary again: {texts}"
     json_values = check_answer(case, final.text)
     if case.schema is None:
         check_prose(case, final.text, shell=shell)
-        said.append(final.text)
+        texts.append(final.text)
         for tool in case.tools:  # a function's name ("get_weather") is no word of an answer
             name = str(tool["name"])
             named = name in final.text if "_" in name else f"`{name}`" in final.text
             assert not named, f"names the tool {name}: {final.text!r}"
     values = [v for c in made for v in strings(json.loads(c.arguments))] + json_values
-    check_no_echo(case, values, said)
+    check_no_echo(case, values, texts)
 
 
 # -- the tests -----------------------------------------------------------------------------------
