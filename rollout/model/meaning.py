@@ -91,6 +91,8 @@ def ask_back(tool: FunctionTool, g: Grounding) -> str | None:
         return "Which place do you mean?"
     if tokens & {"email", "recipient", "to"}:
         return "Sure. What e-mail address should I send it to?"
+    if tokens & {"origin", "from", "departure", "source", "start", "src", "depart"}:
+        return "Where will you be flying from?"
     if tokens & {"ticker", "symbol"}:
         return "Which stock do you mean? A company name or ticker symbol is enough."
     words = " ".join(name_tokens(gaps[0]))

@@ -145,7 +145,7 @@ _ANY_OP: Final = frozenset().union(*_OPS.values())
 #: a prompt that ask for the act.
 _SEND: Final = frozenset({"send", "mail", "write", "tell", "message", "notify", "forward", "reply"})
 _CREATE: Final = frozenset(
-    {"create", "add", "schedule", "book", "set", "put", "make", "plan", "arrange", "new"}
+    {"create", "add", "schedule", "book", "set", "put", "make", "plan", "arrange", "new", "remind"}
 )
 _ACTS: Final = {
     "send": _SEND,
@@ -164,6 +164,11 @@ _ACTS: Final = {
 _EMAIL_VERB: Final = re.compile(
     r"(?:^|[.!?]\s+|\band\s+|\bplease\s+)e-?mail\b|\be-?mail\s+(?:it|this|that|him|her|them)\b",
     re.I,
+)
+
+#: Words that ask for a shell even outside a coding prompt ("run the steps").
+_RUN_WORDS: Final = frozenset(
+    {"shell", "terminal", "bash", "command", "commands", "run", "execute", "exec", "script"}
 )
 
 #: The least score of a tool worth calling: one word of its name, a concept, or two words of
@@ -186,11 +191,12 @@ def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
     # shell a coding prompt would otherwise go to.
     fitting = max((sc for _, kind, sc in scored if kind not in ("shell", "patch")), default=0.0)
     ranked = []
-    asked_for_shell = bool(set(g.words) & {"shell", "terminal", "bash", "command", "commands"})
+    said = set(g.understanding.words)
+    asked_for_shell = bool(said & _RUN_WORDS)
     for tool, kind, score in scored:
-        if kind == "shell" and g.coding and (fitting < 4.0 or asked_for_shell):
+        if kind == "shell" and (asked_for_shell or (g.coding and fitting < 4.0)):
             score += 10.0
-        elif kind == "shell" and not (g.coding or asked_for_shell):
+        elif kind == "shell" and not g.coding:
             score = 0.0  # a shell is for work on files and commands
         if kind == "write" and not g.asks("write"):
             score -= 5.0

@@ -18,7 +18,12 @@ __all__ = ["Understanding", "understand"]
 _SMALL_TALK: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("thanks", re.compile(r"^\W*(thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I)),
     ("bye", re.compile(r"^\W*(bye|goodbye|see you|good night|later)\b", re.I)),
-    ("how_are_you", re.compile(r"\bhow are you\b|\bhow'?s it going\b|\bhow are things\b", re.I)),
+    (
+        "how_are_you",
+        re.compile(
+            r"\bhow are you\b|\bhow'?s it going\b|\bhow are things\b|^\W*what'?s up\b", re.I
+        ),
+    ),
     ("who_are_you", re.compile(r"\bwho are you\b|\bwhat can you do\b|\bwhat are you\b", re.I)),
     (
         "greeting",
@@ -32,7 +37,7 @@ _SMALL_TALK: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 _FOLLOW_UP: Final = re.compile(
     r"\b(again|repeat|what was|what were|what did (it|you|the)|you (just )?(said|told|found|got)"
     r"|earlier|previous(ly)?|last (time|result|answer)|remind me (of )?what|the (tool|result)s? "
-    r"(said|says|returned)|what it said)\b|\b(was|is) (that|it)\W*$",
+    r"(said|says|returned)|what it said)\b|\bwas (that|it)\W*$",
     re.I,
 )
 #: A task on the text the message itself holds ("Extract the contact: ...").
@@ -95,7 +100,8 @@ _TASK_VERBS: Final = frozenset(
     ]
 )
 _TOPIC: Final = (
-    re.compile(r"\b(?:about|on|regarding)\s+(.+?)[?.!]*$", re.I),
+    re.compile(r"\b(?:about|regarding|on the topic of)\s+(.+?)[?.!]*$", re.I),
+    re.compile(r"^\W*(?:explain|describe|tell me)\s+how\s+(.+?)\s+works?[?.!]*$", re.I),
     re.compile(
         r"^\W*(?:can you |could you |please )?(?:explain|describe|define|tell me about|what is|"
         r"what's|what are|who is|who was)\s+(.+?)[?.!]*$",
@@ -174,6 +180,8 @@ def understand(text: str, before: str = "") -> Understanding:
     ("what about MSFT?") carries on from."""
     stripped = text.strip()
     small = next((name for name, p in _SMALL_TALK if p.search(stripped)), None)
+    if small and re.search(r"^\W*translate\b|[\"“']", stripped, re.I):
+        small = None  # "Translate 'how are you?' into French" is a task
     words = words_of(stripped)
     if small in ("greeting", "thanks", "bye", "ack") and len(words) > 6:
         small = None  # "hi, can you convert 100 USD to EUR?" is a task said politely

@@ -97,6 +97,10 @@ def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
         return words[0].upper() + words[1:] + ("" if words[-1] in "?!" else "!")
     if u.intent == "creative":
         return _creative(u, rng)
+    for pattern, answer in _CANNED:
+        m = pattern.search(u.text)
+        if m:
+            return answer(m, u, rng)
     advice = re.search(r"\b(?:a good|the best|good|best)\s+(.+?)[?.!]*$", u.text, re.I)
     if advice and u.intent in ("question", "explain"):
         return _advice(advice.group(1), u, rng)
@@ -143,6 +147,134 @@ def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
             "I'm not sure I follow. Could you say a little more about what you're after?",
         )
     )
+
+
+_PHRASES: Final = {
+    "hello": {"French": "Bonjour", "Spanish": "Hola", "German": "Hallo", "Italian": "Ciao"},
+    "good morning": {
+        "French": "Bonjour",
+        "Spanish": "Buenos días",
+        "German": "Guten Morgen",
+        "Italian": "Buongiorno",
+    },
+    "thank you": {"French": "Merci", "Spanish": "Gracias", "German": "Danke", "Italian": "Grazie"},
+    "goodbye": {
+        "French": "Au revoir",
+        "Spanish": "Adiós",
+        "German": "Auf Wiedersehen",
+        "Italian": "Arrivederci",
+    },
+    "please": {"French": "S'il vous plaît", "Spanish": "Por favor", "German": "Bitte"},
+}
+_IDEAS: Final = (
+    "a small dinner with the people who matter most",
+    "an afternoon outdoors, with a picnic or a walk somewhere new",
+    "a games night with snacks and a playlist",
+    "a themed evening, with a dress code everyone can manage",
+    "a day trip to a place nobody has been to yet",
+)
+_FEELINGS: Final = re.compile(
+    r"\b(?:i'?m|i am|i feel|feeling)\s+(?:so |very |really |a bit |kind of )?"
+    r"(sad|down|tired|stressed|anxious|lonely|upset|angry|worried|happy|great|excited)\b",
+    re.I,
+)
+
+
+def _translated(m: re.Match[str], u: Understanding, rng: Random) -> str:
+    phrase = m.group(1).strip(" '\"").lower()
+    lang = u.entities.languages[0] if u.entities.languages else ""
+    known = _PHRASES.get(phrase, {}).get(lang)
+    if known:
+        return f'In {lang}, "{phrase}" is "{known}".'
+    return (
+        f"I don't have a translation tool here, and I'd rather not guess at the {lang or 'right'}"
+        f' wording for "{phrase}".'
+    )
+
+
+def _feeling(m: re.Match[str], u: Understanding, rng: Random) -> str:
+    mood = m.group(1).lower()
+    if mood in ("happy", "great", "excited"):
+        return f"That's wonderful to hear! What has you feeling {mood}?"
+    return (
+        f"I'm sorry you're feeling {mood}. Do you want to talk about what's going on? "
+        "Sometimes it helps to put it into words."
+    )
+
+
+def _ideas(m: re.Match[str], u: Understanding, rng: Random) -> str:
+    words = {"two": 2, "three": 3, "four": 4, "five": 5}
+    n = int(m.group(1)) if m.group(1).isdigit() else words.get(m.group(1).lower(), 3)
+    ideas = list(_IDEAS)
+    rng.shuffle(ideas)
+    listed = "\n".join(f"{i}. {idea[0].upper()}{idea[1:]}." for i, idea in enumerate(ideas[:n], 1))
+    return f"Here are {min(n, len(ideas))} ideas for {m.group(2)}:\n{listed}"
+
+
+def _draft(m: re.Match[str], u: Understanding, rng: Random) -> str:
+    what = m.group(1).lower()
+    return (
+        f"Sure. A good {what} has three parts: a short opening that says why you are writing, "
+        "a middle with the two or three points that matter most, and a friendly close with "
+        f"what should happen next. Tell me who the {what} is for and what it should achieve, "
+        "and I'll draft it."
+    )
+
+
+_CANNED: Final = (
+    (
+        re.compile(r"\btranslate\s+(.+?)\s+(?:to|into)\s+[A-Z][a-z]+\W*$", re.I),
+        _translated,
+    ),
+    (_FEELINGS, _feeling),
+    (
+        re.compile(r"\b(\d+|two|three|four|five)\s+ideas?\s+(?:for|about|on)\s+(.+?)[?.!]*$", re.I),
+        _ideas,
+    ),
+    (
+        re.compile(
+            r"\b(?:write|draft|help me (?:write|with))\s+(?:me\s+)?(?:a|an|my)\s+"
+            r"((?:\w+\s+)?(?:letter|essay|speech|bio|post|note|message|email|resume|cv))\b",
+            re.I,
+        ),
+        _draft,
+    ),
+    (
+        re.compile(r"^\W*what time is it|\bwhat'?s the time\b|\bwhat (?:day|date) is it", re.I),
+        lambda m, u, rng: (
+            "I don't have access to a clock or calendar here, so I can't tell "
+            "you the current time or date."
+        ),
+    ),
+    (
+        re.compile(r"\brecommend (?:me )?(?:a|some)\s+(?:good\s+)?(book|novel|movie|film)s?", re.I),
+        lambda m, u, rng: (
+            'A widely loved pick is "The Remains of the Day" by Kazuo Ishiguro: short, '
+            "quiet and moving. If you tell me what you usually enjoy, I can suggest something "
+            "closer to your taste."
+            if m.group(1).lower() in ("book", "novel")
+            else 'A safe choice most people enjoy is "Spirited Away", Hayao Miyazaki\'s '
+            "animated film. Tell me what you liked recently and I can narrow it down."
+        ),
+    ),
+    (
+        re.compile(
+            r"^\W*(?:summari[sz]e|tell me the plot of|what happens in)\s+(.+?)[?.!]*$", re.I
+        ),
+        lambda m, u, rng: (
+            f"I don't know {m.group(1)} well enough to summarise it reliably. "
+            "If you paste the text, I'll summarise it for you."
+        ),
+    ),
+    (
+        re.compile(r"^\W*how (?:do|can|should) (?:i|you|we)\s+(.+?)[?.!]*$", re.I),
+        lambda m, u, rng: (
+            f"To {m.group(1)}, start with what you need at hand, then take it "
+            "one step at a time and check the result as you go. If you tell me what you have to "
+            "work with, I can give you exact steps."
+        ),
+    ),
+)
 
 
 def _advice(what: str, u: Understanding, rng: Random) -> str:

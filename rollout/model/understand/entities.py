@@ -370,6 +370,7 @@ def _orgs(text: str, known: set[str]) -> list[str]:
 
 def entities_of(text: str) -> Entities:
     """The values `text` holds, each kind in the order the text names them."""
+    text = re.sub(r"\b(?:US|U\.S\.|American|Canadian|Australian)\s+(dollars?)\b", r"\1", text)
     taken: list[tuple[int, int]] = []
     emails = [m.group(0) for m in _EMAIL.finditer(text)]
     taken += [m.span() for m in _EMAIL.finditer(text)]

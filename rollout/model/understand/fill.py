@@ -146,10 +146,14 @@ class Filler:
             value = operands[1]
         elif tokens & {"amount", "value", "quantity", "sum"} and e.amounts:
             value = e.amounts[0][0]
+        elif tokens & {"amount"} and "currency" in self.about and len(e.currencies) >= 2:
+            value = 1  # "the rate from GBP to JPY": one unit
         elif tokens & {"number", "n", "value", "x", "input"} and operands:
             value = operands[0]
         elif tokens & {"quantity", "qty", "count", "units", "items"} and e.numbers:
             value = e.numbers[0]
+        elif tokens & {"age"} and (m := re.search(r"\b(?:is|aged|age)\s+(\d{1,3})\b", self.u.text)):
+            value = float(m.group(1))
         else:
             for word in tokens:  # "3 days", "2 adults"
                 m = re.search(rf"\b(\d+)\s+{word}", self.u.text, re.I)
@@ -229,7 +233,8 @@ class Filler:
             return LANGUAGE_CODES.get(lang, lang[:2].lower()) if code else lang
         if "travel" in about or tokens & (_ORIGIN | _DESTINATION) - {"to", "from"}:
             if tokens & _ORIGIN:
-                return e.origin or (e.places[0] if e.places else None)
+                first = e.places[0] if e.places and e.places[0] != e.destination else None
+                return e.origin or first
             if tokens & _DESTINATION:
                 fallback = e.places[1] if len(e.places) > 1 else None
                 return e.destination or fallback
@@ -282,7 +287,7 @@ def missing(filler: Filler, parameters: Any) -> list[str]:
         fmt = sub.get("format")
         asks_user = (
             fmt in ("email", "idn-email")
-            or tokens & ({"email", "recipient", "ticker", "symbol"} | _PLACE)
+            or tokens & ({"email", "recipient", "ticker", "symbol"} | _PLACE | _ORIGIN)
             or ("to" in tokens and "email" in filler.about)
         )
         if asks_user and filler(name, sub) is None:
@@ -339,7 +344,7 @@ def _title(u: Understanding) -> str | None:
     if u.entities.quoted:
         return u.entities.quoted[0]
     m = re.search(
-        r"\b(?:schedule|book|create|add|set up|put|plan)\s+(?:a|an|the|my)?\s*(.+?)"
+        r"\b(?:remind me to|schedule|book|create|add|set up|put|plan)\s+(?:a|an|the|my)?\s*(.+?)"
         r"(?:\s+(?:on|for|at|to|tomorrow|today|tonight|next|this|in)\b|[.!?]|$)",
         u.text,
         re.I,

@@ -273,6 +273,9 @@ GLOSSARY: Final = {
     "lets you work on branches and merge them, and keeps the full history on every clone.",
     "docker": "Docker packages an application with everything it needs to run into a "
     "container image, so it behaves the same on a laptop, a test server and in production.",
+    "the sky blue": "The sky looks blue because air molecules scatter sunlight, and they "
+    "scatter short blue wavelengths much more strongly than red ones (Rayleigh scattering), so "
+    "blue light reaches your eyes from every part of the sky.",
     "a neural network": "A neural network is a model made of layers of simple units whose "
     "connection weights are adjusted during training so that the network maps inputs to the "
     "right outputs.",

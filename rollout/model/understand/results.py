@@ -259,7 +259,18 @@ def _calendar(v: Mapping[str, Any], args: dict[str, Any], u: Understanding) -> s
     return f'I\'ve added "{title or "the event"}" to your calendar{when}.'
 
 
+def _translation(v: Mapping[str, Any], args: dict[str, Any], u: Understanding) -> str | None:
+    text = _get(v, ("translation", "translated", "translated_text", "text", "result", "output"))
+    if text is None:
+        return None
+    lang = _get(args, ("target_language", "language", "target", "to", "lang"))
+    lang = lang or _get(v, ("language", "target_language", "to"))
+    said = str(text).strip().strip("\"'")
+    return f'In {lang}, that is "{said}".' if lang else f'The translation is "{said}".'
+
+
 _DOMAINS: Final = (
+    ("translate", _translation),
     ("weather", _weather),
     ("math", _math),
     ("stock", _stock),
