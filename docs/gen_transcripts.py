@@ -210,25 +210,25 @@ BEST = [
 LIMITS = [
     Case(
         turns=("What is the capital of Australia?",),
-        label="it knows no facts: without a tool it has nothing to look up",
+        label="a fact to know: it knows nothing beyond the conversation and its tools",
     ),
     Case(
         turns=("Explain how photosynthesis works.",),
-        label="it knows no topics: an explanation comes out as generic sentences",
+        label="a topic to explain: it knows no topics, only sentence patterns",
     ),
     Case(
         turns=("Oh great, another rainy day in London. Just what I needed.",),
         tools=EVERYDAY,
-        label="it reads words, not tone: sarcasm is taken at face value",
+        label="sarcasm: it reads words, not tone",
     ),
     Case(
         turns=("If I have three apples and eat one a day, on which day do I run out?",),
-        label="it does no reasoning beyond the arithmetic it can parse",
+        label="a puzzle: it does no reasoning beyond the arithmetic it can parse",
     ),
     Case(
         turns=("Quel temps fait-il à Paris ?",),
         tools=EVERYDAY,
-        label="it reads English only",
+        label="another language: it reads English only",
     ),
 ]
 
@@ -245,7 +245,7 @@ def _wrap(text: str, indent: str = "  ") -> list[str]:
 def _prompt_line(prompt: str, tools: Sequence[str], first: bool) -> list[str]:
     head = f"> {prompt}"
     if not first:
-        return [head]
+        return [f"{head}    (previous_response_id: the turn above)"]
     offered = f"(tools: {', '.join(tools)})" if tools else "(no tools)"
     if len(head) + 4 + len(offered) <= WIDTH:
         return [f"{head}    {offered}"]
