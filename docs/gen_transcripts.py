@@ -293,6 +293,8 @@ def converse(client: OpenAI, case: Case) -> list[str]:
                     items.append(
                         {"type": "function_call_output", "call_id": item.call_id, "output": result}
                     )
+                elif item.type != "reasoning":  # anything else is shown, not hidden
+                    lines.append(f"  [{item.type}]")
             if not calls:
                 break
         else:
