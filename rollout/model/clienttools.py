@@ -76,7 +76,7 @@ def client_spec(
         else:
             free = command or prose.answer(g, rng, 12)
         return CustomCallSpec(name=name, input=custom_input(fmt, rng, free))
-    command = command or next_command(g, ctx.calls_since_user, rng)
+    command = command or next_command(g, ctx.calls_since_user, rng) or "ls -la"
     if name == "shell":
         return ClientCallSpec(call=ShellCall(call_id="", action=ShellAction(commands=(command,))))
     if name == "local_shell":

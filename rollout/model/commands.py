@@ -1,6 +1,7 @@
 # The shell commands the default model runs through a shell or exec tool: read-only and
 # realistic (ls, find, rg, sed -n, cat, wc, git status / diff / log, pytest -q), planned from
-# what the prompt asks (list, read, search, test, git, build) and varied by step, with the
+# what the prompt asks (list, read, search, test, git, build, a line count, the branch) and
+# varied by step (a targeted question stops once its command ran), with the
 # paths and words of the prompt and the files earlier outputs listed. Never a command that
 # writes, installs or reaches the network. Pure: no I/O, no clocks.
 from __future__ import annotations
@@ -49,10 +50,13 @@ def _plan(g: Grounding) -> list[str]:
     where = g.dirs[0] if g.dirs else "."
     target = _q(where)
     intent = g.intent
+    if intent == "count":
+        return [f"wc -l {' '.join(_q(p) for p in g.paths)}" if g.paths else "wc -l $(git ls-files)"]
+    if intent == "branch":
+        return ["git branch --show-current"]
     if intent == "test":
         tests = [p for p in g.paths if "test" in p]
-        first = f"pytest -q {_q(tests[0])}" if tests else "pytest -q"
-        return [first, "git status --short", "rg -n 'def test' -g '*.py' | head -n 40"]
+        return [f"pytest -q {_q(tests[0])}" if tests else "pytest -q"]
     if intent == "git":
         return ["git status --short", "git diff --stat", "git log --oneline -n 5"]
     if intent == "search":
@@ -71,13 +75,20 @@ def _plan(g: Grounding) -> list[str]:
     return ["ls -la", f"rg --files {target} | head -n 50", "git status --short"]
 
 
-def next_command(g: Grounding, step: int, rng: Random, planned: Sequence[str] = ()) -> str:
+#: Intents whose plan answers the prompt: once its commands ran, the model answers.
+_TARGETED: Final = frozenset({"count", "branch", "test"})
+
+
+def next_command(g: Grounding, step: int, rng: Random, planned: Sequence[str] = ()) -> str | None:
     """The command of the model's `step`-th shell call since the prompt: the plan's next one
-    not yet run (nor `planned` for this step), then reads of the files the outputs listed."""
+    not yet run (nor `planned` for this step), then reads of the files the outputs listed;
+    None when the plan answers the prompt (a test run, a line count) and has run."""
     ran = {*g.commands, *planned}
     for command in _plan(g):
         if command not in ran:
             return command
+    if g.intent in _TARGETED and not g.asks("write"):  # "fix the failing test" goes on
+        return None
     files = [f for f in _readable(g) if f"sed -n '1,40p' {_q(f)}" not in ran]
     if files:
         pick = files[0] if step < 3 else files[rng.randrange(len(files))]

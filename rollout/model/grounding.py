@@ -35,6 +35,8 @@ from protocol.items import (
 from rollout.conversation.context import Context
 from rollout.model.args.vocabulary import Vocabulary
 from rollout.model.understand import Understanding, understand
+from rollout.model.understand.arith import number_text
+from rollout.model.understand.results import parsed
 
 OUTPUT_CHARS: Final = 8_000  # of each tool output read
 MAX_OBSERVATIONS: Final = 24  # tool results since the prompt that are read (the latest ones)
@@ -61,6 +63,7 @@ _PATH: Final = re.compile(
     r"|(?<![\w/.@-])(?:\.{1,2}/|/)?(?:[\w@+-]+/)+[\w@+-]*/?(?![\w])"
 )
 _URL: Final = re.compile(r"https?://[^\s)>\]\"']+")
+_EMAIL: Final = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _QUOTED: Final = re.compile(r"`([^`\n]{1,80})`|\"([^\"\n]{1,80})\"|'([^'\n]{2,80})'")
 _IDENT: Final = re.compile(r"\b[A-Za-z_][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b|\b[a-z]+[A-Z]\w*\b")
 _CAPITAL: Final = re.compile(r"\b[A-Z][a-zà-ÿ'\u2019-]+(?:\s+[A-Z][a-zà-ÿ'\u2019-]+)*")
@@ -95,6 +98,8 @@ _WRITE: Final = re.compile(
 #: What a prompt can ask for that some kinds of tool need, by name (Grounding.asks).
 ASKS: Final = {"person": _PERSON, "plan": _PLAN, "image": _IMAGE, "write": _WRITE}
 _INTENTS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
+    ("count", re.compile(r"\b(how many lines|line count|count (the )?lines|lines of code|wc)\b")),
+    ("branch", re.compile(r"\b((which|what|current) (git )?branch|branch am i|git branch)\b")),
     ("test", re.compile(r"\b(tests?|pytest|failing|fails?|passes?|suite|ci)\b")),
     ("git", re.compile(r"\b(git|diff|commits?|branch|changes|changed|staged|status)\b")),
     ("search", re.compile(r"\b(where|grep|search|occurrences?|usages?|uses of|defined|todo)\b")),
@@ -156,7 +161,8 @@ class Grounding:
 
     @property
     def intent(self) -> str:
-        """What a coding prompt is about: test, git, search, read, build, list, or code."""
+        """What a coding prompt is about: count (lines), branch, test, git, search, read, build,
+        list, or code."""
         for name, pattern in _INTENTS:
             if pattern.search(self.lower):
                 return name
@@ -210,10 +216,23 @@ def ground(ctx: Context) -> Grounding:
     observations, searches = _observations(ctx, items[start + 1 :], MAX_OBSERVATIONS)
     earlier = items[max(0, start - HISTORY_ITEMS) : max(0, start)]
     history, _ = _observations(ctx, earlier, MAX_HISTORY)
+    before = next(
+        (
+            text_of(i.content)
+            for i in reversed(earlier)
+            if isinstance(i, Message) and i.role == "user"
+        ),
+        "",
+    )
     files, dirs = listed(observations)
     paths = _dedupe(m.group(0) for m in _PATH.finditer(prompt) if not _URL.match(m.group(0)))
     urls = _dedupe(m.group(0).rstrip(".,;") for m in _URL.finditer(prompt))
-    paths = tuple(p for p in paths if not any(p in u for u in urls))
+    emails = [m.group(0) for m in _EMAIL.finditer(prompt)]
+    paths = tuple(
+        p
+        for p in paths
+        if not any(p in u for u in [*urls, *emails]) and not re.fullmatch(r"[\d.,]+", p)
+    )
     return Grounding(
         prompt=prompt,
         words=_words(prompt),
@@ -227,7 +246,26 @@ def ground(ctx: Context) -> Grounding:
         files_seen=files,
         dirs_seen=dirs,
         history=history,
+        understanding=understand(
+            _resolved(prompt, history)[:UNDERSTOOD_CHARS], before[:UNDERSTOOD_CHARS]
+        ),
     )
+
+
+_ANAPHORA: Final = re.compile(r"\b(?:that|it|the result|this)\b", re.I)
+
+
+def _resolved(prompt: str, history: Sequence[Observation]) -> str:
+    """`prompt` with "that" standing for the number the latest earlier result gave ("now
+    multiply that by 2": 42), so the arithmetic reads on."""
+    if not history or not _ANAPHORA.search(prompt) or not re.search(r"\d", prompt):
+        return prompt
+    value = parsed(history[-1].output)
+    if isinstance(value, dict):
+        value = next((v for k, v in value.items() if k in ("result", "answer", "value")), None)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return prompt
+    return _ANAPHORA.sub(number_text(value), prompt, count=1)
 
 
 def _observations(
@@ -342,10 +380,21 @@ def _command(arguments: str) -> str | None:
 
 
 def _body(output: str) -> str:
-    """A tool output without a client's wrapper lines (Codex puts `Output:` before the text)."""
+    """A tool output without a client's wrapper lines (Codex puts `Output:` before the text)
+    or its JSON envelope (`{"exit_code": 0, "stdout": "..."}`: the streams' text)."""
     head, sep, rest = output.partition("\nOutput:\n")
     if sep and len(head) < 400:
         return rest
+    if output.startswith("{") and '"stdout"' in output[:2000]:
+        try:
+            value = orjson.loads(output)
+        except orjson.JSONDecodeError:
+            return output
+        if isinstance(value, dict) and isinstance(value.get("stdout"), str):
+            streams = [value["stdout"], value.get("stderr") or ""]
+            code = value.get("exit_code", value.get("returncode"))
+            tail = f"\nexit code: {code}" if isinstance(code, int) and code != 0 else ""
+            return "\n".join(s for s in streams if isinstance(s, str) and s) + tail
     return output
 
 

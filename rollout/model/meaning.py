@@ -15,7 +15,7 @@ import orjson
 from protocol.items import FunctionTool
 from rollout.model.grounding import Grounding
 from rollout.model.understand.fill import Filler, missing
-from rollout.model.understand.results import parsed
+from rollout.model.understand.results import parsed, state
 from rollout.model.understand.text import concepts_of, name_tokens
 
 __all__ = ["ask_back", "commentary", "filler", "made_keys", "meant_key"]
@@ -28,7 +28,22 @@ def filler(tool: FunctionTool | None, g: Grounding, pick: int = 0) -> Filler:
         if isinstance(value, Mapping):
             results.append(value)
     about = f"{tool.name} {tool.description or ''}" if tool is not None else ""
-    return Filler(g.understanding, about, tuple(results), pick)
+    previous: Mapping[str, Any] = {}
+    for obs in reversed(g.history):
+        if tool is not None and obs.tool == tool.name:
+            try:
+                args = orjson.loads(obs.arguments)
+            except orjson.JSONDecodeError:
+                args = {}
+            previous = args if isinstance(args, dict) else {}
+            break
+    u = g.understanding
+    told = [
+        state(o.tool, o.arguments, o.output, u)
+        for o in g.observations
+        if o.command is None and (tool is None or o.tool != tool.name)
+    ]
+    return Filler(u, about, tuple(results), pick, previous, " ".join(told) or None)
 
 
 def _properties(tool: FunctionTool) -> Mapping[str, Any]:
@@ -98,7 +113,7 @@ def commentary(tool: FunctionTool, arguments: str, rng: Random) -> str:
     if "weather" in about and (place := arg("city", "location", "place")):
         return rng.choice((f"Let me check the weather in {place}.", f"I'll look up {place}."))
     if "math" in about:
-        return rng.choice(("Let me work that out.", f"I'll compute that with `{tool.name}`."))
+        return rng.choice(("Let me work that out.", "I'll calculate that."))
     if "email" in about and (to := arg("to", "recipient", "email")):
         return f"I'll send that e-mail to {to}."
     if "stock" in about and (ticker := arg("ticker", "symbol")):
@@ -114,6 +129,7 @@ def commentary(tool: FunctionTool, arguments: str, rng: Random) -> str:
     if "translate" in about and (lang := arg("target_language", "language", "target", "to")):
         return f"I'll translate that into {lang}."
     subject = next((v for v in args.values() if isinstance(v, str) and 0 < len(v) <= 40), None)
+    action = " ".join(name_tokens(tool.name)) or "the tool"
     if subject:
-        return rng.choice((f"I'll use `{tool.name}` for {subject}.", f"Let me check {subject}."))
-    return rng.choice((f"Let me call `{tool.name}`.", f"I'll use `{tool.name}` for this."))
+        return rng.choice((f"Let me look up {subject}.", f"I'll check {subject}."))
+    return rng.choice((f"Let me {action}.", "Let me look that up."))

@@ -245,7 +245,7 @@ class DefaultPolicy:
         # Whether a function tool is named for the subject (get_weather for the weather).
         named = any(r.score >= 3 and r.kind != "shell" for r in ranked)
         # Small talk and questions about earlier results need no tool.
-        chatting = u.intent == "small_talk" or (
+        chatting = u.intent in ("small_talk", "transform") or (
             u.intent == "follow_up" and bool(g.history) and not g.observations
         )
         if calls_ok and not chatting and (hosted := hosted_call(ctx, g, named)) is not None:
@@ -328,6 +328,8 @@ def plan_calls(
             command = None
             if r.kind == "shell":
                 command = next_command(g, done + i, rng, planned)
+                if command is None:
+                    continue  # the commands that answer the prompt have run
             pick = sum(1 for name, _ in made if name == r.tool.name)
             spec: CallSpec
             client = is_client_tool(r.tool.name, ctx)

@@ -108,10 +108,20 @@ def relevance(tool: FunctionTool, g: Grounding) -> float:
     name = {_stem(t) for t in _tokens(tool.name) if t not in STOPWORDS}
     desc = {_stem(t) for t in _tokens(tool.description or "")[:80] if t not in STOPWORDS}
     score = 3.0 * len(prompt & name) + 1.0 * len(prompt & (desc - name))
-    about = g.understanding.concepts
-    math = g.understanding.arithmetic
-    if math is not None and _OPS.get(math.op, set()).isdisjoint(name) and name & _ANY_OP:
-        return 0.0  # `multiply` is not for "12 minus 5"
+    u = g.understanding
+    math = u.arithmetic
+    if name & _ANY_OP or "math" in concepts_of(_tokens(tool.name)):
+        if math is None and len(u.entities.numbers) < 2:
+            return 0.0  # "add a meeting" needs no calculator
+        if math is not None and _OPS.get(math.op, set()).isdisjoint(name) and name & _ANY_OP:
+            return 0.0  # `multiply` is not for "12 minus 5"
+    else:
+        verbs = _ACTS.get(next(iter(_tokens(tool.name)), ""))
+        asked = {_stem(w) for w in u.words} | set(u.words)
+        emailing = verbs is _SEND and _EMAIL_VERB.search(u.text)
+        if verbs is not None and not verbs & asked and not emailing:
+            return 0.0  # `send_email` is for sending one, not for a question about e-mail
+    about = u.concepts
     if about:
         by_name = concepts_of(_tokens(tool.name))
         by_desc = concepts_of(_tokens(tool.description or "")[:80]) - by_name
@@ -131,6 +141,31 @@ _OPS: Final = {
 }
 _ANY_OP: Final = frozenset().union(*_OPS.values())
 
+#: Tools that act (send, create, book, delete) by their name's first word, and the words of
+#: a prompt that ask for the act.
+_SEND: Final = frozenset({"send", "mail", "write", "tell", "message", "notify", "forward", "reply"})
+_CREATE: Final = frozenset(
+    {"create", "add", "schedule", "book", "set", "put", "make", "plan", "arrange", "new"}
+)
+_ACTS: Final = {
+    "send": _SEND,
+    "email": _SEND,
+    "create": _CREATE,
+    "add": _CREATE | {"plus", "sum"},
+    "schedule": _CREATE,
+    "book": _CREATE | {"reserve"},
+    "delete": frozenset({"delete", "remove", "cancel", "drop", "clear"}),
+    "cancel": frozenset({"cancel", "delete", "remove", "call off"}),
+    "post": frozenset({"post", "publish", "share", "tweet"}),
+    "buy": frozenset({"buy", "order", "purchase"}),
+    "transfer": frozenset({"transfer", "send", "pay", "move"}),
+}
+#: "Email bob@...", "email it to ...": e-mail as the verb.
+_EMAIL_VERB: Final = re.compile(
+    r"(?:^|[.!?]\s+|\band\s+|\bplease\s+)e-?mail\b|\be-?mail\s+(?:it|this|that|him|her|them)\b",
+    re.I,
+)
+
 #: The least score of a tool worth calling: one word of its name, a concept, or two words of
 #: its description (one shared word alone is chance: "current" in a price and a weather tool).
 RELEVANT: Final = 2.0
@@ -142,14 +177,21 @@ def rank_tools(tools: Iterable[FunctionTool], g: Grounding) -> list[Ranked]:
     A coding prompt puts shell tools first; a read-only request (no fix, write or edit) puts
     tools that change files last. Tools the prompt gives no reason to use are left out only
     when their kind needs a person or a state the conversation does not have."""
-    ranked = []
+    scored = []
     for tool in tools:
         kind = kind_of(tool)
-        if not _allowed(kind, g):
-            continue
-        score = relevance(tool, g)
-        if kind == "shell" and g.coding:
+        if _allowed(kind, g):
+            scored.append((tool, kind, relevance(tool, g)))
+    # A tool made for the subject (read_file for a path, send_email for an address) beats the
+    # shell a coding prompt would otherwise go to.
+    fitting = max((sc for _, kind, sc in scored if kind not in ("shell", "patch")), default=0.0)
+    ranked = []
+    asked_for_shell = bool(set(g.words) & {"shell", "terminal", "bash", "command", "commands"})
+    for tool, kind, score in scored:
+        if kind == "shell" and g.coding and (fitting < 4.0 or asked_for_shell):
             score += 10.0
+        elif kind == "shell" and not (g.coding or asked_for_shell):
+            score = 0.0  # a shell is for work on files and commands
         if kind == "write" and not g.asks("write"):
             score -= 5.0
         if kind == "patch":  # the file editor: first when files are to be written, else last

@@ -37,6 +37,7 @@ from rollout.model.grounding import STOPWORDS, Grounding, ground
 from rollout.model.hosted import mcp_client
 from rollout.model.hosted.mcp_client import McpFailure, Server
 from rollout.model.profiles import CostProfile
+from rollout.model.understand.fill import Filler
 from rollout.store.base import MissingExtra
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -205,9 +206,11 @@ def _relevance(tool: Mapping[str, Any], words: set[str]) -> int:
 
 
 def _arguments(tool: Mapping[str, Any], g: Grounding, seed: str) -> str | None:
+    about = f"{tool.get('name', '')} {tool.get('description') or ''}"
+    vocabulary = g.vocabulary(meant=Filler(g.understanding, about))  # values from meaning
     try:
         args = generate_arguments(
-            tool.get("input_schema") or {}, random.Random(seed), vocabulary=g.vocabulary()
+            tool.get("input_schema") or {}, random.Random(seed), vocabulary=vocabulary
         )
     except UnsupportedSchema:
         return None

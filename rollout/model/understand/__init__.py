@@ -32,7 +32,13 @@ _SMALL_TALK: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
 _FOLLOW_UP: Final = re.compile(
     r"\b(again|repeat|what was|what were|what did (it|you|the)|you (just )?(said|told|found|got)"
     r"|earlier|previous(ly)?|last (time|result|answer)|remind me (of )?what|the (tool|result)s? "
-    r"(said|says|returned)|what it said)\b",
+    r"(said|says|returned)|what it said)\b|\b(was|is) (that|it)\W*$",
+    re.I,
+)
+#: A task on the text the message itself holds ("Extract the contact: ...").
+_TRANSFORM: Final = re.compile(
+    r"^\W*(?:please\s+)?(?:extract|pull out|parse|classify|categori[sz]e|rewrite|rephrase|"
+    r"reformat|tag|label)\b[^:\"“]*[:\"“]",
     re.I,
 )
 _ELLIPTICAL: Final = re.compile(r"^\W*(and\b|what about|how about|same for|and for|what of)", re.I)
@@ -96,11 +102,12 @@ _TOPIC: Final = (
         re.I,
     ),
     re.compile(r"^\W*how (?:does|do)\s+(.+?)\s+work[?.!]*$", re.I),
+    re.compile(r"^\W*what (?:does|do)\s+(.+?)\s+mean[?.!]*$", re.I),
     re.compile(r"^\W*why (?:is|do|does|are)\s+(.+?)[?.!]*$", re.I),
 )
 _SAY: Final = re.compile(
-    r"\b(?:to say|saying|say|telling (?:him|her|them)|to tell (?:him|her|them)|that says|"
-    r"with the message)\s+(?:that\s+)?(.+?)[.!]*$",
+    r"\b(?:to say|saying|say|tell (?:him|her|them)|telling (?:him|her|them)|"
+    r"to tell (?:him|her|them)|that says|with the message)\s+(?:that\s+)?(.+?)[.!?]*$",
     re.I,
 )
 
@@ -108,7 +115,8 @@ _SAY: Final = re.compile(
 @attrs.frozen(kw_only=True)
 class Understanding:
     text: str
-    intent: str  # small_talk, follow_up, creative, explain, task, question, statement
+    intent: str  # small_talk, follow_up, creative, explain, task, question, statement,
+    #              transform (a task on the text the message holds: extract, classify)
     small_talk: str | None  # greeting, thanks, bye, how_are_you, who_are_you, ack
     form: str | None  # haiku, poem, joke, ... (intent creative)
     topic: str  # what the message is about, in its own words ("autumn", "recursion")
@@ -135,8 +143,15 @@ def _topic(text: str) -> str:
     return ""
 
 
+_THAT: Final = re.compile(
+    r"^\W*(?:please\s+)?(?:e-?mail|tell|message|text|notify|let)\b.*?\b(?:that|know that)\s+"
+    r"(.+?)[.!]*$",
+    re.I,
+)
+
+
 def _said(text: str) -> str | None:
-    m = _SAY.search(text)
+    m = _SAY.search(text) or _THAT.search(text)
     if not m:
         return None
     said = m.group(1).strip().strip("\"'")
@@ -148,7 +163,15 @@ def _said(text: str) -> str | None:
     )
 
 
-def understand(text: str) -> Understanding:
+_PATHLIKE: Final = re.compile(
+    r"(?:^|\s)(?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|\b[\w-]+/[\w./-]+"
+    r"|\b[\w-]+\.(?:py|md|txt|ya?ml|json|toml|cfg|ini|csv|js|ts|rs|go|sh|log|conf|html)\b"
+)
+
+
+def understand(text: str, before: str = "") -> Understanding:
+    """What `text` says; `before` is the user's previous message, which an elliptical one
+    ("what about MSFT?") carries on from."""
     stripped = text.strip()
     small = next((name for name, p in _SMALL_TALK if p.search(stripped)), None)
     words = words_of(stripped)
@@ -174,10 +197,17 @@ def understand(text: str) -> Understanding:
         intent = "question"
     else:
         intent = "statement"
-    entities = entities_of(stripped)
+    elliptical = bool(_ELLIPTICAL.match(stripped))
+    entities = entities_of(f"{before}\n{stripped}" if elliptical and before else stripped)
+    if elliptical and before:  # the new message's values first, the earlier ones after
+        entities = _carried(entities_of(stripped), entities)
     concepts = set(concepts_of(words))
-    if arithmetic is not None:
+    if arithmetic is None and len(entities.numbers) < 2:
+        concepts.discard("math")  # "add a meeting" is not arithmetic
+    else:
         concepts.add("math")
+    if _PATHLIKE.search(stripped) and not entities.emails and not entities.urls:
+        concepts.add("file")
     kinds = entities.kinds
     if "email" in kinds:
         concepts.add("email")
@@ -189,6 +219,10 @@ def understand(text: str) -> Understanding:
         concepts.add("translate")
     if entities.origin and entities.destination:
         concepts.add("travel")
+    if entities.people and intent in ("question", "explain") and not concepts - {"email"}:
+        concepts.add("contact")  # "What's Carlos Rivera's email address?"
+    if _TRANSFORM.search(stripped):
+        intent = "transform"
     return Understanding(
         text=stripped,
         intent=intent,
@@ -199,5 +233,14 @@ def understand(text: str) -> Understanding:
         entities=entities,
         arithmetic=arithmetic,
         said=_said(stripped),
-        elliptical=bool(_ELLIPTICAL.match(stripped)),
+        elliptical=elliptical,
     )
+
+
+def _carried(new: Entities, both: Entities) -> Entities:
+    """`new`, with each kind of value it lacks taken from `both` (the messages together)."""
+    fields = {}
+    for field in attrs.fields(Entities):
+        mine = getattr(new, field.name)
+        fields[field.name] = mine if mine else getattr(both, field.name)
+    return Entities(**fields)

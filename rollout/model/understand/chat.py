@@ -11,7 +11,7 @@ from typing import Final
 
 from rollout.conversation import tokens as tok
 from rollout.model.understand import Understanding
-from rollout.model.understand.lexicon import GLOSSARY
+from rollout.model.understand.lexicon import CAPITALS, GLOSSARY
 
 __all__ = ["reply"]
 
@@ -23,7 +23,7 @@ _SMALL_TALK: Final = {
     ),
     "thanks": (
         "You're welcome! Let me know if there is anything else I can do.",
-        "Happy to help. Anything else?",
+        "You're welcome. Anything else?",
         "Glad I could help!",
     ),
     "bye": ("Goodbye! Have a great day.", "Take care, and come back any time."),
@@ -84,23 +84,54 @@ def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
     """An answer to `u` with no tool results to go on; an explanation of about `tokens`
     tokens."""
     if u.intent == "small_talk" and u.small_talk:
-        return rng.choice(_SMALL_TALK[u.small_talk])
+        said = rng.choice(_SMALL_TALK[u.small_talk])
+        part = re.match(r"^\W*good (morning|afternoon|evening)", u.text, re.I)
+        if part:  # answered in kind
+            return f"Good {part.group(1).lower()}! " + said.split("! ", 1)[-1]
+        return said
     if u.arithmetic is not None:
         return u.arithmetic.sentence()
+    say = re.match(r"^\W*(?:please\s+)?say\s+[\"']?(.+?)[\"']?[.!]*$", u.text, re.I)
+    if say:  # "Say hello."
+        words = say.group(1)
+        return words[0].upper() + words[1:] + ("" if words[-1] in "?!" else "!")
     if u.intent == "creative":
         return _creative(u, rng)
+    advice = re.search(r"\b(?:a good|the best|good|best)\s+(.+?)[?.!]*$", u.text, re.I)
+    if advice and u.intent in ("question", "explain"):
+        return _advice(advice.group(1), u, rng)
     for concept, text in _NEEDS_TOOL.items():
-        if concept in u.concepts and (u.intent in ("question", "task") or concept != "travel"):
+        if concept in u.concepts and u.intent in ("question", "task"):
             e = u.entities
             return text.format(
                 where=f" in {e.places[0]}" if e.places else "",
                 what=f" for {e.tickers[0]}" if e.tickers else "",
                 route=f" from {e.origin} to {e.destination}" if e.origin and e.destination else "",
             )
+    capital = re.search(r"\bcapital (?:city )?of\s+(.+?)[?.!]*$", u.text, re.I)
+    if capital:
+        country = capital.group(1).strip()
+        city = CAPITALS.get(country.lower())
+        if city is not None:
+            return f"The capital of {country} is {city}."
+        return f"I'm not sure what the capital of {country} is."
+    who = re.match(r"^\W*who (?:is|was)\s+(.+?)[?.!]*$", u.text, re.I)
+    if who:
+        return (
+            f"I don't have reliable information about {who.group(1)}, so I'd rather not "
+            "guess. A quick search would tell you more."
+        )
     if u.intent == "explain" or u.topic:
         return _explain(u, rng, tokens)
     if u.intent == "follow_up":
         return "I don't have an earlier result to go back to in this conversation."
+    if re.search(
+        r"\b(tests?|build|code|bug|errors?|compile|repo|files?|scripts?|functions?)\b", u.text, re.I
+    ):
+        return (
+            "I can't run commands or open files from here, so I can't check that directly. "
+            "If you paste the relevant output or code, I'll go through it with you."
+        )
     if u.intent == "task":
         return (
             "I can't do that directly with what I have here, but I can walk you through the "
@@ -111,6 +142,22 @@ def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
             "Could you tell me a bit more about what you need? I'm happy to help.",
             "I'm not sure I follow. Could you say a little more about what you're after?",
         )
+    )
+
+
+def _advice(what: str, u: Understanding, rng: Random) -> str:
+    """An answer to "what's a good X?": a short rule of thumb and an example."""
+    example = ""
+    if "subject" in what.lower():
+        kind = re.search(r"\bfor an? (.+?)(?: email| e-mail| message)?$", what, re.I)
+        occasion = kind.group(1) if kind else "the message"
+        if "thank" in occasion.lower():
+            example = ' For example: "Thank you for your help this week".'
+        else:
+            example = f' For example: "A quick note about {occasion}".'
+    return (
+        f"A good {what} is short, specific and friendly: say what it is about in a few words."
+        + example
     )
 
 

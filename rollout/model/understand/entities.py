@@ -73,6 +73,83 @@ _TICKER: Final = re.compile(r"\$([A-Z]{1,5})\b|\b([A-Z]{2,5})\b")
 _MARKET: Final = re.compile(
     r"\b(stocks?|shares?|ticker|price|trading|trades?|quote|market)\b", re.I
 )
+#: Capitalised words that start a sentence rather than a name ("What's Carlos Rivera's ...").
+_STARTERS: Final = frozenset(
+    [
+        "what's",
+        "what",
+        "which",
+        "who",
+        "whose",
+        "where",
+        "when",
+        "how",
+        "is",
+        "are",
+        "was",
+        "can",
+        "could",
+        "would",
+        "please",
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "but",
+        "i",
+        "my",
+        "our",
+        "email",
+        "send",
+        "tell",
+        "ask",
+        "call",
+        "check",
+        "find",
+        "show",
+        "get",
+        "give",
+        "book",
+        "schedule",
+        "add",
+        "create",
+        "convert",
+        "translate",
+        "look",
+        "search",
+        "read",
+        "open",
+        "run",
+        "write",
+        "list",
+        "remind",
+        "meet",
+        "meeting",
+        "with",
+        "hi",
+        "hello",
+        "hey",
+        "dear",
+        "thanks",
+    ]
+)
+
+
+def _names(text: str) -> list[tuple[int, str]]:
+    """Capitalised runs of `text` with their start, leading sentence-starters cut."""
+    out = []
+    for m in _CAPITALISED.finditer(text):
+        start, run = m.start(), m.group(0)
+        while " " in run and run.split(" ", 1)[0].lower() in _STARTERS:
+            head, run = run.split(" ", 1)
+            start += len(head) + 1
+            run = run.lstrip()
+        out.append((start, run))
+    return out
+
+
+_NOT_PLACES: Final = frozenset({"fahrenheit", "celsius", "kelvin", "english"})
 _ROLE_BEFORE: Final = {"from": "origin", "to": "destination", "in": "at", "at": "at"}
 
 
@@ -91,6 +168,7 @@ class Entities:
     origin: str | None = None  # "from Boston"
     destination: str | None = None  # "to Chicago"
     people: tuple[str, ...] = ()
+    orgs: tuple[str, ...] = ()  # other proper names inside the text (Acme Corp)
     numbers: tuple[float, ...] = ()  # numbers not read as anything above
 
     @property
@@ -208,7 +286,17 @@ def _places(text: str) -> tuple[list[str], str | None, str | None]:
         words = m.group(0).split()
         if any(f[0] <= m.start() < f[0] + len(f[1]) for f in found):
             continue
-        if words[0].lower() in lx.PLACES or (len(words) == 1 and words[0].lower() in lx.PLACES):
+        if (
+            len(words) > 1
+            and any(w.lower() in lx.PLACES for w in words[1:])
+            and not all(w.lower() in lx.PLACES for w in words)
+        ):  # "Flights Madrid": the place in the run
+            for w in words:
+                if w.lower() in lx.PLACES:
+                    start = m.start() + m.group(0).index(w)
+                    found.append((start, w, _role(text, start)))
+            continue
+        if words[0].lower() in lx.PLACES:
             name = " ".join(w for w in words if w.lower() in lx.PLACES or len(words) > 1)
             if all(w.lower() in lx.PLACES for w in words) and len(words) > 1:
                 for i, w in enumerate(words):  # "Boston Chicago": two places
@@ -220,6 +308,8 @@ def _places(text: str) -> tuple[list[str], str | None, str | None]:
         lowered = {w.lower() for w in words}
         if role is None or lowered & lx.FIRST_NAMES or words[0] in lx.LANGUAGES:
             continue
+        if lowered & _NOT_PLACES:
+            continue
         if lowered & set(lx.MONTHS) | lowered & set(lx.WEEKDAYS):
             continue
         found.append((m.start(), m.group(0), role))
@@ -227,6 +317,9 @@ def _places(text: str) -> tuple[list[str], str | None, str | None]:
     places = [f[1] for f in found]
     origin = next((f[1] for f in found if f[2] == "origin"), None)
     destination = next((f[1] for f in found if f[2] == "destination"), None)
+    if destination and not origin:  # "Madrid to Lisbon": the place before "to"
+        before = [f[1] for f in found if f[1] != destination and f[2] != "destination"]
+        origin = before[0] if before else None
     return places, origin, destination
 
 
@@ -235,14 +328,43 @@ def _role(text: str, start: int) -> str | None:
     return _ROLE_BEFORE.get(before[-1].lower()) if before else None
 
 
+_NOT_PEOPLE: Final = frozenset({"corp", "inc", "ltd", "llc", "co", "company", "group", "bank"})
+
+
 def _people(text: str, places: set[str]) -> list[str]:
+    """A known first name (and the surname after it), or two or three capitalised words inside
+    a sentence that name no place, company, language, month or weekday."""
     out: list[str] = []
-    for m in _CAPITALISED.finditer(text):
-        words = m.group(0).split()
-        if m.group(0) in places or words[0] in lx.LANGUAGES:
+    calendar = set(lx.MONTHS) | set(lx.WEEKDAYS)
+    for start, run in _names(text):
+        name = re.sub(r"['\u2019]s$", "", run)
+        words = name.split()
+        if name in places or words[0] in lx.LANGUAGES:
             continue
+        lowered = {w.lower() for w in words}
         if words[0].lower() in lx.FIRST_NAMES:
             out.append(" ".join(words[:2]))
+            continue
+        before = text[:start].rstrip()
+        inside = bool(before) and before[-1] not in ".!?:\n"
+        if inside and 2 <= len(words) <= 3 and not lowered & (lx.PLACES | _NOT_PEOPLE | calendar):
+            out.append(name)
+    return out
+
+
+def _orgs(text: str, known: set[str]) -> list[str]:
+    """Capitalised names inside a sentence that are not places, people, languages, months or
+    weekdays (a company, a product)."""
+    out = []
+    for start, name in _names(text):
+        before = text[:start].rstrip()
+        words = name.split()
+        if not before or before[-1] in ".!?:\n" or name in known or words[0] in lx.LANGUAGES:
+            continue
+        lowered = {w.lower() for w in words}
+        if lowered & (set(lx.MONTHS) | set(lx.WEEKDAYS) | lx.FIRST_NAMES | lx.PLACES):
+            continue
+        out.append(name)
     return out
 
 
@@ -279,12 +401,22 @@ def entities_of(text: str) -> Entities:
     for word in re.findall(r"[A-Za-z]+", text):
         if word[0].isupper() and word.lower() in lx.COMPANIES:
             tickers.append(lx.COMPANIES[word.lower()])
-    languages = [lang for lang in lx.LANGUAGES if re.search(rf"\b{lang}\b", text, re.I)]
-    target = re.search(r"\b(?:to|into|in)\s+(" + "|".join(lx.LANGUAGES) + r")\b", text, re.I)
+    money_after = "|".join(lx.CURRENCY_NAMES)
+    languages = [
+        lang
+        for lang in lx.LANGUAGES
+        if re.search(rf"\b{lang}\b(?!\s+(?:{money_after})\b)", text, re.I)
+    ]
+    target = re.search(
+        r"\b(?:to|into|in)\s+(" + "|".join(lx.LANGUAGES) + rf")\b(?!\s+(?:{money_after})\b)",
+        text,
+        re.I,
+    )
     if target:
         languages.insert(0, target.group(1).capitalize())
     places, origin, destination = _places(text)
     people = _people(text, set(places))
+    orgs = _orgs(text, {*places, *people})
     numbers: list[float] = []
     for m in _NUMBER.finditer(text):
         if not any(a <= m.start() < b for a, b in taken):
@@ -306,5 +438,6 @@ def entities_of(text: str) -> Entities:
         origin=origin,
         destination=destination,
         people=_dedupe(people),
+        orgs=_dedupe(orgs),
         numbers=tuple(numbers),
     )

@@ -33,6 +33,26 @@ _PERSON: Final = frozenset(
 )
 _BODY: Final = frozenset({"body", "message", "content", "text", "msg"})
 _TITLE: Final = frozenset({"title", "summary", "subject", "event", "name"})
+_POSITIVE: Final = re.compile(
+    r"\b(love|loved|great|amazing|excellent|awesome|fantastic|wonderful|good|happy|best|"
+    r"perfect|enjoy(ed)?|like|recommend)\b"
+)
+_NEGATIVE: Final = re.compile(
+    r"\b(hate|hated|terrible|awful|bad|worst|poor|broken|disappointed|disappointing|angry|"
+    r"horrible|useless|refund|never again)\b|\bnot (good|great|happy)\b"
+)
+_MOODS: Final = {
+    "positive": ("positive", "pos", "happy", "good"),
+    "negative": ("negative", "neg", "unhappy", "bad"),
+    "neutral": ("neutral", "mixed", "none"),
+}
+
+
+def _sentiment(text: str) -> str:
+    good, bad = len(_POSITIVE.findall(text)), len(_NEGATIVE.findall(text))
+    return "positive" if good > bad else "negative" if bad > good else "neutral"
+
+
 _UNIT_WORDS: Final = {
     "celsius": ("celsius", "metric", "c"),
     "fahrenheit": ("fahrenheit", "imperial", "f"),
@@ -60,15 +80,26 @@ class Filler:
     tool: str = ""  # the tool's name and description, for what its properties mean
     results: Sequence[Mapping[str, Any]] = ()  # JSON objects the tools returned
     pick: int = 0
+    #: The arguments of this tool's call in an earlier turn ("and in French?" keeps its text).
+    previous: Mapping[str, Any] = attrs.field(factory=dict)
+    #: What the tools returned since the prompt, in words (a message that passes it on).
+    summary: str | None = None
 
     @property
     def about(self) -> frozenset[str]:
         return concepts_of(name_tokens(self.tool))
 
     def __call__(self, name: str, schema: Any) -> Any:
-        for result in reversed(self.results):  # a value a tool returned under this name
-            if name in result and not isinstance(result[name], (dict, list)):
-                return result[name]
+        value = self._meant(name, schema)
+        if value is None and self.u.elliptical:
+            value = self.previous.get(name)
+        return value
+
+    def _meant(self, name: str, schema: Any) -> Any:
+        if not self.tool or name.lower().endswith("id"):  # a format, or an id to pass on
+            for result in reversed(self.results):  # a value a tool returned under this name
+                if name in result and not isinstance(result[name], (dict, list)):
+                    return result[name]
         if isinstance(schema, Mapping) and "enum" in schema:
             return self._enum(name, schema)
         types = _types(schema)
@@ -97,7 +128,11 @@ class Filler:
         for option in options:
             if option.upper() in e.currencies or option.capitalize() in e.languages:
                 return option
-        return schema.get("default")
+        mood = _sentiment(text)
+        for option in options:
+            if option.lower() in _MOODS[mood]:
+                return option
+        return None
 
     def _number(self, name: str, schema: Mapping[str, Any]) -> Any:
         tokens = set(name_tokens(name))
@@ -113,6 +148,8 @@ class Filler:
             value = e.amounts[0][0]
         elif tokens & {"number", "n", "value", "x", "input"} and operands:
             value = operands[0]
+        elif tokens & {"quantity", "qty", "count", "units", "items"} and e.numbers:
+            value = e.numbers[0]
         else:
             for word in tokens:  # "3 days", "2 adults"
                 m = re.search(rf"\b(\d+)\s+{word}", self.u.text, re.I)
@@ -200,19 +237,30 @@ class Filler:
             if e.places:
                 return e.places[nth % len(e.places)]
             return None
+        if tokens & {"path", "file", "filename", "filepath"} and not tokens & {"dir", "directory"}:
+            return _path(u.text)
+        if tokens & {"customer", "company", "organization", "organisation", "org", "vendor"}:
+            return e.orgs[0] if e.orgs else (e.people[0] if e.people else None)
+        if tokens & {"item", "product", "goods", "sku"}:
+            m = re.search(r"\b\d+\s+([a-z][a-z-]+?)(?:e?s)?\b(?:\s+(?:for|of|to)\b|[,.]|$)", u.text)
+            return m.group(1) if m else None
         if tokens & {"expression", "expr", "formula", "equation"} and u.arithmetic is not None:
             return _expression(u)
         if tokens & {"word", "term"} and "define" in about:
             return e.quoted[0] if e.quoted else (u.topic or None)
         if "translate" in about and tokens & (_BODY | {"source", "input", "phrase"}):
             return _translate_text(u)
-        if tokens & _PERSON or (tokens == {"name"} and e.people and "contact" in about):
+        if tokens & _PERSON or (
+            tokens & {"name", "fullname"} and e.people and not about - {"contact"}
+        ):
             return e.people[nth % len(e.people)] if e.people else None
         if tokens & {"subject"}:
             return _subject(u)
+        if tokens & _BODY and "email" in about and self.summary:
+            return self.summary  # passing on what the tools found
         if tokens & _BODY and u.said:
             return u.said
-        if tokens & _TITLE and "calendar" in about:
+        if tokens & _TITLE and ("calendar" in about or not self.tool):
             return _title(u)
         if tokens & _QUERY:
             return u.topic or _query(u)
@@ -264,13 +312,26 @@ def _translate_text(u: Understanding) -> str | None:
     return m.group(1).strip(" :,\"'") if m else None
 
 
+def _path(text: str) -> str | None:
+    m = re.search(
+        r"(?:(?<=\s)|^)((?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|[\w.-]+/[\w./-]+|[\w-]+\.[A-Za-z]{1,5})"
+        r"(?=[\s?!,;:]|\.(?:\s|$)|$)",
+        text,
+    )
+    return m.group(1).rstrip(".") if m and "@" not in m.group(1) else None
+
+
 def _subject(u: Understanding) -> str | None:
+    quoted = re.search(r"\bsubject(?: line)?\s*(?::|of)?\s*[\"“']([^\"”']+)[\"”']", u.text, re.I)
+    if quoted:
+        return quoted.group(1)
     m = re.search(r"\babout\s+(?:the\s+)?(.+?)(?:[.!?]|$)", u.text, re.I)
     if m:
         s = m.group(1).strip()
         return s[0].upper() + s[1:]
     if u.said:
-        return u.said.rstrip(".!")
+        words = u.said.rstrip(".!").split()
+        return " ".join(words[:6])
     return None
 
 
@@ -279,7 +340,11 @@ def _title(u: Understanding) -> str | None:
         return u.entities.quoted[0]
     m = re.search(
         r"\b(?:schedule|book|create|add|set up|put|plan)\s+(?:a|an|the|my)?\s*(.+?)"
-        r"(?:\s+(?:on|for|at|tomorrow|today|tonight|next|this|in)\b|[.!?]|$)",
+        r"(?:\s+(?:on|for|at|to|tomorrow|today|tonight|next|this|in)\b|[.!?]|$)",
+        u.text,
+        re.I,
+    ) or re.search(
+        r"^\W*(?:event|meeting|title|appointment)\s*:\s*(.+?)(?:\s+(?:on|at|in)\b|[.!?,]|$)",
         u.text,
         re.I,
     )

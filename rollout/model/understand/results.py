@@ -74,6 +74,12 @@ def state(tool: str, arguments: str, output: str, u: Understanding) -> str:
         error = _get(value, ("error", "error_message", "detail"))
         if error is not None and len(value) <= 3:
             return f"The {_words(tool)} call failed: {_value(error)}."
+        lists = [v for v in value.values() if isinstance(v, list)]
+        if len(lists) == 1 and all(
+            not isinstance(v, list) for v in value.values() if v is not lists[0]
+        ):
+            if not any(k in value for k in (*_TEMPERATURE, *_PRICE, *_CONVERTED)):
+                return _listing(tool, lists[0], args, about)
         for domain, say in _DOMAINS:
             if domain in about:
                 said = say(value, args, u)

@@ -31,9 +31,10 @@ SCRIPTS = {
     "append_transcript.py": '< {"type":"response.completed"',
     "pause_resume_transcripts.py": '"incomplete_details":{"reason":"steered"}',
 }
-# Against `rollout serve` (its default model: three tool calls, then an answer).
+# Against `rollout serve` (its default model: "Do the tests pass?" is one test run, then the
+# answer; "Fix the failing test." three tool calls, then the answer).
 LIVE = {
-    "agent_trio_shapes.py": "http-append  4 turns",
+    "agent_trio_shapes.py": "http-append  2 turns",
     "sdk_http.py": "answer after 4 turns:",
     "sdk_websocket.py": "answer after 4 turns on one connection:",
     "sdk_append.py": "completed: one response (resp_",

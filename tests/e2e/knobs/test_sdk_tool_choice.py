@@ -11,6 +11,7 @@ from rollout.model.policy import CallStep, DefaultPolicy, ScriptedPolicy, call, 
 from support.knobs import Serve, calls, kinds, tool
 
 TOOLS = [tool("alpha"), tool("beta"), tool("gamma")]
+ALL = "Use alpha, beta and gamma."  # a prompt all three tools fit
 SEARCH = {"type": "web_search"}
 
 
@@ -56,7 +57,7 @@ def test_allowed_tools_narrow_the_choice(serve: Serve) -> None:
         "mode": "auto",
         "tools": [{"type": "function", "name": "beta"}],
     }
-    response = s.create(input="Go.", tools=TOOLS, tool_choice=choice)
+    response = s.create(input=ALL, tools=TOOLS, tool_choice=choice)
     assert {c.name for c in calls(response)} == {"beta"}
 
 
@@ -119,8 +120,8 @@ def test_function_choice_without_a_name_is_refused(serve: Serve) -> None:
 
 def test_parallel_off_means_one_call_per_step(serve: Serve) -> None:
     s = serve(policy=DefaultPolicy(tool_calls=3, parallel=2))
-    assert len(calls(s.create(input="Go.", tools=TOOLS))) == 2
-    response = s.create(input="Go.", tools=TOOLS, parallel_tool_calls=False)
+    assert len(calls(s.create(input=ALL, tools=TOOLS))) == 2
+    response = s.create(input=ALL, tools=TOOLS, parallel_tool_calls=False)
     assert len(calls(response)) == 1
     assert response.parallel_tool_calls is False
 
@@ -139,7 +140,7 @@ def test_parallel_off_trims_a_scripted_step(serve: Serve) -> None:
 
 def test_max_tool_calls_bounds_the_calls_of_a_response(serve: Serve) -> None:
     s = serve(policy=DefaultPolicy(tool_calls=3, parallel=3))
-    response = s.create(input="Go.", tools=TOOLS, max_tool_calls=2)
+    response = s.create(input=ALL, tools=TOOLS, max_tool_calls=2)
     assert len(calls(response)) == 2
     assert response.max_tool_calls == 2
 

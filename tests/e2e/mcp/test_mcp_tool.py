@@ -161,7 +161,7 @@ def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) ->
     _, call, answer = response.output
     assert answer.type == "message"
     assert call.type == "mcp_call" and call.output
-    assert f'`echo` returned "{call.output.splitlines()[0]}' in response.output_text
+    assert f"The echo tool says: {call.output.splitlines()[0]}" in response.output_text
 
 
 def test_a_url_ending_in_sse_uses_the_sse_transport(client: OpenAI, mcp_sse_url: str) -> None:

@@ -249,11 +249,11 @@ def test_sdk_stream_helper_with_tools(serve) -> None:
         for event in stream:
             assert_event_class(event, exact=False)
         final = stream.get_final_response()
-    # A search (the prompt asks for current information), then commentary and the calls.
+    # A search (the prompt asks for current information), then the answer: neither function
+    # tool fits the prompt, so neither is called.
     kinds = [o.type for o in final.output]
-    assert kinds == ["web_search_call", "message", "function_call", "function_call"]
-    for fc in final.output[2:]:
-        assert isinstance(orjson.loads(fc.arguments)["x"], int)
+    assert kinds == ["web_search_call", "message"]
+    assert final.output_text
 
 
 def test_tolerates_what_agent_clients_send(serve) -> None:
@@ -278,7 +278,7 @@ def test_tolerates_what_agent_clients_send(serve) -> None:
     ]
     first = client.responses.create(
         model=MODEL,
-        input=[{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        input=[{"role": "user", "content": [{"type": "input_text", "text": "List the files."}]}],
         include=["reasoning.encrypted_content"],
         prompt_cache_key="session-1",
         reasoning={"effort": "low", "summary": "auto"},

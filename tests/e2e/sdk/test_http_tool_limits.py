@@ -46,7 +46,7 @@ def test_billion_repetition_pattern_fails_promptly_with_the_limit(
 def test_other_clients_are_served_alongside_hostile_schemas(server: rollout.ServerThread) -> None:
     def hostile() -> str:
         with sdk_client(server) as client:
-            resp = client.responses.create(model=MODEL, input="Go.", tools=[HOSTILE_TOOL])
+            resp = client.responses.create(model=MODEL, input="Repeat it.", tools=[HOSTILE_TOOL])
             return resp.status
 
     def friendly() -> list[Any]:

@@ -256,11 +256,14 @@ SCHEMA_TOOLS = [
 ]
 
 
+ALL_THREE = "Check the weather in Oslo, search the files and set the mode."
+
+
 def test_default_policy_arguments_match_tool_schemas(serve) -> None:
     n = 6
     _, client = serve(policy=DefaultPolicy(tool_calls=n, seed=7))
     schemas = SCHEMAS
-    resp = client.responses.create(model=MODEL, input="Plan my trip.", tools=SCHEMA_TOOLS)
+    resp = client.responses.create(model=MODEL, input=ALL_THREE, tools=SCHEMA_TOOLS)
     seen: list[str] = []
     for _ in range(n + 1):
         calls = function_calls(resp)
@@ -275,8 +278,8 @@ def test_default_policy_arguments_match_tool_schemas(serve) -> None:
         resp = client.responses.create(
             model=MODEL, input=outputs, tools=SCHEMA_TOOLS, previous_response_id=resp.id
         )
-    assert len(seen) == n
-    assert set(seen) == set(schemas)
+    # Each tool once: a second call would mean what the first meant.
+    assert sorted(seen) == sorted(schemas)
     assert resp.status == "completed" and resp.output_text
     assert not function_calls(resp)
 
@@ -284,7 +287,8 @@ def test_default_policy_arguments_match_tool_schemas(serve) -> None:
 def test_parallel_calls_in_one_response(serve) -> None:
     _, client = serve(policy=DefaultPolicy(tool_calls=2, parallel=2))
     tools = SCHEMA_TOOLS[:2]
-    resp = client.responses.create(model=MODEL, input="Do two things.", tools=tools)
+    prompt = "Check the weather in Oslo and search the files."
+    resp = client.responses.create(model=MODEL, input=prompt, tools=tools)
     calls = function_calls(resp)
     # One sentence of commentary, then both calls, in one step.
     assert len(calls) == 2 and resp.output[0].type == "message"
