@@ -136,6 +136,15 @@ def _translate(args: Mapping[str, Any]) -> str:
     return TRANSLATIONS.get(key, "(no canned translation)")
 
 
+def _convert(args: Mapping[str, Any]) -> dict[str, Any]:
+    """At a canned rate of 0.924, whatever the currencies."""
+    try:
+        result = round(float(args["amount"]) * 0.924, 2)
+    except (KeyError, TypeError, ValueError):
+        return {"error": "amount must be a number"}
+    return {"from": args.get("from"), "to": args.get("to"), "rate": 0.924, "result": result}
+
+
 def _multiply(args: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return {"result": float(args["a"]) * float(args["b"])}
@@ -151,7 +160,7 @@ RESULTS: dict[str, Callable[[Mapping[str, Any]], Any]] = {  # a str is sent as i
     "search_flights": lambda a: {
         "flights": [{"airline": "United", "number": "UA 123", "depart": "08:15", "price": 189}]
     },
-    "convert_currency": lambda a: {"amount": 92.4, "currency": a.get("to", "EUR")},
+    "convert_currency": _convert,
     "get_stock_price": lambda a: {"ticker": a.get("ticker"), "price": 227.52, "change": 1.3},
     "translate": lambda a: {"translation": _translate(a)},
     "run_shell": _shell,
@@ -210,11 +219,15 @@ BEST = [
 LIMITS = [
     Case(
         turns=("What is the capital of Australia?",),
-        label="a fact to know: it knows nothing beyond the conversation and its tools",
+        label="a fact: it knows only those its word lists hold (some capitals, a glossary)",
+    ),
+    Case(
+        turns=("Who wrote War and Peace?",),
+        label="a fact its word lists do not hold: nothing to look it up with",
     ),
     Case(
         turns=("Explain how photosynthesis works.",),
-        label="a topic to explain: it knows no topics, only sentence patterns",
+        label="a topic outside its glossary: general sentences, not knowledge",
     ),
     Case(
         turns=("Oh great, another rainy day in London. Just what I needed.",),
