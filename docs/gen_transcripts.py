@@ -226,7 +226,7 @@ LIMITS = [
         label="a fact its word lists do not hold: nothing to look it up with",
     ),
     Case(
-        turns=("Explain how photosynthesis works.",),
+        turns=("Explain how a jet engine works.",),
         label="a topic outside its glossary: general sentences, not knowledge",
     ),
     Case(

@@ -141,6 +141,13 @@ def reply(u: Understanding, rng: Random, tokens: int = 40) -> str:
             "I can't do that directly with what I have here, but I can walk you through the "
             "steps or draft what you need."
         )
+    if u.intent == "question":
+        return rng.choice(
+            (
+                "I don't know that one, and I have no tool here to look it up.",
+                "I'm not sure, and I'd rather not guess without a way to check.",
+            )
+        )
     return rng.choice(
         (
             "Could you tell me a bit more about what you need? I'm happy to help.",
