@@ -29,7 +29,8 @@ from rollout.conversation.context import Context
 from rollout.model import prose
 from rollout.model.commands import next_command
 from rollout.model.grammars import custom_input
-from rollout.model.grounding import Grounding, item_arguments
+from rollout.model.grounding import Grounding
+from rollout.model.observations import item_arguments
 
 __all__ = ["allows_client", "call_arguments", "client_spec", "is_client_tool", "stand_ins"]
 

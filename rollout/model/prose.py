@@ -9,7 +9,8 @@ from random import Random
 from typing import Final
 
 from rollout.conversation import tokens as tok
-from rollout.model.grounding import LONE_PATH, Grounding, Observation, exit_code, listed
+from rollout.model.grounding import Grounding
+from rollout.model.observations import LONE_PATH, Observation, exit_code, listed
 from rollout.model.understand.chat import reply
 from rollout.model.understand.results import state
 from rollout.model.understand.text import concepts_of, name_tokens
