@@ -388,13 +388,13 @@ def cited_answer(body: str, ctx: Context) -> TextStep:
         if isinstance(item, WebSearchCall) and isinstance(item.action, SearchAction):
             sources = [s.url for s in item.action.sources or ()]
             break
-    out = body
+    out = body + (" See " if sources else "")
     citations = []
     for i, url in enumerate(sources):
+        if i:
+            out += " and " if i == len(sources) - 1 else ", "
         title = f"Source {i + 1}"
-        out += " See "
         start = len(out)
         out += title
         citations.append(Citation(url=url, title=title, start_index=start, end_index=len(out)))
-        out += "."
-    return TextStep(text=out, citations=tuple(citations))
+    return TextStep(text=out + ("." if sources else ""), citations=tuple(citations))

@@ -150,8 +150,7 @@ def answer(g: Grounding, rng: Random, tokens: int) -> str:
             sentences.append(s)
             said.add(s)
     if g.searches and not g.observations:
-        subject = u.topic or " ".join(g.words[:4]) or "this"
-        sentences.append(f"Here is what I found about {subject}.")
+        sentences.append(f"Here is what I found about {_subject(g.prompt)}.")
     if not sentences and (earlier := _earlier(g)) is not None:
         first = (
             _about(earlier, g)
@@ -174,6 +173,16 @@ def answer(g: Grounding, rng: Random, tokens: int) -> str:
         body += " " + pool.pop()
     # What the tools returned may run past the length; made-up sentences never do.
     return _cut(body, tokens * 3)
+
+
+def _subject(prompt: str) -> str:
+    """What a question asks about, in its own words ("What's the latest trio release?": the
+    latest trio release)."""
+    first = re.split(r"(?<=[.!?])\s", prompt.strip(), maxsplit=1)[0].rstrip("?.! ")
+    lead = r"^(?:what'?s|what is|what are|who is|tell me|show me|find|search for|look up)\s+"
+    subject = re.sub(lead, "", first, flags=re.I)
+    subject = re.sub(r"^(?:new|happening)\s+(?:in|with)\s+", "", subject, flags=re.I)
+    return subject[:80] if subject else "this"
 
 
 def _earlier(g: Grounding) -> Observation | None:

@@ -179,6 +179,11 @@ def understand(text: str, before: str = "") -> Understanding:
     """What `text` says; `before` is the user's previous message, which an elliptical one
     ("what about MSFT?") carries on from."""
     stripped = text.strip()
+    if before and _ELLIPTICAL.match(stripped):
+        stripped = _resolved(stripped, before.strip())
+        elliptical = True
+    else:
+        elliptical = False
     small = next((name for name, p in _SMALL_TALK if p.search(stripped)), None)
     if small and re.search(r"^\W*translate\b|[\"“']", stripped, re.I):
         small = None  # "Translate 'how are you?' into French" is a task
@@ -205,7 +210,6 @@ def understand(text: str, before: str = "") -> Understanding:
         intent = "question"
     else:
         intent = "statement"
-    elliptical = bool(_ELLIPTICAL.match(stripped))
     entities = entities_of(f"{before}\n{stripped}" if elliptical and before else stripped)
     if elliptical and before:  # the new message's values first, the earlier ones after
         entities = _carried(entities_of(stripped), entities)
@@ -243,6 +247,36 @@ def understand(text: str, before: str = "") -> Understanding:
         said=_said(stripped),
         elliptical=elliptical,
     )
+
+
+_NEW_SUBJECT: Final = re.compile(
+    r"^\W*(?:and|what about|how about|same for|and for|what of)\s+"
+    r"(?:(of|in|for|at|to|from|into)\s+)?(.+?)\W*$",
+    re.I,
+)
+
+
+def _resolved(text: str, before: str) -> str:
+    """An elliptical message read as the previous one with its subject replaced ("What's the
+    capital of Spain?", "And of Japan?": what's the capital of Japan?); the message itself
+    when the previous one has no subject to replace."""
+    m = _NEW_SUBJECT.match(text)
+    if not m or len(before) > 300:
+        return text
+    prep, subject = m.group(1), m.group(2)
+    if prep:
+        at = [p for p in re.finditer(rf"\b{prep}\s+", before, re.I)]
+        if at:
+            start = at[-1].end()
+            end = re.search(r"[?.!,;]|$", before[start:])
+            stop = start + (end.start() if end else len(before) - start)
+            return before[:start] + subject + before[stop:]
+    runs = list(re.finditer(r"\b[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*|\b[A-Z]{2,5}\b", before))
+    runs = [r for r in runs if r.start() > 0]  # not the sentence's first word
+    if runs:
+        last = runs[-1]
+        return before[: last.start()] + subject + before[last.end() :]
+    return text
 
 
 def _carried(new: Entities, both: Entities) -> Entities:
