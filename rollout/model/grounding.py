@@ -25,7 +25,7 @@ from rollout.model.understand.results import parsed
 
 MAX_OBSERVATIONS: Final = 24  # tool results since the prompt that are read (the latest ones)
 UNDERSTOOD_CHARS: Final = 4_000  # of the prompt read for its meaning
-HISTORY_ITEMS: Final = 400  # items before the prompt looked through for earlier results
+HISTORY_ITEMS: Final = 160  # items before the prompt looked through for earlier results
 MAX_HISTORY: Final = 8  # earlier results kept (the latest ones)
 
 # fmt: off

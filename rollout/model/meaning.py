@@ -16,20 +16,27 @@ from protocol.items import FunctionTool
 from rollout.model.grounding import Grounding
 from rollout.model.understand.fill import Filler, missing
 from rollout.model.understand.results import parsed, state
-from rollout.model.understand.text import concepts_of, name_tokens
+from rollout.model.understand.text import concepts_of_name, name_tokens
 
 __all__ = ["ask_back", "commentary", "filler", "made_keys", "meant_key"]
 
 
 def filler(tool: FunctionTool | None, g: Grounding, pick: int = 0) -> Filler:
+    """The Filler for `tool`'s arguments (None: the response format's), with what it reads
+    only where its properties can use it: the JSON objects the tools returned (for a format,
+    or for ids passed on), the tool's own earlier arguments (for an elliptical follow-up) and
+    the results in words (for a message that passes them on)."""
+    names = list(_properties(tool)) if tool is not None else []
     results = []
-    for obs in (*g.history, *g.observations):
-        value = parsed(obs.output)
-        if isinstance(value, Mapping):
-            results.append(value)
+    if tool is None or any(n.lower().endswith("id") for n in names):
+        for obs in (*g.history, *g.observations):
+            value = parsed(obs.output)
+            if isinstance(value, Mapping):
+                results.append(value)
     about = f"{tool.name} {tool.description or ''}" if tool is not None else ""
+    u = g.understanding
     previous: Mapping[str, Any] = {}
-    for obs in reversed(g.history):
+    for obs in reversed(g.history if u.elliptical else ()):
         if tool is not None and obs.tool == tool.name:
             try:
                 args = orjson.loads(obs.arguments)
@@ -37,12 +44,13 @@ def filler(tool: FunctionTool | None, g: Grounding, pick: int = 0) -> Filler:
                 args = {}
             previous = args if isinstance(args, dict) else {}
             break
-    u = g.understanding
-    told = [
-        state(o.tool, o.arguments, o.output, u)
-        for o in g.observations
-        if o.command is None and (tool is None or o.tool != tool.name)
-    ]
+    told = []
+    if tool is not None and "email" in concepts_of_name(about):
+        told = [
+            state(o.tool, o.arguments, o.output, u)
+            for o in g.observations
+            if o.command is None and o.tool != tool.name
+        ]
     return Filler(u, about, tuple(results), pick, previous, " ".join(told) or None)
 
 
@@ -84,7 +92,7 @@ def ask_back(tool: FunctionTool, g: Grounding) -> str | None:
     if not gaps:
         return None
     tokens = set(name_tokens(gaps[0]))
-    about = concepts_of(name_tokens(f"{tool.name} {tool.description or ''}"))
+    about = concepts_of_name(f"{tool.name} {tool.description or ''}")
     if tokens & {"city", "location", "place", "where", "town", "region", "country"}:
         if "weather" in about:
             return "Which city would you like the weather for?"
@@ -106,7 +114,7 @@ def commentary(tool: FunctionTool, arguments: str, rng: Random) -> str:
     except orjson.JSONDecodeError:
         args = {}
     args = args if isinstance(args, dict) else {}
-    about = concepts_of(name_tokens(f"{tool.name}"))
+    about = concepts_of_name(f"{tool.name}")
 
     def arg(*names: str) -> Any:
         lowered = {k.lower(): v for k, v in args.items()}

@@ -13,7 +13,7 @@ from rollout.model.grounding import Grounding
 from rollout.model.observations import LONE_PATH, Observation, exit_code, listed
 from rollout.model.understand.chat import reply
 from rollout.model.understand.results import state
-from rollout.model.understand.text import concepts_of, name_tokens
+from rollout.model.understand.text import concepts_of_name
 
 __all__ = ["answer", "commentary"]
 
@@ -190,7 +190,7 @@ def _earlier(g: Grounding) -> Observation | None:
     prompt is about, or, for a follow-up ("what was it again?"), the latest one."""
     about = g.understanding.concepts
     for obs in reversed(g.history):
-        if about & concepts_of(name_tokens(obs.tool)):
+        if about & concepts_of_name(obs.tool):
             return obs
     if g.understanding.intent == "follow_up" and g.history:
         return g.history[-1]

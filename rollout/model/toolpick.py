@@ -14,7 +14,7 @@ import attrs
 
 from protocol.items import FunctionTool
 from rollout.model.grounding import STOPWORDS, Grounding
-from rollout.model.understand.text import concepts_of
+from rollout.model.understand.text import concepts_of_name
 
 __all__ = ["Ranked", "kind_of", "rank_tools", "shell_tool"]
 
@@ -110,21 +110,21 @@ def relevance(tool: FunctionTool, g: Grounding) -> float:
     score = 3.0 * len(prompt & name) + 1.0 * len(prompt & (desc - name))
     u = g.understanding
     math = u.arithmetic
-    if name & _ANY_OP or "math" in concepts_of(_tokens(tool.name)):
+    if name & _ANY_OP or "math" in concepts_of_name(tool.name):
         if math is None and len(u.entities.numbers) < 2:
             return 0.0  # "add a meeting" needs no calculator
         if math is not None and _OPS.get(math.op, set()).isdisjoint(name) and name & _ANY_OP:
             return 0.0  # `multiply` is not for "12 minus 5"
     else:
         verbs = _ACTS.get(next(iter(_tokens(tool.name)), ""))
-        asked = {_stem(w) for w in u.words} | set(u.words)
+        asked = u.asked
         emailing = verbs is _SEND and _EMAIL_VERB.search(u.text)
         if verbs is not None and not verbs & asked and not emailing:
             return 0.0  # `send_email` is for sending one, not for a question about e-mail
     about = u.concepts
     if about:
-        by_name = concepts_of(_tokens(tool.name))
-        by_desc = concepts_of(_tokens(tool.description or "")[:80]) - by_name
+        by_name = concepts_of_name(tool.name)
+        by_desc = concepts_of_name(" ".join(_tokens(tool.description or "")[:80])) - by_name
         score += 4.0 * len(about & by_name) + 2.0 * len(about & by_desc)
     return score
 

@@ -4,6 +4,7 @@
 # it asks for (understand.arith). Rules and word lists, no weights; pure and deterministic.
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final
 
@@ -11,7 +12,7 @@ import attrs
 
 from rollout.model.understand.arith import Arithmetic, arithmetic_of
 from rollout.model.understand.entities import Entities, entities_of
-from rollout.model.understand.text import concepts_of, words_of
+from rollout.model.understand.text import concepts_of, stem, words_of
 
 __all__ = ["Understanding", "understand"]
 
@@ -132,9 +133,9 @@ class Understanding:
     said: str | None  # what a message to send should say ("to say hi": "Hi!")
     elliptical: bool = False  # "what about Berlin?": the subject of the turn before carries on
 
-    @property
-    def words(self) -> tuple[str, ...]:
-        return tuple(words_of(self.text))
+    words: tuple[str, ...] = ()  # the message's words, lower case
+
+    asked: frozenset[str] = frozenset()  # its words and their stems ("sending": send)
 
 
 def _topic(text: str) -> str:
@@ -175,9 +176,11 @@ _PATHLIKE: Final = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=512)
 def understand(text: str, before: str = "") -> Understanding:
     """What `text` says; `before` is the user's previous message, which an elliptical one
-    ("what about MSFT?") carries on from."""
+    ("what about MSFT?") carries on from. Cached (a rollout's steps read the same prompt, and
+    the reading is pure); a bounded number of readings are kept."""
     stripped = text.strip()
     if before and _ELLIPTICAL.match(stripped):
         stripped = _resolved(stripped, before.strip())
@@ -246,6 +249,8 @@ def understand(text: str, before: str = "") -> Understanding:
         arithmetic=arithmetic,
         said=_said(stripped),
         elliptical=elliptical,
+        words=tuple(words),
+        asked=frozenset(words) | {stem(w) for w in words},
     )
 
 

@@ -131,6 +131,12 @@ def _names(text: str) -> list[tuple[int, str]]:
     return out
 
 
+_MULTIWORD: Final = re.compile(r"\b(?:" + "|".join(map(re.escape, lx.MULTIWORD_PLACES)) + r")\b")
+_NOT_MONEY: Final = r"\b(?!\s+(?:" + "|".join(lx.CURRENCY_NAMES) + r")\b)"  # "Japanese yen"
+_LANGUAGE: Final = re.compile(r"\b(" + "|".join(lx.LANGUAGES) + ")" + _NOT_MONEY, re.I)
+_TARGET_LANGUAGE: Final = re.compile(
+    r"\b(?:to|into|in)\s+(" + "|".join(lx.LANGUAGES) + ")" + _NOT_MONEY, re.I
+)
 _NOT_PLACES: Final = frozenset({"fahrenheit", "celsius", "kelvin", "english"})
 _ROLE_BEFORE: Final = {"from": "origin", "to": "destination", "in": "at", "at": "at"}
 
@@ -192,9 +198,8 @@ def _places(text: str) -> tuple[list[str], str | None, str | None]:
     """Places in order, and those "from" and "to" introduce. A known place anywhere; another
     capitalised run only after "in", "from", "to", "at" or "near"."""
     found: list[tuple[int, str, str | None]] = []
-    for name in lx.MULTIWORD_PLACES:
-        for m in re.finditer(rf"\b{re.escape(name)}\b", text):
-            found.append((m.start(), name, _role(text, m.start())))
+    for m in _MULTIWORD.finditer(text):
+        found.append((m.start(), m.group(0), _role(text, m.start())))
     for m in _CAPITALISED.finditer(text):
         words = m.group(0).split()
         if any(f[0] <= m.start() < f[0] + len(f[1]) for f in found):
@@ -315,17 +320,8 @@ def entities_of(text: str) -> Entities:
     for word in re.findall(r"[A-Za-z]+", text):
         if word[0].isupper() and word.lower() in lx.COMPANIES:
             tickers.append(lx.COMPANIES[word.lower()])
-    money_after = "|".join(lx.CURRENCY_NAMES)
-    languages = [
-        lang
-        for lang in lx.LANGUAGES
-        if re.search(rf"\b{lang}\b(?!\s+(?:{money_after})\b)", text, re.I)
-    ]
-    target = re.search(
-        r"\b(?:to|into|in)\s+(" + "|".join(lx.LANGUAGES) + rf")\b(?!\s+(?:{money_after})\b)",
-        text,
-        re.I,
-    )
+    languages = [m.group(1).capitalize() for m in _LANGUAGE.finditer(text)]
+    target = _TARGET_LANGUAGE.search(text)
     if target:
         languages.insert(0, target.group(1).capitalize())
     places, origin, destination = _places(text)

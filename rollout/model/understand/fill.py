@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -16,7 +17,7 @@ import attrs
 from rollout.model.understand import Understanding
 from rollout.model.understand.arith import number_text
 from rollout.model.understand.lexicon import LANGUAGE_CODES
-from rollout.model.understand.text import concepts_of, name_tokens
+from rollout.model.understand.text import concepts_of_name, name_tokens
 
 __all__ = ["Filler", "missing"]
 
@@ -33,6 +34,99 @@ _PERSON: Final = frozenset(
 )
 _BODY: Final = frozenset({"body", "message", "content", "text", "msg"})
 _TITLE: Final = frozenset({"title", "summary", "subject", "event", "name"})
+#: Every name word a value is chosen for: a property whose name has none of them (and that
+#: the prompt does not count, as in "3 days") gets nothing from the conversation.
+_MEANINGFUL: Final = (
+    _ORIGIN | _DESTINATION | _PLACE | _FIRST | _SECOND | _QUERY | _PERSON | _BODY | _TITLE
+) | frozenset(
+    [
+        "age",
+        "amount",
+        "attendees",
+        "base",
+        "cc",
+        "checkout",
+        "cities",
+        "company",
+        "count",
+        "currency",
+        "customer",
+        "date",
+        "datetime",
+        "day",
+        "dir",
+        "directory",
+        "email",
+        "emails",
+        "end",
+        "equation",
+        "expr",
+        "expression",
+        "file",
+        "filename",
+        "filepath",
+        "formula",
+        "fullname",
+        "goods",
+        "guests",
+        "hour",
+        "href",
+        "input",
+        "invitees",
+        "item",
+        "items",
+        "lang",
+        "language",
+        "link",
+        "locale",
+        "locations",
+        "n",
+        "name",
+        "number",
+        "org",
+        "organisation",
+        "organization",
+        "participants",
+        "path",
+        "people",
+        "phrase",
+        "places",
+        "product",
+        "qty",
+        "quantity",
+        "quote",
+        "recipient",
+        "recipients",
+        "return",
+        "sku",
+        "source",
+        "start",
+        "stock",
+        "subject",
+        "sum",
+        "symbol",
+        "symbols",
+        "term",
+        "ticker",
+        "tickers",
+        "time",
+        "timestamp",
+        "to",
+        "units",
+        "until",
+        "url",
+        "value",
+        "vendor",
+        "website",
+        "when",
+        "word",
+        "x",
+        "fahrenheit",
+        "celsius",
+        "unit",
+        "units",
+    ]
+)
 _POSITIVE: Final = re.compile(
     r"\b(love|loved|great|amazing|excellent|awesome|fantastic|wonderful|good|happy|best|"
     r"perfect|enjoy(ed)?|like|recommend)\b"
@@ -46,6 +140,32 @@ _MOODS: Final = {
     "negative": ("negative", "neg", "unhappy", "bad"),
     "neutral": ("neutral", "mixed", "none"),
 }
+
+
+_COUNTED: Final = re.compile(r"\b(\d+)\s+([A-Za-z]+)")
+
+
+@functools.lru_cache(maxsize=256)
+def _counted(text: str) -> dict[str, str]:
+    """The words a number counts ("3 days": days -> 3)."""
+    return {w.lower(): n for n, w in _COUNTED.findall(text)}
+
+
+@functools.lru_cache(maxsize=256)
+def _said_words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", text))
+
+
+def _has_phrase(text: str, phrase: str) -> bool:
+    at = text.find(phrase)
+    while at >= 0:
+        end = at + len(phrase)
+        if (at == 0 or not text[at - 1].isalnum()) and (
+            end == len(text) or not text[end].isalnum()
+        ):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
 
 
 def _sentiment(text: str) -> str:
@@ -87,12 +207,26 @@ class Filler:
 
     @property
     def about(self) -> frozenset[str]:
-        return concepts_of(name_tokens(self.tool))
+        return concepts_of_name(self.tool)
+
+    #: What each property was given, by name and schema (the generator asks twice: whether
+    #: to set an optional property, then for its value).
+    _memo: dict[tuple[str, int], Any] = attrs.field(factory=dict, eq=False, repr=False)
 
     def __call__(self, name: str, schema: Any) -> Any:
+        key = (name, id(schema))
+        if key in self._memo:
+            return self._memo[key]
+        plain = not (isinstance(schema, Mapping) and ("enum" in schema or "format" in schema))
+        if plain and not self.results and not self.u.elliptical:
+            tokens = name_tokens(name)
+            if _MEANINGFUL.isdisjoint(tokens) and _counted(self.u.text).keys().isdisjoint(tokens):
+                self._memo[key] = None  # a name no value of the conversation is meant for
+                return None
         value = self._meant(name, schema)
         if value is None and self.u.elliptical:
             value = self.previous.get(name)
+        self._memo[key] = value
         return value
 
     def _meant(self, name: str, schema: Any) -> Any:
@@ -117,12 +251,13 @@ class Filler:
     def _enum(self, name: str, schema: Mapping[str, Any]) -> Any:
         options = [o for o in schema["enum"] if isinstance(o, str)]
         text = self.u.text.lower()
+        said = _said_words(text)
         for option in options:
-            if re.search(rf"\b{re.escape(option.lower())}\b", text):
+            if option.lower() in said or (" " in option and _has_phrase(text, option.lower())):
                 return option
         for option in options:
             for unit, words in _UNIT_WORDS.items():
-                if option.lower() in words and re.search(rf"\b{unit}\b|°{unit[0]}\b", text):
+                if option.lower() in words and (unit in said or f"°{unit[0]}" in text):
                     return option
         e = self.u.entities
         for option in options:
@@ -155,10 +290,10 @@ class Filler:
         elif tokens & {"age"} and (m := re.search(r"\b(?:is|aged|age)\s+(\d{1,3})\b", self.u.text)):
             value = float(m.group(1))
         else:
+            counted = _counted(self.u.text)
             for word in tokens:  # "3 days", "2 adults"
-                m = re.search(rf"\b(\d+)\s+{word}", self.u.text, re.I)
-                if m:
-                    value = float(m.group(1))
+                if word in counted:
+                    value = float(counted[word])
                     break
         if value is None:
             return None
@@ -317,6 +452,7 @@ def _translate_text(u: Understanding) -> str | None:
     return m.group(1).strip(" :,\"'") if m else None
 
 
+@functools.lru_cache(maxsize=256)
 def _path(text: str) -> str | None:
     m = re.search(
         r"(?:(?<=\s)|^)((?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|[\w.-]+/[\w./-]+|[\w-]+\.[A-Za-z]{1,5})"

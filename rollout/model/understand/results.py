@@ -13,7 +13,7 @@ import orjson
 
 from rollout.model.understand import Understanding
 from rollout.model.understand.arith import number_text
-from rollout.model.understand.text import concepts_of, name_tokens
+from rollout.model.understand.text import concepts_of_name, name_tokens
 
 __all__ = ["parsed", "state"]
 
@@ -69,7 +69,7 @@ def state(tool: str, arguments: str, output: str, u: Understanding) -> str:
     """A sentence (or a few) saying what a call of `tool` returned."""
     value = parsed(output)
     args = _args(arguments)
-    about = concepts_of(name_tokens(tool))
+    about = concepts_of_name(tool)
     if isinstance(value, Mapping):
         error = _get(value, ("error", "error_message", "detail"))
         if error is not None and len(value) <= 3:

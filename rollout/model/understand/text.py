@@ -2,19 +2,24 @@
 # word's stem, and the concepts (understand.lexicon) a text or a name is about. Pure.
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 from rollout.model.understand.lexicon import CONCEPTS
 
-__all__ = ["concepts_of", "name_tokens", "stem", "words_of"]
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+__all__ = ["concepts_of", "concepts_of_name", "name_tokens", "stem", "words_of"]
 
 
-def name_tokens(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def name_tokens(text: str) -> tuple[str, ...]:
     """The lower-case words of an identifier or a sentence (getWeather, get_weather: get,
-    weather)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
-    return [t for t in re.split(r"[^a-z0-9]+", spaced.lower()) if t]
+    weather). Cached: tools' names come with every request."""
+    spaced = _CAMEL.sub(r"\1_\2", text)
+    return tuple(t for t in _NON_WORD.split(spaced.lower()) if t)
 
 
 def words_of(text: str) -> list[str]:
@@ -29,9 +34,17 @@ def stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=8192)
 def concept_of(word: str) -> str | None:
     return CONCEPTS.get(word) or CONCEPTS.get(stem(word))
 
 
 def concepts_of(words: Iterable[str]) -> frozenset[str]:
     return frozenset(c for w in words if (c := concept_of(w)) is not None)
+
+
+@functools.lru_cache(maxsize=1024)
+def concepts_of_name(text: str) -> frozenset[str]:
+    """The concepts of an identifier or a description (a tool's name: cached, since the same
+    tools come with every request)."""
+    return concepts_of(name_tokens(text))
