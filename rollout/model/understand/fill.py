@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import datetime
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -15,8 +14,20 @@ from typing import Any, Final
 import attrs
 
 from rollout.model.understand import Understanding
-from rollout.model.understand.arith import number_text
 from rollout.model.understand.lexicon import LANGUAGE_CODES
+from rollout.model.understand.phrases import (
+    MOODS,
+    counted,
+    expression,
+    has_phrase,
+    path,
+    query,
+    said_words,
+    sentiment,
+    subject,
+    title,
+    translate_text,
+)
 from rollout.model.understand.text import concepts_of_name, name_tokens
 
 __all__ = ["Filler", "missing"]
@@ -127,52 +138,6 @@ _MEANINGFUL: Final = (
         "units",
     ]
 )
-_POSITIVE: Final = re.compile(
-    r"\b(love|loved|great|amazing|excellent|awesome|fantastic|wonderful|good|happy|best|"
-    r"perfect|enjoy(ed)?|like|recommend)\b"
-)
-_NEGATIVE: Final = re.compile(
-    r"\b(hate|hated|terrible|awful|bad|worst|poor|broken|disappointed|disappointing|angry|"
-    r"horrible|useless|refund|never again)\b|\bnot (good|great|happy)\b"
-)
-_MOODS: Final = {
-    "positive": ("positive", "pos", "happy", "good"),
-    "negative": ("negative", "neg", "unhappy", "bad"),
-    "neutral": ("neutral", "mixed", "none"),
-}
-
-
-_COUNTED: Final = re.compile(r"\b(\d+)\s+([A-Za-z]+)")
-
-
-@functools.lru_cache(maxsize=256)
-def _counted(text: str) -> dict[str, str]:
-    """The words a number counts ("3 days": days -> 3)."""
-    return {w.lower(): n for n, w in _COUNTED.findall(text)}
-
-
-@functools.lru_cache(maxsize=256)
-def _said_words(text: str) -> frozenset[str]:
-    return frozenset(re.findall(r"[a-z0-9]+(?:[-_][a-z0-9]+)*", text))
-
-
-def _has_phrase(text: str, phrase: str) -> bool:
-    at = text.find(phrase)
-    while at >= 0:
-        end = at + len(phrase)
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            end == len(text) or not text[end].isalnum()
-        ):
-            return True
-        at = text.find(phrase, at + 1)
-    return False
-
-
-def _sentiment(text: str) -> str:
-    good, bad = len(_POSITIVE.findall(text)), len(_NEGATIVE.findall(text))
-    return "positive" if good > bad else "negative" if bad > good else "neutral"
-
-
 _UNIT_WORDS: Final = {
     "celsius": ("celsius", "metric", "c"),
     "fahrenheit": ("fahrenheit", "imperial", "f"),
@@ -220,7 +185,7 @@ class Filler:
         plain = not (isinstance(schema, Mapping) and ("enum" in schema or "format" in schema))
         if plain and not self.results and not self.u.elliptical:
             tokens = name_tokens(name)
-            if _MEANINGFUL.isdisjoint(tokens) and _counted(self.u.text).keys().isdisjoint(tokens):
+            if _MEANINGFUL.isdisjoint(tokens) and counted(self.u.text).keys().isdisjoint(tokens):
                 self._memo[key] = None  # a name no value of the conversation is meant for
                 return None
         value = self._meant(name, schema)
@@ -251,9 +216,9 @@ class Filler:
     def _enum(self, name: str, schema: Mapping[str, Any]) -> Any:
         options = [o for o in schema["enum"] if isinstance(o, str)]
         text = self.u.text.lower()
-        said = _said_words(text)
+        said = said_words(text)
         for option in options:
-            if option.lower() in said or (" " in option and _has_phrase(text, option.lower())):
+            if option.lower() in said or (" " in option and has_phrase(text, option.lower())):
                 return option
         for option in options:
             for unit, words in _UNIT_WORDS.items():
@@ -263,9 +228,9 @@ class Filler:
         for option in options:
             if option.upper() in e.currencies or option.capitalize() in e.languages:
                 return option
-        mood = _sentiment(text)
+        mood = sentiment(text)
         for option in options:
-            if option.lower() in _MOODS[mood]:
+            if option.lower() in MOODS[mood]:
                 return option
         return None
 
@@ -290,10 +255,10 @@ class Filler:
         elif tokens & {"age"} and (m := re.search(r"\b(?:is|aged|age)\s+(\d{1,3})\b", self.u.text)):
             value = float(m.group(1))
         else:
-            counted = _counted(self.u.text)
+            numbered = counted(self.u.text)
             for word in tokens:  # "3 days", "2 adults"
-                if word in counted:
-                    value = float(counted[word])
+                if word in numbered:
+                    value = float(numbered[word])
                     break
         if value is None:
             return None
@@ -378,32 +343,32 @@ class Filler:
                 return e.places[nth % len(e.places)]
             return None
         if tokens & {"path", "file", "filename", "filepath"} and not tokens & {"dir", "directory"}:
-            return _path(u.text)
+            return path(u.text)
         if tokens & {"customer", "company", "organization", "organisation", "org", "vendor"}:
             return e.orgs[0] if e.orgs else (e.people[0] if e.people else None)
         if tokens & {"item", "product", "goods", "sku"}:
             m = re.search(r"\b\d+\s+([a-z][a-z-]+?)(?:e?s)?\b(?:\s+(?:for|of|to)\b|[,.]|$)", u.text)
             return m.group(1) if m else None
         if tokens & {"expression", "expr", "formula", "equation"} and u.arithmetic is not None:
-            return _expression(u)
+            return expression(u)
         if tokens & {"word", "term"} and "define" in about:
             return e.quoted[0] if e.quoted else (u.topic or None)
         if "translate" in about and tokens & (_BODY | {"source", "input", "phrase"}):
-            return _translate_text(u)
+            return translate_text(u)
         if tokens & _PERSON or (
             tokens & {"name", "fullname"} and e.people and not about - {"contact"}
         ):
             return e.people[nth % len(e.people)] if e.people else None
         if tokens & {"subject"}:
-            return _subject(u)
+            return subject(u)
         if tokens & _BODY and "email" in about and self.summary:
             return self.summary  # passing on what the tools found
         if tokens & _BODY and u.said:
             return u.said
         if tokens & _TITLE and ("calendar" in about or not self.tool):
-            return _title(u)
+            return title(u)
         if tokens & _QUERY:
-            return u.topic or _query(u)
+            return u.topic or query(u)
         return None
 
 
@@ -428,75 +393,3 @@ def missing(filler: Filler, parameters: Any) -> list[str]:
         if asks_user and filler(name, sub) is None:
             out.append(name)
     return out
-
-
-def _expression(u: Understanding) -> str:
-    a = u.arithmetic
-    assert a is not None
-    symbols = {"multiply": "*", "add": "+", "subtract": "-", "divide": "/", "power": "**"}
-    if a.op in symbols and len(a.operands) == 2:
-        x, y = (number_text(v) for v in a.operands)
-        return f"{x} {symbols[a.op]} {y}"
-    if a.op == "percent":
-        x, y = (number_text(v) for v in a.operands)
-        return f"{x} / 100 * {y}"
-    if a.op == "sqrt":
-        return f"sqrt({number_text(a.operands[0])})"
-    return " + ".join(number_text(v) for v in a.operands)
-
-
-def _translate_text(u: Understanding) -> str | None:
-    if u.entities.quoted:
-        return u.entities.quoted[0]
-    m = re.search(r"\btranslate\s+(.+?)\s+(?:to|into|in)\s+[A-Z][a-z]+", u.text, re.I)
-    return m.group(1).strip(" :,\"'") if m else None
-
-
-@functools.lru_cache(maxsize=256)
-def _path(text: str) -> str | None:
-    m = re.search(
-        r"(?:(?<=\s)|^)((?:~|\.{1,2})?/[\w.-]+(?:/[\w.-]+)*|[\w.-]+/[\w./-]+|[\w-]+\.[A-Za-z]{1,5})"
-        r"(?=[\s?!,;:]|\.(?:\s|$)|$)",
-        text,
-    )
-    return m.group(1).rstrip(".") if m and "@" not in m.group(1) else None
-
-
-def _subject(u: Understanding) -> str | None:
-    quoted = re.search(r"\bsubject(?: line)?\s*(?::|of)?\s*[\"“']([^\"”']+)[\"”']", u.text, re.I)
-    if quoted:
-        return quoted.group(1)
-    m = re.search(r"\babout\s+(?:the\s+)?(.+?)(?:[.!?]|$)", u.text, re.I)
-    if m:
-        s = m.group(1).strip()
-        return s[0].upper() + s[1:]
-    if u.said:
-        words = u.said.rstrip(".!").split()
-        return " ".join(words[:6])
-    return None
-
-
-def _title(u: Understanding) -> str | None:
-    if u.entities.quoted:
-        return u.entities.quoted[0]
-    m = re.search(
-        r"\b(?:remind me to|schedule|book|create|add|set up|put|plan)\s+(?:a|an|the|my)?\s*(.+?)"
-        r"(?:\s+(?:on|for|at|to|tomorrow|today|tonight|next|this|in)\b|[.!?]|$)",
-        u.text,
-        re.I,
-    ) or re.search(
-        r"^\W*(?:event|meeting|title|appointment)\s*:\s*(.+?)(?:\s+(?:on|at|in)\b|[.!?,]|$)",
-        u.text,
-        re.I,
-    )
-    if not m:
-        return None
-    title = m.group(1).strip()
-    return title[0].upper() + title[1:] if title else None
-
-
-def _query(u: Understanding) -> str | None:
-    words = [w for w in re.findall(r"[\w'-]+", u.text)]
-    drop = {"please", "can", "you", "could", "search", "find", "look", "up", "for", "me", "the"}
-    kept = [w for w in words if w.lower() not in drop]
-    return " ".join(kept[:8]) or None
