@@ -142,11 +142,6 @@ class Grounding:
     def commands(self) -> tuple[str, ...]:
         return tuple(o.command for o in self.observations if o.command)
 
-    @property
-    def topic(self) -> str:
-        """A few words saying what the prompt is about."""
-        return " ".join(self.places[:1] + self.words[:4]) or "the request"
-
     def vocabulary(
         self,
         pick: int = 0,
