@@ -42,6 +42,16 @@ def test_named_function_is_the_one_called(serve: Serve) -> None:
     assert response.tool_choice.name == "gamma"
 
 
+def test_a_forced_call_takes_its_arguments_from_the_prompt(serve: Serve) -> None:
+    # tool_calls=0: the model would answer; the forced call is written by rollout.model.choice.
+    s = serve(policy=DefaultPolicy(tool_calls=0))
+    weather = tool("get_weather", city={"type": "string"})
+    choice: Any = {"type": "function", "name": "get_weather"}
+    response = s.create(input="Is it cold in Oslo?", tools=[weather], tool_choice=choice)
+    [made] = calls(response)
+    assert json.loads(made.arguments) == {"city": "Oslo"}
+
+
 def test_named_function_overrides_a_scripted_answer(serve: Serve) -> None:
     s = serve(policy=ScriptedPolicy([text("No tools today.")]))
     choice: Any = {"type": "function", "name": "beta"}
