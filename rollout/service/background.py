@@ -82,6 +82,8 @@ class BackgroundRuns:
                 if r.stream.response.status in UNFINISHED:  # stopped from outside (shutdown)
                     with trio.CancelScope(shield=True), trio.move_on_after(5):
                         await self._stopped(run)
+                elif run.prepared.unstored is not None:  # its end could not be stored
+                    await self._settle(run)
             finally:
                 run.done.set()
                 for hook in self.ended:
@@ -94,6 +96,17 @@ class BackgroundRuns:
         record = self.record(run.prepared)
         record.response = response
         await self.engine.store.put(record)
+
+    async def _settle(self, run: Run) -> None:
+        """Its stored record (`in_progress`, from its start) says `failed` with the store's
+        error, if the store takes it now; else the record waits for the next read of it
+        (rollout.service.retrieval `record_of`) or the file's next opening to settle it."""
+        record = self.record(run.prepared)
+        try:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await self.engine.store.put(record)
+        except errors.ProtocolError as exc:
+            log.warning("background response %s: still unsettled: %s", run.response.id, exc)
 
     def find(self, response_id: str, owner: str | None) -> Run | None:
         run = self.runs.get(response_id)

@@ -5,6 +5,7 @@
 # only (and to the append shape's live rollouts, which this server also lets HTTP cancel).
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,7 +45,10 @@ async def record_of(service: Service, response_id: str, owner: str | None) -> St
     ):
         record.response.status = "failed"
         record.response.error = ResponseError(code="server_error", message=STOPPED)
-        await service.engine.store.put(record)
+        # (A store that cannot take it now: answered as settled all the same; the next read
+        # settles it again. Its store logged the StoreError.)
+        with contextlib.suppress(errors.ProtocolError):
+            await service.engine.store.put(record)
     return record
 
 
