@@ -17,7 +17,7 @@ import trio
 
 from protocol.choices import resolve_format, resolve_tool_choice
 from protocol.conversations import conversation_id_of
-from protocol.errors import ProtocolError, server_error
+from protocol.errors import ProtocolError
 from protocol.input import (
     check_input,
     instructions_text,
@@ -57,8 +57,7 @@ from rollout.model.accel.shared import SharedEngine, comes_back
 from rollout.model.hosted import mcp
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.store.base import StoreError
-from rollout.store.memory import MemoryStore, Store, StoredResponse
+from rollout.store.memory import MemoryStore, Store
 
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
@@ -384,7 +383,7 @@ class Engine:
         # Stored before the terminal event is sent: a client that saw it can retrieve and chain
         # the response at once, and (with a durable store) after a crash of the server. A store
         # that fails ends it `failed` instead, with the store's error (it was not kept).
-        failure = await self.keep(prepared, outcome)
+        failure = await bound.keep(self.store, prepared, outcome.status != "failed")
         if failure is not None:
             prepared.unstored = failure
             r.stream.retract(events)
@@ -398,43 +397,6 @@ class Engine:
             self.stats.record(r.work)
         else:
             billing.start_soon(self._bill_and_record, r.work)
-
-    async def keep(self, prepared: Prepared, outcome: Outcome) -> ProtocolError | None:
-        """Store the ended response (`store: true`) and append its turn to its conversation;
-        None, or why that failed (the store's ProtocolError; anything else is a server_error,
-        logged with its traceback). A StoreError was logged by its store: one line a failure.
-        A turn that cannot join its conversation takes the stored response back out."""
-        r = prepared.rollout
-        rid = r.stream.response.id
-        stored = False
-        try:
-            if prepared.request.store:
-                with r.work.stage("store", items=1):
-                    await self.store.put(
-                        StoredResponse(
-                            response=r.stream.response.snapshot(),
-                            input_items=prepared.input_items,
-                            previous_response_id=prepared.request.previous_response_id,
-                            owner=prepared.owner,
-                        )
-                    )
-                stored = True
-            conv_id = r.stream.response.conversation
-            if conv_id is not None and outcome.status != "failed":  # its turn joins it
-                turn = [*prepared.input_items, *r.stream.response.output]
-                await bound.append_turn(self.store, conv_id["id"], turn, r.work)
-            return None
-        except ProtocolError as exc:
-            failure = exc
-            if not isinstance(exc, StoreError):
-                log.warning("response %s not stored: %s", rid, exc.message)
-        except Exception:
-            log.exception("response %s not stored", rid)
-            failure = server_error("The response store failed; the response was not stored.")
-        if stored:
-            with contextlib.suppress(Exception):
-                await self.store.delete(rid)
-        return failure
 
     async def _bill_and_record(self, work: Work) -> None:
         """Background billing: counted even if cancelled (flushed on close)."""
