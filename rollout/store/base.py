@@ -61,9 +61,10 @@ class StoreError(ProtocolError):
     """A store's read or write failed while serving (its disk is full, read-only or failing;
     its server is down). A ProtocolError, so every transport answers it as the documented error
     (HTTP 5xx, a WebSocket `error` event) instead of dropping the client; the engine ends a
-    response whose store write failed `failed` with it (rollout.engine.engine). A store raises
-    this or `store_unavailable`'s 503 (Redis: store/redis_conversations.py `unavailable`, a
-    plain ProtocolError of that code); callers that must not fail catch ProtocolError."""
+    response whose store write failed `failed` with it (rollout.engine.bound `keep`). The store
+    that raises it has logged it (one line), so callers do not log it again. Redis raises a
+    plain ProtocolError of the same shape (503 `store_unavailable`: store/redis_conversations.py
+    `unavailable`); callers that must not fail catch ProtocolError."""
 
 
 def store_unavailable(name: str, why: str) -> StoreError:
