@@ -482,6 +482,6 @@ def test_an_end_not_yet_sent_can_be_taken_back_for_another() -> None:
         completed[0].sequence_number + 1,
     ]
     assert s.response.status == "failed" and s.response.completed_at is None
-    assert s.response.output[0].content[0].text == "Hi."  # type: ignore[union-attr]
+    assert s.response.output[0].content[0].text == "Hi."
     with pytest.raises(RuntimeError, match="not yet sent"):
         new_stream().retract([])
