@@ -25,10 +25,12 @@ from protocol.items import (
     InputFile,
     InputImage,
     InputText,
+    ItemReference,
     Message,
     OtherTool,
     Reasoning,
 )
+from protocol.request import CreateRequest
 from protocol.response import Response
 
 T = TypeVar("T")
@@ -50,9 +52,19 @@ def _strict(expected: str, check: Callable[[object], bool]) -> Callable[[object,
 
 converter.register_structure_hook(str, _strict("a string", lambda v: isinstance(v, str)))
 converter.register_structure_hook(bool, _strict("a boolean", lambda v: isinstance(v, bool)))
-converter.register_structure_hook(
-    int, _strict("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
-)
+
+
+def _integer(value: object, _: object) -> int:
+    """An integer; a whole-number float (`100.0`) counts as one, as in JSON Schema (and the
+    real API), and is decoded as the int."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise wrong_type("an integer", value)
+
+
+converter.register_structure_hook(int, _integer)
 converter.register_structure_hook(
     float,
     lambda v, _: (
@@ -199,6 +211,8 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
                     return value
             if float in scalars and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
+            if int in scalars and isinstance(value, float) and value.is_integer():
+                return int(value)
         raise wrong_type(expected, value)
 
     return hook
@@ -226,6 +240,8 @@ def _by_discriminator(
     tag = value.get("type")
     if tag is None and Message in by_type.values() and "role" in value:
         tag = "message"
+    elif tag is None and ItemReference in by_type.values() and set(value) <= {"id", "type"}:
+        tag = "item_reference"  # its `type` is optional (and nullable) in the SDK
     if tag is None:
         if fallback is None:
             raise at_path(("type",), missing())
@@ -239,8 +255,8 @@ def _by_discriminator(
             f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
             "invalid_value",
         )
-    if tag == "message" and "type" not in value:
-        value = {**value, "type": "message"}
+    if value.get("type") is None and tag in ("message", "item_reference"):
+        value = {**value, "type": tag}
     return converter.structure(value, cls)
 
 
@@ -253,6 +269,26 @@ def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
         return inner(value, cls)
 
     return hook
+
+
+def _null_default_hook(cls: type, keys: tuple[str, ...]) -> Callable[[object, object], Any]:
+    """Null for one of `keys` (optional, and nullable in the SDK's param types, but with a
+    default here) is the key left out: the field takes its default."""
+    inner = _attrs_hook(cls)
+
+    def hook(value: object, _: object) -> Any:
+        if isinstance(value, Mapping) and any(value.get(k, 0) is None for k in keys):
+            value = {k: v for k, v in value.items() if v is not None or k not in keys}
+        return inner(value, cls)
+
+    return hook
+
+
+#: The fields that take null for their default (docs/protocol-choices.md).
+NULL_IS_DEFAULT: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (CreateRequest, ("store",)),
+    (InputImage, ("detail",)),  # null in a tool output's image (ResponseInputImageContentParam)
+)
 
 
 def _other_tool(value: object, _: object) -> OtherTool:
@@ -353,7 +389,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     *((tool.item, tool.omit_none) for tool in HOSTED_TOOLS if tool.omit_none),
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
-    (InputFile, ("prompt_cache_breakpoint",)),
+    (InputFile, ("detail", "prompt_cache_breakpoint")),
     (Response, ("conversation",)),
     *CLIENT_OMIT_NONE,  # the client's tools other than functions (protocol.clientitems)
 )
@@ -396,3 +432,5 @@ converter.register_structure_hook_factory(_is_union, _union_hook)
 converter.register_structure_hook_factory(attrs.has, _attrs_hook)
 for _cls in (FunctionTool, FunctionCall):
     _async_hooks(_cls)
+for _cls, _keys in NULL_IS_DEFAULT:
+    converter.register_structure_hook(_cls, _null_default_hook(_cls, _keys))

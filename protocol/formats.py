@@ -13,11 +13,14 @@ from protocol.errors import ProtocolError, clip, invalid
 FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 SUMMARIES = ("auto", "concise", "detailed")
+CONTEXTS = ("auto", "current_turn", "all_turns")  # reasoning.context
 
 
 def one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
     if value is not None and value not in allowed:
         names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+        if len(allowed) == 1:
+            names = repr(allowed[0])
         raise invalid(
             f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
             param=param,
@@ -174,3 +177,4 @@ def check_reasoning(reasoning: Mapping[str, Any] | None) -> None:
     one_of(reasoning.get("effort"), EFFORTS, "reasoning.effort")
     one_of(reasoning.get("summary"), SUMMARIES, "reasoning.summary")
     one_of(reasoning.get("generate_summary"), SUMMARIES, "reasoning.generate_summary")
+    one_of(reasoning.get("context"), CONTEXTS, "reasoning.context")

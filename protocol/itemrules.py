@@ -1,0 +1,162 @@
+# The rules of an input item's fields that its types alone do not hold, as tables: the values of
+# each enumerated field (the SDK's Literals, types/responses/response_input_param.py and the part
+# and annotation params it names), the keys of the JSON objects an item passes through, the
+# indices that cannot be negative, and the parts that need one of several keys. check_items walks
+# decoded items (their parts, annotations and other nested objects) and raises the first rule
+# broken as a ProtocolError naming the field (`input[0].content[1].detail`). Strict mode only
+# (protocol.strictness calls it); pure, no I/O.
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from protocol.clientitems import CustomToolCall, CustomToolCallOutput, ShellCall
+from protocol.errors import invalid
+from protocol.formats import below_min, one_of
+from protocol.items import (
+    CodeInterpreterCall,
+    ComputerCall,
+    ComputerCallOutput,
+    ContainerFileCitation,
+    FileCitation,
+    FilePath,
+    FileSearchCall,
+    FunctionCall,
+    FunctionCallOutput,
+    ImageGenerationCall,
+    InputFile,
+    InputImage,
+    InputText,
+    McpCall,
+    Message,
+    Reasoning,
+    UrlCitation,
+    WebSearchCall,
+)
+
+STATUS = ("in_progress", "completed", "incomplete")
+IMAGE_DETAILS = ("low", "high", "auto", "original")  # types/responses/image_detail.py
+FILE_DETAILS = ("auto", "low", "high")
+BREAKPOINT = {"mode": ("explicit",), "ttl": ("30m", "12h")}  # a part's prompt_cache_breakpoint
+COMPUTER_ACTIONS = (
+    "click",
+    "double_click",
+    "drag",
+    "keypress",
+    "move",
+    "screenshot",
+    "scroll",
+    "type",
+    "wait",
+)
+BUTTONS = ("left", "right", "wheel", "back", "forward")
+
+#: The enumerated fields of each item and part class: field -> the values it may take (None,
+#: where the field is optional, is always allowed).
+VALUES: dict[type, dict[str, tuple[str, ...]]] = {
+    Message: {"status": STATUS},
+    FunctionCall: {"status": STATUS},
+    FunctionCallOutput: {"status": STATUS},
+    CustomToolCall: {"status": STATUS},
+    CustomToolCallOutput: {"status": STATUS},
+    Reasoning: {"status": STATUS},
+    ComputerCall: {"status": STATUS},
+    ComputerCallOutput: {"status": STATUS},
+    WebSearchCall: {"status": ("in_progress", "searching", "completed", "failed", "incomplete")},
+    FileSearchCall: {"status": ("in_progress", "searching", "completed", "incomplete", "failed")},
+    CodeInterpreterCall: {
+        "status": ("in_progress", "completed", "incomplete", "interpreting", "failed")
+    },
+    McpCall: {"status": ("in_progress", "completed", "incomplete", "calling", "failed")},
+    ImageGenerationCall: {
+        "status": ("in_progress", "completed", "generating", "failed"),
+        "background": ("transparent", "opaque", "auto"),
+        "output_format": ("png", "webp", "jpeg", "gif", "svg"),
+        "quality": ("low", "medium", "high", "xhigh", "max", "auto"),
+    },
+    InputImage: {"detail": IMAGE_DETAILS},
+    InputFile: {"detail": FILE_DETAILS},
+}
+#: The enumerated keys of the JSON objects (or arrays of objects) an item holds as sent:
+#: field -> {key: values}.
+OBJECTS: dict[type, dict[str, dict[str, tuple[str, ...]]]] = {
+    InputText: {"prompt_cache_breakpoint": BREAKPOINT},
+    InputImage: {"prompt_cache_breakpoint": BREAKPOINT},
+    InputFile: {"prompt_cache_breakpoint": BREAKPOINT},
+    ComputerCall: {"action": {"type": COMPUTER_ACTIONS, "button": BUTTONS}},
+    ComputerCallOutput: {"output": {"type": ("computer_screenshot",)}},
+    ShellCall: {"environment": {"type": ("local", "container_reference")}},
+    McpCall: {"error": {"type": ("mcp_protocol_error", "mcp_tool_execution_error", "http_error")}},
+    CodeInterpreterCall: {"outputs": {"type": ("logs", "image")}},
+}
+#: Integer fields that cannot be negative (an annotation's character and file indices).
+NON_NEGATIVE: dict[type, tuple[str, ...]] = {
+    UrlCitation: ("start_index", "end_index"),
+    FileCitation: ("index",),
+    ContainerFileCitation: ("start_index", "end_index"),
+    FilePath: ("index",),
+}
+#: Parts that need at least one of these keys (what the file is).
+ONE_OF: dict[type, tuple[str, ...]] = {InputFile: ("file_id", "file_data", "file_url")}
+
+
+def check_items(items: Iterable[Any], where: str) -> None:
+    """Every rule of the tables, over the items of `where` (`input`, `instructions`)."""
+    for i, item in enumerate(items):
+        _check(item, f"{where}[{i}]")
+
+
+def _check(obj: Any, param: str) -> None:
+    cls = type(obj)
+    for name, allowed in VALUES.get(cls, {}).items():
+        one_of(getattr(obj, name), allowed, f"{param}.{name}")
+    for name, keys in OBJECTS.get(cls, {}).items():
+        _check_object(getattr(obj, name), keys, f"{param}.{name}")
+    for name in NON_NEGATIVE.get(cls, ()):
+        value = getattr(obj, name)
+        if value < 0:
+            raise below_min(f"{param}.{name}", value, 0)
+    needs = ONE_OF.get(cls)
+    if needs is not None and all(getattr(obj, k) is None for k in needs):
+        names = ", ".join(f"'{k}'" for k in needs[:-1]) + f" or '{needs[-1]}'"
+        raise invalid(
+            f"Invalid '{param}': an {obj.type} part needs one of {names}.",
+            param=param,
+            code="missing_required_parameter",
+        )
+    for name in _nested(cls):
+        value = getattr(obj, name)
+        if isinstance(value, tuple):
+            for j, inner in enumerate(value):
+                if attrs.has(type(inner)):
+                    _check(inner, f"{param}.{name}[{j}]")
+        elif attrs.has(type(value)):
+            _check(value, f"{param}.{name}")
+
+
+def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -> None:
+    """An object's enumerated keys, or each object's of an array."""
+    if isinstance(value, tuple | list):
+        for j, inner in enumerate(value):
+            _check_object(inner, keys, f"{param}[{j}]")
+    elif isinstance(value, Mapping):
+        for key, allowed in keys.items():
+            one_of(value.get(key), allowed, f"{param}.{key}")
+
+
+_NESTED: dict[type, tuple[str, ...]] = {}
+
+
+def _nested(cls: type) -> tuple[str, ...]:
+    """The fields of an attrs class that may hold attrs objects (content, annotations, ...)."""
+    found = _NESTED.get(cls)
+    if found is None:
+        skip = {"type", "id", "call_id", "status", "text", *VALUES.get(cls, ())}
+        fields = attrs.fields(cls) if attrs.has(cls) else ()
+        found = _NESTED[cls] = tuple(f.name for f in fields if f.name not in skip)
+    return found
+
+
+__all__ = ["IMAGE_DETAILS", "NON_NEGATIVE", "OBJECTS", "ONE_OF", "VALUES", "check_items"]
