@@ -4,7 +4,7 @@
 # Invalid, located by JSON path; protocol.codec is the public face of it.
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, TypeGuard, TypeVar, Union, get_args, get_origin
 
 import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -54,12 +54,20 @@ converter.register_structure_hook(str, _strict("a string", lambda v: isinstance(
 converter.register_structure_hook(bool, _strict("a boolean", lambda v: isinstance(v, bool)))
 
 
+INT64 = 2**63  # what the encoder writes back (a larger JSON integer parses as a float)
+
+
+def whole(value: object) -> TypeGuard[float]:
+    """A whole-number float in the 64-bit range (`100.0`): an integer, as in JSON Schema (and
+    the real API)."""
+    return isinstance(value, float) and value.is_integer() and -INT64 <= value < INT64
+
+
 def _integer(value: object, _: object) -> int:
-    """An integer; a whole-number float (`100.0`) counts as one, as in JSON Schema (and the
-    real API), and is decoded as the int."""
+    """An integer, or a whole-number float decoded as the int."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, float) and value.is_integer():
+    if whole(value):
         return int(value)
     raise wrong_type("an integer", value)
 
@@ -211,7 +219,7 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
                     return value
             if float in scalars and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
-            if int in scalars and isinstance(value, float) and value.is_integer():
+            if int in scalars and whole(value):
                 return int(value)
         raise wrong_type(expected, value)
 
