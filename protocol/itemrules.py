@@ -3,8 +3,10 @@
 # and annotation params it names), the keys of the JSON objects an item passes through, the
 # indices that cannot be negative, and the parts that need one of several keys. check_items walks
 # decoded items (their parts, annotations and other nested objects) and raises the first rule
-# broken as a ProtocolError naming the field (`input[0].content[1].detail`). Strict mode only
-# (protocol.strictness calls it); pure, no I/O.
+# broken as a ProtocolError naming the field (`input[0].content[1].detail`). They hold in both
+# modes, wherever items come in: a create (protocol.validate), an append or inject
+# (protocol.lifetime) and a conversation's items (protocol.conversations), so that no stored
+# item breaks the schema it is echoed in. Pure, no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping

@@ -10,7 +10,7 @@ from typing import Any
 
 from protocol.errors import ProtocolError, clip, invalid
 from protocol.formats import check_strict_schema, one_of
-from protocol.itemrules import IMAGE_DETAILS, VALUES, check_items
+from protocol.itemrules import IMAGE_DETAILS, VALUES
 from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
@@ -156,7 +156,8 @@ def check_params(body: Mapping[str, Any], *, websocket: bool) -> None:
 
 def check_strict(req: CreateRequest) -> None:
     """A decoded create's rules that only strict mode enforces: tool types, strict function
-    schemas and enumerated values (STRICT_AT_LEAST is applied by protocol.validate)."""
+    schemas and enumerated parameters (STRICT_AT_LEAST is applied by protocol.validate; the
+    rules of input items, protocol.itemrules, hold in both modes)."""
     for i, tool in enumerate(req.tools):
         if isinstance(tool, OtherTool):
             one_of(tool.type, tuple(sorted(TOOL_TYPES)), f"tools[{i}].type")
@@ -165,9 +166,6 @@ def check_strict(req: CreateRequest) -> None:
     one_of(req.service_tier, SERVICE_TIERS, "service_tier")
     for i, value in enumerate(req.include or ()):
         one_of(value, INCLUDABLE, f"include[{i}]")
-    for where, items in (("input", req.input), ("instructions", req.instructions)):
-        if isinstance(items, tuple):
-            check_items(items, where)
 
 
 def _check_function_schema(tool: FunctionTool, i: int) -> None:
