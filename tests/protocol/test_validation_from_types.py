@@ -340,3 +340,50 @@ def test_fractions_are_refused(field: str, value: float) -> None:
     assert info.value.message == (
         f"Invalid type for '{field}': expected an integer, but got a decimal instead."
     )
+
+
+# -- hypothesis: nulls together ------------------------------------------------------------------
+
+
+def nullable(cls: Any) -> tuple[str, ...]:
+    """The keys of a TypedDict whose type takes None (the SDK's Optional fields)."""
+    tag = build(cls).get("type", "")
+    found = (k for k, h in hints(cls).items() if type(None) in members(h))
+    return tuple(k for k in found if k not in DROPPED.get(tag, ()) and (tag, (k,)) not in DIFFERS)
+
+
+def supported(cls: Any) -> bool:
+    return build(cls).get("type", "message") not in UNSUPPORTED_ITEMS
+
+
+ITEM_TYPES = [
+    m for m in typing.get_args(response_input_param.ResponseInputItemParam) if supported(m)
+]
+TOOL_OUTPUT_PARTS = typing.get_args(
+    typing_extensions.get_type_hints(response_input_param.FunctionCallOutput)["output"]
+)[1]  # str | list of parts: the parts' union
+PART_TYPES = members(element(TOOL_OUTPUT_PARTS))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(ITEM_TYPES), st.data())
+def test_an_items_nullable_fields_take_null_together(cls: Any, data: st.DataObject) -> None:
+    keys = data.draw(st.sets(st.sampled_from(nullable(cls))) if nullable(cls) else st.just(set()))
+    item = {**build(cls), **dict.fromkeys(keys)}
+    strict_check({"model": "gpt-test", "input": [item]})
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(PART_TYPES), st.data())
+def test_a_tool_output_parts_nullable_fields_take_null(cls: Any, data: st.DataObject) -> None:
+    """Nulls in a function call output's parts (the SDK's *ContentParam types), where clients
+    send them most: any together, but never all of an input_file's file keys (ONE_OF)."""
+    keys = set(data.draw(st.sets(st.sampled_from(nullable(cls)))))
+    part = {**build(cls), **dict.fromkeys(keys)}
+    call = {"type": "function_call_output", "call_id": "c", "output": [part]}
+    if part["type"] == "input_file" and not any(part.get(k) for k in ("file_id", "file_url")):
+        with pytest.raises(ProtocolError) as info:
+            strict_check({"model": "gpt-test", "input": [call]})
+        assert info.value.param == "input[0].output[0]"
+        return
+    strict_check({"model": "gpt-test", "input": [call]})
