@@ -9,6 +9,7 @@
 # item breaks the schema it is echoed in. Pure, no I/O.
 from __future__ import annotations
 
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -107,35 +108,89 @@ ONE_OF: dict[type, tuple[str, ...]] = {InputFile: ("file_id", "file_data", "file
 def check_items(items: Iterable[Any], where: str) -> None:
     """Every rule of the tables, over the items of `where` (`input`, `instructions`)."""
     for i, item in enumerate(items):
-        _check(item, f"{where}[{i}]")
+        plan = _plan(type(item))
+        if plan is not None:
+            _check(item, plan, f"{where}[{i}]")
 
 
-def _check(obj: Any, param: str) -> None:
-    cls = type(obj)
-    for name, allowed in VALUES.get(cls, {}).items():
-        one_of(getattr(obj, name), allowed, f"{param}.{name}")
-    for name, keys in OBJECTS.get(cls, {}).items():
-        _check_object(getattr(obj, name), keys, f"{param}.{name}")
-    for name in NON_NEGATIVE.get(cls, ()):
+@attrs.frozen
+class _Plan:
+    """What _check looks at in an object of one class (the tables' rows for it, and the
+    fields that may hold attrs objects)."""
+
+    values: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]
+    objects: tuple[tuple[str, Mapping[str, tuple[str, ...]]], ...]
+    non_negative: tuple[str, ...]
+    needs: tuple[str, ...]
+    nested: tuple[str, ...]
+
+
+_PLANS: dict[type, _Plan | None] = {}
+
+
+def _plan(cls: type) -> _Plan | None:
+    """The class's plan (None: nothing to check in it or below it), built once."""
+    if cls in _PLANS:
+        return _PLANS[cls]
+    values = VALUES.get(cls, {})
+    nested = tuple(
+        f.name for f in (attrs.fields(cls) if attrs.has(cls) else ()) if _may_hold(f.type)
+    )
+    plan = _Plan(
+        values=tuple((k, frozenset(v), v) for k, v in values.items()),
+        objects=tuple(OBJECTS.get(cls, {}).items()),
+        non_negative=NON_NEGATIVE.get(cls, ()),
+        needs=ONE_OF.get(cls, ()),
+        nested=nested,
+    )
+    empty = not (plan.values or plan.objects or plan.non_negative or plan.needs or nested)
+    _PLANS[cls] = None if empty else plan
+    return _PLANS[cls]
+
+
+def _may_hold(hint: Any) -> bool:
+    """Whether a field of this type may hold an attrs object with rules (in a tuple or not)."""
+    if isinstance(hint, type) and attrs.has(hint):
+        return (
+            hint in VALUES
+            or hint in NON_NEGATIVE
+            or hint in ONE_OF
+            or hint in OBJECTS
+            or any(_may_hold(f.type) for f in attrs.fields(hint))
+        )
+    return any(_may_hold(arg) for arg in typing.get_args(hint))
+
+
+def _check(obj: Any, plan: _Plan, param: str) -> None:
+    for name, allowed, ordered in plan.values:
+        value = getattr(obj, name)
+        if value is not None and value not in allowed:
+            one_of(value, ordered, f"{param}.{name}")
+    for name, keys in plan.objects:
+        value = getattr(obj, name)
+        if value is not None:
+            _check_object(value, keys, f"{param}.{name}")
+    for name in plan.non_negative:
         value = getattr(obj, name)
         if value < 0:
             raise below_min(f"{param}.{name}", value, 0)
-    needs = ONE_OF.get(cls)
-    if needs is not None and all(getattr(obj, k) is None for k in needs):
+    if plan.needs and all(getattr(obj, k) is None for k in plan.needs):
+        needs = plan.needs
         names = ", ".join(f"'{k}'" for k in needs[:-1]) + f" or '{needs[-1]}'"
         raise invalid(
             f"Invalid '{param}': an {obj.type} part needs one of {names}.",
             param=param,
             code="missing_required_parameter",
         )
-    for name in _nested(cls):
+    for name in plan.nested:
         value = getattr(obj, name)
         if isinstance(value, tuple):
             for j, inner in enumerate(value):
-                if attrs.has(type(inner)):
-                    _check(inner, f"{param}.{name}[{j}]")
-        elif attrs.has(type(value)):
-            _check(value, f"{param}.{name}")
+                inner_plan = _plan(type(inner))
+                if inner_plan is not None:
+                    _check(inner, inner_plan, f"{param}.{name}[{j}]")
+        elif value is not None and (inner_plan := _plan(type(value))) is not None:
+            _check(value, inner_plan, f"{param}.{name}")
 
 
 def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -> None:
@@ -146,19 +201,6 @@ def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -
     elif isinstance(value, Mapping):
         for key, allowed in keys.items():
             one_of(value.get(key), allowed, f"{param}.{key}")
-
-
-_NESTED: dict[type, tuple[str, ...]] = {}
-
-
-def _nested(cls: type) -> tuple[str, ...]:
-    """The fields of an attrs class that may hold attrs objects (content, annotations, ...)."""
-    found = _NESTED.get(cls)
-    if found is None:
-        skip = {"type", "id", "call_id", "status", "text", *VALUES.get(cls, ())}
-        fields = attrs.fields(cls) if attrs.has(cls) else ()
-        found = _NESTED[cls] = tuple(f.name for f in fields if f.name not in skip)
-    return found
 
 
 __all__ = ["IMAGE_DETAILS", "NON_NEGATIVE", "OBJECTS", "ONE_OF", "VALUES", "check_items"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from protocol.errors import ProtocolError, clip, invalid
 from protocol.formats import check_strict_schema, one_of
-from protocol.itemrules import IMAGE_DETAILS, VALUES
+from protocol.itemrules import IMAGE_DETAILS
 from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
@@ -193,7 +193,6 @@ __all__ = [
     "SERVICE_TIERS",
     "STRICT_AT_LEAST",
     "TOOL_TYPES",
-    "VALUES",
     "check_params",
     "check_strict",
     "unknown",
