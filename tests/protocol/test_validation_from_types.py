@@ -85,17 +85,15 @@ GAPS: dict[str, str] = {
     "mcp_call.error.": "an MCP call's error is passed through",
 }
 #: Create parameters not walked here: items (`input`, `instructions`) are walked one by one
-#: above; tools are echoed as sent (only their `type` is checked); the others are objects the
-#: server passes through or checks in protocol.conversations / protocol.validate.
+#: above; tools are echoed as sent (only their `type` is checked); `tool_choice` names tools
+#: (test_strictness, test_sans_io); `stream` is Literal[True] or Literal[False], a boolean; the
+#: others are objects the server passes through or refuses (`background` has its own rules).
 CREATE_SKIPPED = frozenset(
     {
         "input",
         "instructions",
         "tools",
-        "tool_choice",  # objects checked against `tools`: test_strictness, test_sans_io
-        "conversation",
-        "prompt",
-        "context_management",
+        "tool_choice",
         "metadata",
         "model",
         "moderation",
@@ -103,8 +101,7 @@ CREATE_SKIPPED = frozenset(
         "background_options",
         "image",
         "stream",
-        "background",  # background mode has its own rules (store, transport)
-        "prompt_cache_options",
+        "background",
     }
 )
 #: A create parameter the server requires other parameters for: what it is sent with.
