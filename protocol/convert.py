@@ -4,7 +4,7 @@
 # Invalid, located by JSON path; protocol.codec is the public face of it.
 import types
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeGuard, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -17,7 +17,8 @@ from protocol.events import (
     FailedSteer,
 )
 from protocol.hosted import HOSTED_TOOLS
-from protocol.invalid import Invalid, at_path, locate, missing, wrong_type
+from protocol.invalid import Invalid, at_path, locate, missing, whole, wrong_type
+from protocol.itemrules import INTEGERS, as_integers
 from protocol.items import (
     Compaction,
     FunctionCall,
@@ -52,15 +53,6 @@ def _strict(expected: str, check: Callable[[object], bool]) -> Callable[[object,
 
 converter.register_structure_hook(str, _strict("a string", lambda v: isinstance(v, str)))
 converter.register_structure_hook(bool, _strict("a boolean", lambda v: isinstance(v, bool)))
-
-
-INT64 = 2**63  # what the encoder writes back (a larger JSON integer parses as a float)
-
-
-def whole(value: object) -> TypeGuard[float]:
-    """A whole-number float in the 64-bit range (`100.0`): an integer, as in JSON Schema (and
-    the real API)."""
-    return isinstance(value, float) and value.is_integer() and -INT64 <= value < INT64
 
 
 def _integer(value: object, _: object) -> int:
@@ -279,24 +271,33 @@ def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
     return hook
 
 
-def _null_default_hook(cls: type, keys: tuple[str, ...]) -> Callable[[object, object], Any]:
-    """Null for one of `keys` (optional, and nullable in the SDK's param types, but with a
-    default here) is the key left out: the field takes its default."""
+#: The fields that take null for their default (docs/protocol-choices.md).
+NULL_IS_DEFAULT: dict[type, frozenset[str]] = {
+    CreateRequest: frozenset({"store"}),
+    InputImage: frozenset({"detail"}),  # null in a tool output's image (the SDK's Optional)
+}
+
+
+def _normalizing_hook(cls: type) -> Callable[[object, object], Any]:
+    """Null for a NULL_IS_DEFAULT field is the key left out (the field takes its default); the
+    objects of protocol.itemrules.INTEGERS' fields have their whole-number floats made ints."""
     inner = _attrs_hook(cls)
+    nulls = NULL_IS_DEFAULT.get(cls, frozenset())
+    integers = INTEGERS.get(cls, {})
 
     def hook(value: object, _: object) -> Any:
-        if isinstance(value, Mapping) and any(value.get(k, 0) is None for k in keys):
-            value = {k: v for k, v in value.items() if v is not None or k not in keys}
+        if isinstance(value, Mapping) and any(
+            (v is None and k in nulls) or (k in integers and isinstance(v, Mapping))
+            for k, v in value.items()
+        ):
+            value = {
+                k: as_integers(v, integers[k]) if k in integers and isinstance(v, Mapping) else v
+                for k, v in value.items()
+                if v is not None or k not in nulls
+            }
         return inner(value, cls)
 
     return hook
-
-
-#: The fields that take null for their default (docs/protocol-choices.md).
-NULL_IS_DEFAULT: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (CreateRequest, ("store",)),
-    (InputImage, ("detail",)),  # null in a tool output's image (ResponseInputImageContentParam)
-)
 
 
 def _other_tool(value: object, _: object) -> OtherTool:
@@ -440,5 +441,5 @@ converter.register_structure_hook_factory(_is_union, _union_hook)
 converter.register_structure_hook_factory(attrs.has, _attrs_hook)
 for _cls in (FunctionTool, FunctionCall):
     _async_hooks(_cls)
-for _cls, _keys in NULL_IS_DEFAULT:
-    converter.register_structure_hook(_cls, _null_default_hook(_cls, _keys))
+for _cls in {*NULL_IS_DEFAULT, *INTEGERS}:
+    converter.register_structure_hook(_cls, _normalizing_hook(_cls))

@@ -18,6 +18,7 @@ import attrs
 from protocol.clientitems import CustomToolCall, CustomToolCallOutput, ShellCall
 from protocol.errors import invalid
 from protocol.formats import below_min, one_of
+from protocol.invalid import kind_of, whole
 from protocol.items import (
     CodeInterpreterCall,
     ComputerCall,
@@ -94,6 +95,12 @@ OBJECTS: dict[type, dict[str, dict[str, tuple[str, ...]]]] = {
     McpCall: {"error": {"type": ("mcp_protocol_error", "mcp_tool_execution_error", "http_error")}},
     CodeInterpreterCall: {"outputs": {"type": ("logs", "image")}},
 }
+#: The integer keys of the JSON objects an item holds as sent: field -> keys (`path[].x`: key
+#: `x` of each object of the array `path`). A whole-number float is taken (and decoded as the
+#: int, protocol.convert); anything else is refused as the decoder refuses a non-integer.
+INTEGERS: dict[type, dict[str, tuple[str, ...]]] = {
+    ComputerCall: {"action": ("x", "y", "scroll_x", "scroll_y", "path[].x", "path[].y")},
+}
 #: Integer fields that cannot be negative (an annotation's character and file indices).
 NON_NEGATIVE: dict[type, tuple[str, ...]] = {
     UrlCitation: ("start_index", "end_index"),
@@ -120,6 +127,7 @@ class _Plan:
 
     values: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]
     objects: tuple[tuple[str, Mapping[str, tuple[str, ...]]], ...]
+    integers: tuple[tuple[str, tuple[str, ...]], ...]
     non_negative: tuple[str, ...]
     needs: tuple[str, ...]
     nested: tuple[str, ...]
@@ -139,11 +147,13 @@ def _plan(cls: type) -> _Plan | None:
     plan = _Plan(
         values=tuple((k, frozenset(v), v) for k, v in values.items()),
         objects=tuple(OBJECTS.get(cls, {}).items()),
+        integers=tuple(INTEGERS.get(cls, {}).items()),
         non_negative=NON_NEGATIVE.get(cls, ()),
         needs=ONE_OF.get(cls, ()),
         nested=nested,
     )
-    empty = not (plan.values or plan.objects or plan.non_negative or plan.needs or nested)
+    rules = (plan.values, plan.objects, plan.integers, plan.non_negative, plan.needs, nested)
+    empty = not any(rules)
     _PLANS[cls] = None if empty else plan
     return _PLANS[cls]
 
@@ -151,13 +161,8 @@ def _plan(cls: type) -> _Plan | None:
 def _may_hold(hint: Any) -> bool:
     """Whether a field of this type may hold an attrs object with rules (in a tuple or not)."""
     if isinstance(hint, type) and attrs.has(hint):
-        return (
-            hint in VALUES
-            or hint in NON_NEGATIVE
-            or hint in ONE_OF
-            or hint in OBJECTS
-            or any(_may_hold(f.type) for f in attrs.fields(hint))
-        )
+        tables: tuple[Mapping[type, Any], ...] = (VALUES, OBJECTS, INTEGERS, NON_NEGATIVE, ONE_OF)
+        return any(hint in t for t in tables) or any(_may_hold(f.type) for f in attrs.fields(hint))
     return any(_may_hold(arg) for arg in typing.get_args(hint))
 
 
@@ -170,6 +175,11 @@ def _check(obj: Any, plan: _Plan, param: str) -> None:
         value = getattr(obj, name)
         if value is not None:
             _check_object(value, keys, f"{param}.{name}")
+    for name, integers in plan.integers:
+        value = getattr(obj, name)
+        if isinstance(value, Mapping):
+            for key in integers:
+                _check_integer(value, key, f"{param}.{name}")
     for name in plan.non_negative:
         value = getattr(obj, name)
         if value < 0:
@@ -193,6 +203,43 @@ def _check(obj: Any, plan: _Plan, param: str) -> None:
             _check(value, inner_plan, f"{param}.{name}")
 
 
+def _check_integer(obj: Mapping[str, Any], key: str, param: str) -> None:
+    """`obj[key]` (if there) is an integer; `path[].x`: each object's of `obj["path"]`."""
+    outer, _, inner = key.partition("[].")
+    if inner:
+        items = obj.get(outer)
+        for j, item in enumerate(items if isinstance(items, list | tuple) else ()):
+            if isinstance(item, Mapping):
+                _check_integer(item, inner, f"{param}.{outer}[{j}]")
+        return
+    value = obj.get(key)
+    if value is None or whole_number(value):
+        return
+    raise invalid(
+        f"Invalid type for '{param}.{key}': expected an integer, but got {kind_of(value)} instead.",
+        param=f"{param}.{key}",
+        code="invalid_type",
+    )
+
+
+def whole_number(value: object) -> bool:
+    """An int, or a float that is one (`2.0`, in the 64-bit range)."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or whole(value)
+
+
+def as_integers(obj: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """`obj` with the whole-number floats at `keys` (INTEGERS' form) made ints."""
+    out = dict(obj)
+    for key in keys:
+        outer, _, inner = key.partition("[].")
+        value = out.get(outer)
+        if inner and isinstance(value, list):
+            out[outer] = [as_integers(v, (inner,)) if isinstance(v, Mapping) else v for v in value]
+        elif not inner and whole(value):
+            out[key] = int(value)
+    return out
+
+
 def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -> None:
     """An object's enumerated keys, or each object's of an array."""
     if isinstance(value, tuple | list):
@@ -203,4 +250,13 @@ def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -
             one_of(value.get(key), allowed, f"{param}.{key}")
 
 
-__all__ = ["IMAGE_DETAILS", "NON_NEGATIVE", "OBJECTS", "ONE_OF", "VALUES", "check_items"]
+__all__ = [
+    "IMAGE_DETAILS",
+    "INTEGERS",
+    "NON_NEGATIVE",
+    "OBJECTS",
+    "ONE_OF",
+    "VALUES",
+    "as_integers",
+    "check_items",
+]

@@ -77,10 +77,9 @@ DROPPED: dict[str, frozenset[str]] = {
     "computer_call": frozenset({"actions"}),
     "image_generation_call": frozenset({"action", "error", "svg_usage"}),
 }
-#: Known gaps (each a strict xfail, so a fix must remove it): integers inside the JSON objects
-#: an item passes through as sent are not checked as integers.
+#: Known gaps (each a strict xfail, so a fix must remove it): integers inside these JSON objects,
+#: which an item passes through as sent, are not checked as integers.
 GAPS: dict[str, str] = {
-    "computer_call.action.": "a computer action's coordinates are passed through unchecked",
     "message.content.output_text.logprobs.": "an output text's logprobs are passed through",
     "mcp_call.error.": "an MCP call's error is passed through",
 }
