@@ -100,6 +100,7 @@ OBJECTS: dict[type, dict[str, dict[str, tuple[str, ...]]]] = {
 #: int, protocol.convert); anything else is refused as the decoder refuses a non-integer.
 INTEGERS: dict[type, dict[str, tuple[str, ...]]] = {
     ComputerCall: {"action": ("x", "y", "scroll_x", "scroll_y", "path[].x", "path[].y")},
+    McpCall: {"error": ("code",)},  # of an mcp_protocol_error or http_error
 }
 #: Integer fields that cannot be negative (an annotation's character and file indices).
 NON_NEGATIVE: dict[type, tuple[str, ...]] = {

@@ -81,7 +81,6 @@ DROPPED: dict[str, frozenset[str]] = {
 #: which an item passes through as sent, are not checked as integers.
 GAPS: dict[str, str] = {
     "message.content.output_text.logprobs.": "an output text's logprobs are passed through",
-    "mcp_call.error.": "an MCP call's error is passed through",
 }
 #: Create parameters not walked here: items (`input`, `instructions`) are walked one by one
 #: above; tools are echoed as sent (only their `type` is checked); `tool_choice` names tools
