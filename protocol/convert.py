@@ -287,11 +287,10 @@ def _normalizing_hook(cls: type) -> Callable[[object, object], Any]:
 
     def hook(value: object, _: object) -> Any:
         if isinstance(value, Mapping) and any(
-            (v is None and k in nulls) or (k in integers and isinstance(v, Mapping))
-            for k, v in value.items()
+            (v is None and k in nulls) or (k in integers and v) for k, v in value.items()
         ):
             value = {
-                k: as_integers(v, integers[k]) if k in integers and isinstance(v, Mapping) else v
+                k: as_integers(v, integers[k]) if k in integers and v else v
                 for k, v in value.items()
                 if v is not None or k not in nulls
             }

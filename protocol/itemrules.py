@@ -9,6 +9,7 @@
 # item breaks the schema it is echoed in. Pure, no I/O.
 from __future__ import annotations
 
+import re
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -35,6 +36,7 @@ from protocol.items import (
     InputText,
     McpCall,
     Message,
+    OutputText,
     Reasoning,
     UrlCitation,
     WebSearchCall,
@@ -95,12 +97,14 @@ OBJECTS: dict[type, dict[str, dict[str, tuple[str, ...]]]] = {
     McpCall: {"error": {"type": ("mcp_protocol_error", "mcp_tool_execution_error", "http_error")}},
     CodeInterpreterCall: {"outputs": {"type": ("logs", "image")}},
 }
-#: The integer keys of the JSON objects an item holds as sent: field -> keys (`path[].x`: key
-#: `x` of each object of the array `path`). A whole-number float is taken (and decoded as the
-#: int, protocol.convert); anything else is refused as the decoder refuses a non-integer.
+#: The integers inside the JSON values an item holds as sent: field -> the paths to them from
+#: the field's value (`path[].x`: key `x` of each object of the array `path`; `[]` alone, each
+#: element of an array). A whole-number float is taken (and decoded as the int,
+#: protocol.convert); anything else is refused as the decoder refuses a non-integer.
 INTEGERS: dict[type, dict[str, tuple[str, ...]]] = {
     ComputerCall: {"action": ("x", "y", "scroll_x", "scroll_y", "path[].x", "path[].y")},
     McpCall: {"error": ("code",)},  # of an mcp_protocol_error or http_error
+    OutputText: {"logprobs": ("[].bytes[]", "[].top_logprobs[].bytes[]")},
 }
 #: Integer fields that cannot be negative (an annotation's character and file indices).
 NON_NEGATIVE: dict[type, tuple[str, ...]] = {
@@ -128,7 +132,7 @@ class _Plan:
 
     values: tuple[tuple[str, frozenset[str], tuple[str, ...]], ...]
     objects: tuple[tuple[str, Mapping[str, tuple[str, ...]]], ...]
-    integers: tuple[tuple[str, tuple[str, ...]], ...]
+    integers: tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]  # field, each spec's steps
     non_negative: tuple[str, ...]
     needs: tuple[str, ...]
     nested: tuple[str, ...]
@@ -148,7 +152,9 @@ def _plan(cls: type) -> _Plan | None:
     plan = _Plan(
         values=tuple((k, frozenset(v), v) for k, v in values.items()),
         objects=tuple(OBJECTS.get(cls, {}).items()),
-        integers=tuple(INTEGERS.get(cls, {}).items()),
+        integers=tuple(
+            (k, tuple(_steps(spec) for spec in v)) for k, v in INTEGERS.get(cls, {}).items()
+        ),
         non_negative=NON_NEGATIVE.get(cls, ()),
         needs=ONE_OF.get(cls, ()),
         nested=nested,
@@ -176,11 +182,10 @@ def _check(obj: Any, plan: _Plan, param: str) -> None:
         value = getattr(obj, name)
         if value is not None:
             _check_object(value, keys, f"{param}.{name}")
-    for name, integers in plan.integers:
+    for name, specs in plan.integers:
         value = getattr(obj, name)
-        if isinstance(value, Mapping):
-            for key in integers:
-                _check_integer(value, key, f"{param}.{name}")
+        for steps in specs:
+            _check_integers(value, steps, f"{param}.{name}")
     for name in plan.non_negative:
         value = getattr(obj, name)
         if value < 0:
@@ -204,23 +209,27 @@ def _check(obj: Any, plan: _Plan, param: str) -> None:
             _check(value, inner_plan, f"{param}.{name}")
 
 
-def _check_integer(obj: Mapping[str, Any], key: str, param: str) -> None:
-    """`obj[key]` (if there) is an integer; `path[].x`: each object's of `obj["path"]`."""
-    outer, _, inner = key.partition("[].")
-    if inner:
-        items = obj.get(outer)
-        for j, item in enumerate(items if isinstance(items, list | tuple) else ()):
-            if isinstance(item, Mapping):
-                _check_integer(item, inner, f"{param}.{outer}[{j}]")
-        return
-    value = obj.get(key)
-    if value is None or whole_number(value):
-        return
-    raise invalid(
-        f"Invalid type for '{param}.{key}': expected an integer, but got {kind_of(value)} instead.",
-        param=f"{param}.{key}",
-        code="invalid_type",
-    )
+def _steps(spec: str) -> tuple[str, ...]:
+    """An INTEGERS spec as steps: `path[].x` is ("path", "[]", "x")."""
+    return tuple(re.findall(r"\[\]|[^.\[\]]+", spec))
+
+
+def _check_integers(value: Any, steps: tuple[str, ...], param: str) -> None:
+    """The values `steps` reach from `value` (keys of objects, `[]` each element of an array)
+    are integers: ints, or floats that are whole numbers."""
+    if not steps:
+        if value is not None and not whole_number(value):
+            raise invalid(
+                f"Invalid type for '{param}': expected an integer, but got {kind_of(value)} "
+                "instead.",
+                param=param,
+                code="invalid_type",
+            )
+    elif steps[0] == "[]":
+        for j, inner in enumerate(value if isinstance(value, list | tuple) else ()):
+            _check_integers(inner, steps[1:], f"{param}[{j}]")
+    elif isinstance(value, Mapping):
+        _check_integers(value.get(steps[0]), steps[1:], f"{param}.{steps[0]}")
 
 
 def whole_number(value: object) -> bool:
@@ -228,17 +237,23 @@ def whole_number(value: object) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or whole(value)
 
 
-def as_integers(obj: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
-    """`obj` with the whole-number floats at `keys` (INTEGERS' form) made ints."""
-    out = dict(obj)
-    for key in keys:
-        outer, _, inner = key.partition("[].")
-        value = out.get(outer)
-        if inner and isinstance(value, list):
-            out[outer] = [as_integers(v, (inner,)) if isinstance(v, Mapping) else v for v in value]
-        elif not inner and whole(value):
-            out[key] = int(value)
-    return out
+def as_integers(value: Any, specs: tuple[str, ...]) -> Any:
+    """`value` with the whole-number floats `specs` reach (INTEGERS' form) made ints."""
+    for spec in specs:
+        value = _as_integers(value, _steps(spec))
+    return value
+
+
+def _as_integers(value: Any, steps: tuple[str, ...]) -> Any:
+    if not steps:
+        return int(value) if whole(value) else value
+    if steps[0] == "[]":
+        if isinstance(value, list | tuple):
+            return [_as_integers(v, steps[1:]) for v in value]
+        return value
+    if isinstance(value, Mapping) and steps[0] in value:
+        return {**value, steps[0]: _as_integers(value[steps[0]], steps[1:])}
+    return value
 
 
 def _check_object(value: Any, keys: Mapping[str, tuple[str, ...]], param: str) -> None:

@@ -77,11 +77,6 @@ DROPPED: dict[str, frozenset[str]] = {
     "computer_call": frozenset({"actions"}),
     "image_generation_call": frozenset({"action", "error", "svg_usage"}),
 }
-#: Known gaps (each a strict xfail, so a fix must remove it): integers inside these JSON objects,
-#: which an item passes through as sent, are not checked as integers.
-GAPS: dict[str, str] = {
-    "message.content.output_text.logprobs.": "an output text's logprobs are passed through",
-}
 #: Create parameters not walked here: items (`input`, `instructions`) are walked one by one
 #: above; tools are echoed as sent (only their `type` is checked); `tool_choice` names tools
 #: (test_strictness, test_sans_io); `stream` is Literal[True] or Literal[False], a boolean; the
@@ -160,7 +155,6 @@ class Case:
     path: Path  # where the change is, inside it
     refused: str | None  # the error code expected there; None: accepted
     whole: bool = False  # the change is a whole-number float, decoded as an int
-    marks: tuple[Any, ...] = ()  # a known gap's xfail (GAPS)
 
 
 def cases(t: Any, depth: int = 0) -> Iterator[Case]:
@@ -207,10 +201,7 @@ def item_cases() -> list[Case]:
         for c in cases(member):
             if (tag, c.path[:1]) in DIFFERS or (tag, c.path) in DIFFERS:
                 continue
-            gap = next((why for key, why in GAPS.items() if c.id.startswith(key)), None)
-            gap = gap if c.refused == "invalid_type" or c.whole else None  # (enums are checked)
-            marks = (pytest.mark.xfail(strict=True, reason=gap),) if gap else ()
-            out.append(attrs.evolve(c, id=f"{member.__name__}:{c.id}", marks=marks))
+            out.append(attrs.evolve(c, id=f"{member.__name__}:{c.id}"))
     return out
 
 
@@ -266,7 +257,7 @@ ITEMS = item_cases()
 CREATES = create_cases()
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in ITEMS])
+@pytest.mark.parametrize("case", ITEMS, ids=[c.id for c in ITEMS])
 def test_input_item_field(case: Case) -> None:
     body = {"model": "gpt-test", "input": [case.value]}
     param = format_path(("input", 0, *case.path))
