@@ -16,6 +16,7 @@ from protocol.events import (
     ErrorEvent,
     FailedSteer,
 )
+from protocol.formats import supported
 from protocol.hosted import HOSTED_TOOLS
 from protocol.invalid import Invalid, at_path, locate, missing, whole, wrong_type
 from protocol.itemrules import INTEGERS, as_integers
@@ -87,13 +88,13 @@ def _is_literal(t: Any) -> bool:
 
 def _literal_hook(t: Any) -> Callable[[object, object], Any]:
     allowed = get_args(t)
-    supported = ", ".join(repr(a) for a in allowed)
+    names = supported(allowed)
 
     def hook(value: object, _: object) -> Any:
         if not any(value == a and type(value) is type(a) for a in allowed):
             raise Invalid(
                 (),
-                f"Invalid value: {clip(repr(value))}. Supported values are: {supported}.",
+                f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
                 "invalid_value",
             )
         return value
@@ -191,14 +192,14 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
     scalars = [m for m in members if m in (str, bool, int, float)]
     literal = next((_literal_hook(m) for m in members if _is_literal(m)), None)
     expected = _describe(members)
-    supported = ", ".join(repr(k) for k in by_type)
+    tags = supported(tuple(by_type))
 
     def hook(value: object, _: object) -> Any:
         if value is None and nullable:
             return None
         if isinstance(value, dict):
             if by_type or fallback is not None:
-                return _by_discriminator(value, by_type, fallback, supported)
+                return _by_discriminator(value, by_type, fallback, tags)
             if mapping is not None:
                 return converter.structure(value, mapping)
         elif isinstance(value, list) and seq is not None:
@@ -233,7 +234,7 @@ def _discriminated(members: tuple[Any, ...]) -> tuple[dict[str, type], type | No
 
 
 def _by_discriminator(
-    value: dict[str, Any], by_type: Mapping[str, type], fallback: type | None, supported: str
+    value: dict[str, Any], by_type: Mapping[str, type], fallback: type | None, tags: str
 ) -> Any:
     """A JSON object structured as the member its `type` names (a `role` without `type` is a
     message; no `type` at all, the fallback member)."""
@@ -252,7 +253,7 @@ def _by_discriminator(
     if cls is None:
         raise Invalid(
             ("type",),
-            f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
+            f"Invalid value: {clip(repr(tag))}. Supported values are: {tags}.",
             "invalid_value",
         )
     if value.get("type") is None and tag in ("message", "item_reference"):

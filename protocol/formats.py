@@ -16,11 +16,16 @@ SUMMARIES = ("auto", "concise", "detailed")
 CONTEXTS = ("auto", "current_turn", "all_turns")  # reasoning.context
 
 
+def supported(allowed: tuple[object, ...]) -> str:
+    """The values a refusal lists: `'a', 'b' and 'c'`."""
+    if len(allowed) < 2:
+        return "".join(repr(a) for a in allowed)
+    return ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+
+
 def one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
     if value is not None and value not in allowed:
-        names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
-        if len(allowed) == 1:
-            names = repr(allowed[0])
+        names = supported(allowed)
         raise invalid(
             f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
             param=param,
