@@ -1,12 +1,12 @@
 # The rules of an input item's fields that its types alone do not hold, as tables: the values of
 # each enumerated field (the SDK's Literals, types/responses/response_input_param.py and the part
-# and annotation params it names), the keys of the JSON objects an item passes through, the
-# indices that cannot be negative, and the parts that need one of several keys. check_items walks
-# decoded items (their parts, annotations and other nested objects) and raises the first rule
-# broken as a ProtocolError naming the field (`input[0].content[1].detail`). They hold in both
-# modes, wherever items come in: a create (protocol.validate), an append or inject
-# (protocol.lifetime) and a conversation's items (protocol.conversations), so that no stored
-# item breaks the schema it is echoed in. Pure, no I/O.
+# and annotation params it names), the enumerated keys and the integers of the JSON objects an
+# item keeps as sent, the indices that cannot be negative, and the parts that need one of several
+# keys. check_items walks decoded items (their parts, annotations and other nested objects) and
+# raises the first rule broken as a ProtocolError naming the field (`input[0].content[1].detail`).
+# They hold in both modes, wherever items come in: a create (protocol.validate), an append or
+# inject (protocol.lifetime) and a conversation's items (protocol.conversations), so that no
+# stored item breaks the schema it is echoed in. Pure, no I/O.
 from __future__ import annotations
 
 import re
