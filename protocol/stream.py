@@ -31,6 +31,7 @@ from protocol.events import (
     TextDoneEvent,
 )
 from protocol.items import (
+    Annotation,
     FunctionCall,
     Item,
     Message,
@@ -38,7 +39,6 @@ from protocol.items import (
     Reasoning,
     Refusal,
     SummaryText,
-    UrlCitation,
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 from protocol.toolstream import ClientToolEvents, HostedToolEvents
@@ -53,7 +53,7 @@ class _OpenText:
     output_index: int
     refusal: bool = False  # a `refusal` content part instead of `output_text`
     text: list[str] = attrs.field(factory=list)
-    annotations: list[UrlCitation] = attrs.field(factory=list)
+    annotations: list[Annotation] = attrs.field(factory=list)
 
 
 @attrs.define
@@ -234,7 +234,7 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         self._seq += len(deltas)
         return DeltaRun(cls, n, fields, deltas, plain)
 
-    def annotate(self, annotation: UrlCitation) -> AnnotationAddedEvent:
+    def annotate(self, annotation: Annotation) -> AnnotationAddedEvent:
         t = self._require_text()
         t.annotations.append(annotation)
         return AnnotationAddedEvent(
