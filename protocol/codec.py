@@ -10,8 +10,9 @@ from typing import Any, TypeVar
 import attrs
 import orjson
 
-from protocol.convert import converter, sse_error_json
+from protocol.convert import converter
 from protocol.errors import ProtocolError, clip
+from protocol.errorwire import sse_error_json
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,

@@ -12,6 +12,7 @@ from cattrs.preconf.orjson import make_converter
 
 from protocol.clientitems import OMIT_NONE as CLIENT_OMIT_NONE
 from protocol.errors import clip
+from protocol.errorwire import error_event_structure, error_event_unstructure
 from protocol.events import (
     ErrorEvent,
     FailedSteer,
@@ -311,72 +312,6 @@ def _other_tool(value: object, _: object) -> OtherTool:
     return OtherTool(type=tag, raw=value)
 
 
-def _error_event_hook() -> Callable[[ErrorEvent], dict[str, Any]]:
-    """An `error` event carries `sequence_number` only when raised inside a response's stream,
-    and `status` only when it stands for an HTTP status (spec §1.3): no null keys."""
-    inner = make_dict_unstructure_fn(ErrorEvent, converter)
-
-    def hook(event: ErrorEvent) -> dict[str, Any]:
-        data: dict[str, Any] = inner(event)
-        for key in ("sequence_number", "status"):
-            if data[key] is None:
-                del data[key]
-        if data["error"].get("headers") is None:
-            data["error"].pop("headers", None)
-        return data
-
-    return hook
-
-
-def sse_error_json(event: ErrorEvent) -> dict[str, Any]:
-    """The `error` event as an SSE stream carries it (spec §2.5, the SDK's ResponseErrorEvent):
-    flat, the error's `code`, `message` and `param` beside `sequence_number`. The nested form's
-    `type`, `status` and `headers` have no place in it (an SSE error is always inside a response's
-    stream: a refusal before it is an HTTP status)."""
-    error = event.error
-    data: dict[str, Any] = {
-        "type": "error",
-        "code": error.code,
-        "message": error.message,
-        "param": error.param,
-    }
-    if event.sequence_number is not None:
-        data["sequence_number"] = event.sequence_number
-    return data
-
-
-#: The error type a flat (SSE) `error` event stands for: it names none, and the errors raised
-#: inside a response's stream are the server's (the response's `error` object has no type).
-FLAT_ERROR_TYPE = "server_error"
-
-
-def _error_event_structure() -> Callable[[object, object], ErrorEvent]:
-    """An `error` event in either form: nested (WebSocket) or flat (SSE, spec §2.5)."""
-    made: list[Callable[[Any, Any], ErrorEvent]] = []  # built at first use, as the factories'
-
-    def hook(value: object, _: object) -> ErrorEvent:
-        if not isinstance(value, Mapping):
-            raise wrong_type("an object", value)
-        if not made:
-            made.append(make_dict_structure_fn(ErrorEvent, converter))
-        inner = made[0]
-        if "error" not in value and "message" in value:
-            nested = {
-                "type": "error",
-                "error": {
-                    "type": FLAT_ERROR_TYPE,
-                    "code": value.get("code"),
-                    "message": value["message"],
-                    "param": value.get("param"),
-                },
-                "sequence_number": value.get("sequence_number"),
-            }
-            return inner(nested, ErrorEvent)
-        return inner(value, ErrorEvent)
-
-    return hook
-
-
 def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[str, Any]]:
     """Optional keys the real API leaves out rather than sending as null."""
     inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter)
@@ -431,8 +366,8 @@ converter.register_structure_hook(OtherTool, _other_tool)
 converter.register_unstructure_hook(
     FailedSteer, make_dict_unstructure_fn(FailedSteer, converter, id=override(omit_if_default=True))
 )
-converter.register_unstructure_hook(ErrorEvent, _error_event_hook())
-converter.register_structure_hook(ErrorEvent, _error_event_structure())
+converter.register_unstructure_hook(ErrorEvent, error_event_unstructure(converter))
+converter.register_structure_hook(ErrorEvent, error_event_structure(converter))
 converter.register_unstructure_hook(OtherTool, lambda t: t.raw or {"type": t.type})
 converter.register_structure_hook_factory(_is_literal, _literal_hook)
 converter.register_structure_hook_factory(_is_sequence, _sequence_hook)
