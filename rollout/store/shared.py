@@ -4,7 +4,9 @@
 # whose worker was lost, per-response event logs, and the ordered batches of writes the
 # cluster's Writer sends (the `Write` values). Typed operations only: the cluster layer never
 # sees a client or a key of the store underneath. `shared_of(store)` says whether a store is
-# one; RedisStore (store/redis.py) is the one implementation.
+# one; RedisStore (store/redis.py) is the one implementation. Every operation that cannot reach
+# the store raises StoreUnavailable (a 503 `store_unavailable` ProtocolError), never the client
+# library's own exception, so callers catch one type (and transports answer it as documented).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -13,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
+from protocol.errors import ProtocolError
 from rollout.store.base import Store
 
 Fields = Mapping[str, bytes]  # a record's fields, as the cluster writes them
@@ -70,6 +73,20 @@ Write = Publish | SetLive | DropLive | LogMeta | LogEvent
 
 class WriteFailed(Exception):
     """A batch of writes did not reach the store; `str()` says why."""
+
+
+@attrs.define(eq=False)
+class StoreUnavailable(ProtocolError):
+    """The store cannot be reached now (its server is down, restarting or unreachable): HTTP
+    503 `store_unavailable`, which clients retry shortly (transports add Retry-After). What a
+    SharedStore (and its Store operations) raises when its connection fails."""
+
+
+def store_unavailable(name: str, why: str) -> StoreUnavailable:
+    message = f"The response store ({name}) is unavailable: {why}. Retry shortly."
+    return StoreUnavailable(
+        message=message, type="server_error", code="store_unavailable", status=503
+    )
 
 
 @runtime_checkable
@@ -180,7 +197,9 @@ __all__ = [
     "Record",
     "SetLive",
     "SharedStore",
+    "StoreUnavailable",
     "Write",
     "WriteFailed",
     "shared_of",
+    "store_unavailable",
 ]
