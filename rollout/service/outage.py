@@ -12,6 +12,7 @@ import logging
 import attrs
 import trio
 
+from rollout.store.redis_url import bottom, reason
 from rollout.store.shared import StoreUnavailable, store_unavailable
 
 log = logging.getLogger("rollout.service.cluster")
@@ -32,7 +33,8 @@ class Link:
         if self.down_since is None:
             self.down_since = trio.current_time()
             self.outages += 1
-            log.warning("the shared store is unreachable (%s: %s); retrying", what, exc)
+            why = reason(bottom(exc.__cause__ or exc))  # (what lies under StoreUnavailable)
+            log.warning("the shared store is unreachable (%s: %s); retrying", what, why)
 
     def answered(self) -> bool:
         """The store took a beat; True when that ends an outage (its end is logged)."""
