@@ -29,6 +29,7 @@ from websockets.sync.client import connect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 from _workers import ROOT, Workers, free_port, workers
 
+from rollout.engine import bound
 from support.frames import streamed_append_body
 
 REDIS = shutil.which("redis-server")
@@ -307,6 +308,51 @@ def test_a_frozen_redis_is_waited_for(redis: RedisServer, script: Path, tmp_path
         assert r.status_code == 200 and events(r.content)[-1]["type"] == "response.completed"
         assert worker_ids(w) == before
         assert not outage_lines(w)
+
+
+def client_of(w: Workers, worker: str) -> httpx.Client:
+    """A keep-alive client whose connection `worker` serves (new connections until one lands
+    there; bounded)."""
+    for _ in range(200):
+        http = httpx.Client(base_url=w.url, timeout=WAIT_S)
+        if http.get("/responses/resp_probe").headers["x-rollout-worker"] == worker:
+            return http
+        http.close()
+    pytest.fail(f"no connection landed on {worker}")
+
+
+@pytest.mark.skipif(
+    not hasattr(bound, "keep"),
+    reason="needs the engine to end a response whose store write failed (bound.keep)",
+)
+def test_a_stored_stream_in_flight_ends_failed(
+    redis: RedisServer, script: Path, tmp_path: Path
+) -> None:
+    with (
+        workers(redis.url, tmp_path, "--script", str(script)) as w,
+        concurrent.futures.ThreadPoolExecutor(1) as pool,
+    ):
+        before = worker_ids(w)
+        rid, owner, pause = suspend(w)  # store: true
+        http = client_of(w, owner)  # the owner runs it: it needs Redis only at its end
+
+        def append() -> httpx.Response:
+            return http.post(f"/responses/{rid}/append", json=outputs(pause))
+
+        try:
+            appended = pool.submit(append)
+            time.sleep(0.5)  # in flight: the answer waits DELAY_S
+            redis.kill()
+            r = appended.result(timeout=WAIT_S)
+        finally:
+            http.close()
+        assert r.status_code == 200, r.text
+        end = events(r.content)[-1]
+        assert end["type"] == "response.failed", end
+        assert end["response"]["error"]["code"] == "store_unavailable", end
+        redis.start()
+        poll(lambda: _answers(w), "Redis to answer again")
+        assert worker_ids(w) == before
 
 
 def test_no_redis_at_the_start_is_one_line_and_an_exit(tmp_path: Path) -> None:
