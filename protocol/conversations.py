@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from protocol import errors
+from protocol import errors, itemrules
 from protocol.errors import ProtocolError, clip
 from protocol.items import Item, ItemReference
 
@@ -50,7 +50,8 @@ class ItemsCreate:
 
 
 def check_items(items: Sequence[Item] | None, param: str = "items") -> list[Item]:
-    """At most MAX_ITEMS items, none of them a reference (a conversation holds items)."""
+    """At most MAX_ITEMS items, none of them a reference (a conversation holds items), each
+    within the item rules (protocol.itemrules)."""
     if items is None:
         return []
     if len(items) > MAX_ITEMS:
@@ -67,6 +68,7 @@ def check_items(items: Sequence[Item] | None, param: str = "items") -> list[Item
                 param=f"{param}[{i}]",
                 code="invalid_value",
             )
+    itemrules.check_items(items, param)
     return list(items)
 
 

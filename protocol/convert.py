@@ -16,8 +16,10 @@ from protocol.events import (
     ErrorEvent,
     FailedSteer,
 )
+from protocol.formats import supported
 from protocol.hosted import HOSTED_TOOLS
-from protocol.invalid import Invalid, at_path, locate, missing, wrong_type
+from protocol.invalid import Invalid, at_path, locate, missing, whole, wrong_type
+from protocol.itemrules import INTEGERS, as_integers
 from protocol.items import (
     Compaction,
     FunctionCall,
@@ -25,10 +27,12 @@ from protocol.items import (
     InputFile,
     InputImage,
     InputText,
+    ItemReference,
     Message,
     OtherTool,
     Reasoning,
 )
+from protocol.request import CreateRequest
 from protocol.response import Response
 
 T = TypeVar("T")
@@ -50,9 +54,18 @@ def _strict(expected: str, check: Callable[[object], bool]) -> Callable[[object,
 
 converter.register_structure_hook(str, _strict("a string", lambda v: isinstance(v, str)))
 converter.register_structure_hook(bool, _strict("a boolean", lambda v: isinstance(v, bool)))
-converter.register_structure_hook(
-    int, _strict("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
-)
+
+
+def _integer(value: object, _: object) -> int:
+    """An integer, or a whole-number float decoded as the int."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if whole(value):
+        return int(value)
+    raise wrong_type("an integer", value)
+
+
+converter.register_structure_hook(int, _integer)
 converter.register_structure_hook(
     float,
     lambda v, _: (
@@ -75,13 +88,13 @@ def _is_literal(t: Any) -> bool:
 
 def _literal_hook(t: Any) -> Callable[[object, object], Any]:
     allowed = get_args(t)
-    supported = ", ".join(repr(a) for a in allowed)
+    names = supported(allowed)
 
     def hook(value: object, _: object) -> Any:
         if not any(value == a and type(value) is type(a) for a in allowed):
             raise Invalid(
                 (),
-                f"Invalid value: {clip(repr(value))}. Supported values are: {supported}.",
+                f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
                 "invalid_value",
             )
         return value
@@ -179,14 +192,14 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
     scalars = [m for m in members if m in (str, bool, int, float)]
     literal = next((_literal_hook(m) for m in members if _is_literal(m)), None)
     expected = _describe(members)
-    supported = ", ".join(repr(k) for k in by_type)
+    tags = supported(tuple(by_type))
 
     def hook(value: object, _: object) -> Any:
         if value is None and nullable:
             return None
         if isinstance(value, dict):
             if by_type or fallback is not None:
-                return _by_discriminator(value, by_type, fallback, supported)
+                return _by_discriminator(value, by_type, fallback, tags)
             if mapping is not None:
                 return converter.structure(value, mapping)
         elif isinstance(value, list) and seq is not None:
@@ -199,6 +212,8 @@ def _union_hook(t: Any) -> Callable[[object, object], Any]:
                     return value
             if float in scalars and isinstance(value, int) and not isinstance(value, bool):
                 return float(value)
+            if int in scalars and whole(value):
+                return int(value)
         raise wrong_type(expected, value)
 
     return hook
@@ -219,13 +234,15 @@ def _discriminated(members: tuple[Any, ...]) -> tuple[dict[str, type], type | No
 
 
 def _by_discriminator(
-    value: dict[str, Any], by_type: Mapping[str, type], fallback: type | None, supported: str
+    value: dict[str, Any], by_type: Mapping[str, type], fallback: type | None, tags: str
 ) -> Any:
     """A JSON object structured as the member its `type` names (a `role` without `type` is a
     message; no `type` at all, the fallback member)."""
     tag = value.get("type")
     if tag is None and Message in by_type.values() and "role" in value:
         tag = "message"
+    elif tag is None and ItemReference in by_type.values() and set(value) <= {"id", "type"}:
+        tag = "item_reference"  # its `type` is optional (and nullable) in the SDK
     if tag is None:
         if fallback is None:
             raise at_path(("type",), missing())
@@ -236,11 +253,11 @@ def _by_discriminator(
     if cls is None:
         raise Invalid(
             ("type",),
-            f"Invalid value: {clip(repr(tag))}. Supported values are: {supported}.",
+            f"Invalid value: {clip(repr(tag))}. Supported values are: {tags}.",
             "invalid_value",
         )
-    if tag == "message" and "type" not in value:
-        value = {**value, "type": "message"}
+    if value.get("type") is None and tag in ("message", "item_reference"):
+        value = {**value, "type": tag}
     return converter.structure(value, cls)
 
 
@@ -250,6 +267,34 @@ def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
     def hook(value: object, _: object) -> Any:
         if not isinstance(value, Mapping):
             raise wrong_type("an object", value)
+        return inner(value, cls)
+
+    return hook
+
+
+#: The fields that take null for their default (docs/protocol-choices.md).
+NULL_IS_DEFAULT: dict[type, frozenset[str]] = {
+    CreateRequest: frozenset({"store"}),
+    InputImage: frozenset({"detail"}),  # null in a tool output's image (the SDK's Optional)
+}
+
+
+def _normalizing_hook(cls: type) -> Callable[[object, object], Any]:
+    """Null for a NULL_IS_DEFAULT field is the key left out (the field takes its default); the
+    objects of protocol.itemrules.INTEGERS' fields have their whole-number floats made ints."""
+    inner = _attrs_hook(cls)
+    nulls = NULL_IS_DEFAULT.get(cls, frozenset())
+    integers = INTEGERS.get(cls, {})
+
+    def hook(value: object, _: object) -> Any:
+        if isinstance(value, Mapping) and any(
+            (v is None and k in nulls) or (k in integers and v) for k, v in value.items()
+        ):
+            value = {
+                k: as_integers(v, integers[k]) if k in integers and v else v
+                for k, v in value.items()
+                if v is not None or k not in nulls
+            }
         return inner(value, cls)
 
     return hook
@@ -353,7 +398,7 @@ _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
     *((tool.item, tool.omit_none) for tool in HOSTED_TOOLS if tool.omit_none),
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
-    (InputFile, ("prompt_cache_breakpoint",)),
+    (InputFile, ("detail", "prompt_cache_breakpoint")),
     (Response, ("conversation",)),
     *CLIENT_OMIT_NONE,  # the client's tools other than functions (protocol.clientitems)
 )
@@ -396,3 +441,5 @@ converter.register_structure_hook_factory(_is_union, _union_hook)
 converter.register_structure_hook_factory(attrs.has, _attrs_hook)
 for _cls in (FunctionTool, FunctionCall):
     _async_hooks(_cls)
+for _cls in {*NULL_IS_DEFAULT, *INTEGERS}:
+    converter.register_structure_hook(_cls, _normalizing_hook(_cls))

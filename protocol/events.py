@@ -5,7 +5,7 @@ from typing import Any, Literal, get_args
 
 import attrs
 
-from protocol.items import ContentPart, Item, SummaryText, UrlCitation
+from protocol.items import Annotation, ContentPart, Item, SummaryText
 from protocol.response import Response, Usage
 
 LifecycleType = Literal[
@@ -77,7 +77,7 @@ class AnnotationAddedEvent:
     output_index: int
     content_index: int
     annotation_index: int
-    annotation: UrlCitation
+    annotation: Annotation
 
 
 @attrs.frozen(kw_only=True)

@@ -13,11 +13,19 @@ from protocol.errors import ProtocolError, clip, invalid
 FORMAT_NAME = re.compile(r"[a-zA-Z0-9_-]+")
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 SUMMARIES = ("auto", "concise", "detailed")
+CONTEXTS = ("auto", "current_turn", "all_turns")  # reasoning.context
+
+
+def supported(allowed: tuple[object, ...]) -> str:
+    """The values a refusal lists: `'a', 'b' and 'c'`."""
+    if len(allowed) < 2:
+        return "".join(repr(a) for a in allowed)
+    return ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
 
 
 def one_of(value: object, allowed: tuple[str, ...], param: str) -> None:
     if value is not None and value not in allowed:
-        names = ", ".join(repr(a) for a in allowed[:-1]) + f" and {allowed[-1]!r}"
+        names = supported(allowed)
         raise invalid(
             f"Invalid value: {clip(repr(value))}. Supported values are: {names}.",
             param=param,
@@ -174,3 +182,4 @@ def check_reasoning(reasoning: Mapping[str, Any] | None) -> None:
     one_of(reasoning.get("effort"), EFFORTS, "reasoning.effort")
     one_of(reasoning.get("summary"), SUMMARIES, "reasoning.summary")
     one_of(reasoning.get("generate_summary"), SUMMARIES, "reasoning.generate_summary")
+    one_of(reasoning.get("context"), CONTEXTS, "reasoning.context")

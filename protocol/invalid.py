@@ -2,6 +2,8 @@
 # was raised) and a message template; `to_error` walks a cattrs exception tree down to its first
 # leaf, collecting the path (`input[3].call_id`), and makes the one ProtocolError the client is
 # sent. The converter (protocol.convert) raises these; protocol.codec turns them into errors.
+from typing import TypeGuard
+
 from cattrs.errors import AttributeValidationNote, IterableValidationNote
 
 from protocol.errors import ProtocolError, clip
@@ -29,6 +31,15 @@ _KINDS: tuple[tuple[type, str], ...] = (
     (list, "an array"),
     (dict, "an object"),
 )
+
+
+INT64 = 2**63  # what the encoder writes back (a larger JSON integer parses as a float)
+
+
+def whole(value: object) -> TypeGuard[float]:
+    """A whole-number float in the 64-bit range (`100.0`): an integer, as in JSON Schema (and
+    the real API), decoded as the int."""
+    return isinstance(value, float) and value.is_integer() and -INT64 <= value < INT64
 
 
 def kind_of(value: object) -> str:

@@ -18,7 +18,11 @@ from protocol.clientitems import (
 
 # The content parts live in protocol.parts; they are re-exported here, with the items they fill.
 from protocol.parts import (  # noqa: F401
+    Annotation,
+    ContainerFileCitation,
     ContentPart,
+    FileCitation,
+    FilePath,
     InputFile,
     InputImage,
     InputText,

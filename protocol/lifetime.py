@@ -25,6 +25,7 @@ import attrs
 
 from protocol import codec
 from protocol.errors import ProtocolError, clip
+from protocol.itemrules import check_items
 from protocol.items import (
     ANSWER_ITEMS,
     InputFile,
@@ -155,6 +156,7 @@ class Lifetime:
             raise ProtocolError(
                 message="'input' must not be empty.", code="empty_input", param="input"
             )
+        check_items(items, "input")
         seen: set[str] = set()
         for i, item in enumerate(items):
             call_id = answered_id(item) if isinstance(item, ANSWER_ITEMS) else None

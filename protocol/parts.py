@@ -28,6 +28,7 @@ class InputFile:
     file_data: str | None = None
     file_url: str | None = None
     filename: str | None = None
+    detail: str | None = None  # auto, low or high (protocol.itemrules); omitted if None
     prompt_cache_breakpoint: dict[str, Any] | None = None
 
 
@@ -41,10 +42,40 @@ class UrlCitation:
 
 
 @attrs.frozen(kw_only=True)
+class FileCitation:
+    type: Literal["file_citation"] = "file_citation"
+    file_id: str
+    filename: str
+    index: int
+
+
+@attrs.frozen(kw_only=True)
+class ContainerFileCitation:
+    type: Literal["container_file_citation"] = "container_file_citation"
+    container_id: str
+    file_id: str
+    filename: str
+    start_index: int
+    end_index: int
+
+
+@attrs.frozen(kw_only=True)
+class FilePath:
+    type: Literal["file_path"] = "file_path"
+    file_id: str
+    index: int
+
+
+#: An output text's annotations, as the SDK's ResponseOutputTextParam types them (the model
+#: writes only URL citations; the others come back in an assistant message of the input).
+Annotation = UrlCitation | FileCitation | ContainerFileCitation | FilePath
+
+
+@attrs.frozen(kw_only=True)
 class OutputText:
     type: Literal["output_text"] = "output_text"
     text: str
-    annotations: tuple[UrlCitation, ...] = ()
+    annotations: tuple[Annotation, ...] = ()
     logprobs: tuple[Any, ...] = ()
 
 

@@ -17,6 +17,14 @@ class StreamOptions:
 
 
 @attrs.frozen(kw_only=True)
+class ContextManagement:
+    """An entry of `context_management` (accepted; the server does not compact)."""
+
+    type: str  # "Currently only 'compaction' is supported" (the SDK's docstring)
+    compact_threshold: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class MultiAgent:
     """`multi_agent` of a create (the real API's multi-agent beta)."""
 
@@ -61,7 +69,7 @@ class CreateRequest:
     safety_identifier: str | None = None
     user: str | None = None
     service_tier: str | None = None
-    context_management: tuple[dict[str, Any], ...] | None = None
+    context_management: tuple[ContextManagement, ...] | None = None
     moderation: Any = None
     # WebSocket `response.create` only (spec §1.2).
     type: Literal["response.create"] | None = None

@@ -31,6 +31,7 @@ from protocol.events import (
     TextDoneEvent,
 )
 from protocol.items import (
+    Annotation,
     FunctionCall,
     Item,
     Message,
@@ -38,7 +39,6 @@ from protocol.items import (
     Reasoning,
     Refusal,
     SummaryText,
-    UrlCitation,
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 from protocol.toolstream import ClientToolEvents, HostedToolEvents
@@ -53,7 +53,7 @@ class _OpenText:
     output_index: int
     refusal: bool = False  # a `refusal` content part instead of `output_text`
     text: list[str] = attrs.field(factory=list)
-    annotations: list[UrlCitation] = attrs.field(factory=list)
+    annotations: list[Annotation] = attrs.field(factory=list)
 
 
 @attrs.define
@@ -160,6 +160,23 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         )
         return [error, *self._end("failed", usage)]
 
+    def retract(self, events: Sequence[Event]) -> None:
+        """Take back the end just made (`events`, its terminal events) before any of them was
+        sent: the stream is open again, numbered from the first of them, and the response is
+        `in_progress` as before, so that another end follows (the engine's, when storing the
+        response failed in between: it ends `failed` instead)."""
+        first = events[0].sequence_number if events else None
+        if self.terminal is None or first is None:
+            raise RuntimeError("only an end not yet sent can be taken back")
+        self._seq = first
+        self.terminal = None
+        r = self.response
+        r.status = "in_progress"
+        r.completed_at = None
+        r.incomplete_details = None
+        r.error = None
+        r.usage = None
+
     def _check_open(self) -> None:
         if self.terminal is not None:
             raise RuntimeError("a response has exactly one terminal event")
@@ -217,7 +234,7 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         self._seq += len(deltas)
         return DeltaRun(cls, n, fields, deltas, plain)
 
-    def annotate(self, annotation: UrlCitation) -> AnnotationAddedEvent:
+    def annotate(self, annotation: Annotation) -> AnnotationAddedEvent:
         t = self._require_text()
         t.annotations.append(annotation)
         return AnnotationAddedEvent(

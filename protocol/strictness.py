@@ -10,17 +10,8 @@ from typing import Any
 
 from protocol.errors import ProtocolError, clip, invalid
 from protocol.formats import check_strict_schema, one_of
-from protocol.items import (
-    FunctionCall,
-    FunctionCallOutput,
-    FunctionTool,
-    InputImage,
-    Item,
-    Message,
-    OtherTool,
-    Reasoning,
-    WebSearchCall,
-)
+from protocol.itemrules import IMAGE_DETAILS
+from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 
 #: The create parameters of the real API: the fields of the SDK's `ResponseCreateParams`
@@ -122,7 +113,7 @@ TOOL_TYPES = frozenset(
 )
 
 #: Enumerated fields: the SDK's Literal values (types/responses/service_tier.py,
-#: response_includable.py, image_detail.py).
+#: response_includable.py); those of input items are protocol.itemrules's.
 SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast", "ultrafast")
 INCLUDABLE = (
     "file_search_call.results",
@@ -134,16 +125,6 @@ INCLUDABLE = (
     "reasoning.encrypted_content",
     "message.output_text.logprobs",
 )
-IMAGE_DETAILS = ("low", "high", "auto", "original")
-_STATUS = ("in_progress", "completed", "incomplete")
-#: An input item's `status`, by item class (types/responses/response_input_item_param.py).
-ITEM_STATUSES: dict[type, tuple[str, ...]] = {
-    Message: _STATUS,
-    FunctionCall: _STATUS,
-    FunctionCallOutput: _STATUS,
-    Reasoning: _STATUS,
-    WebSearchCall: ("in_progress", "searching", "completed", "failed", "incomplete"),
-}
 #: Least values that only strict mode holds counts to (lenient: protocol.validate.AT_LEAST).
 STRICT_AT_LEAST: dict[str, int] = {"max_output_tokens": 16}
 
@@ -175,7 +156,8 @@ def check_params(body: Mapping[str, Any], *, websocket: bool) -> None:
 
 def check_strict(req: CreateRequest) -> None:
     """A decoded create's rules that only strict mode enforces: tool types, strict function
-    schemas and enumerated values (STRICT_AT_LEAST is applied by protocol.validate)."""
+    schemas and enumerated parameters (STRICT_AT_LEAST is applied by protocol.validate; the
+    rules of input items, protocol.itemrules, hold in both modes)."""
     for i, tool in enumerate(req.tools):
         if isinstance(tool, OtherTool):
             one_of(tool.type, tuple(sorted(TOOL_TYPES)), f"tools[{i}].type")
@@ -184,9 +166,6 @@ def check_strict(req: CreateRequest) -> None:
     one_of(req.service_tier, SERVICE_TIERS, "service_tier")
     for i, value in enumerate(req.include or ()):
         one_of(value, INCLUDABLE, f"include[{i}]")
-    for where, items in (("input", req.input), ("instructions", req.instructions)):
-        if isinstance(items, tuple):
-            _check_items(items, where)
 
 
 def _check_function_schema(tool: FunctionTool, i: int) -> None:
@@ -203,31 +182,13 @@ def _check_function_schema(tool: FunctionTool, i: int) -> None:
     check_strict_schema(tool.parameters, fail)
 
 
-def _check_items(items: tuple[Item, ...], where: str) -> None:
-    """Each input item's `status` and its images' `detail` are among the SDK's values."""
-    for i, item in enumerate(items):
-        allowed = ITEM_STATUSES.get(type(item))
-        status = getattr(item, "status", None)
-        if allowed is not None and status is not None:
-            one_of(status, allowed, f"{where}[{i}].status")
-        if isinstance(item, Message):
-            key, parts = "content", item.content
-        elif isinstance(item, FunctionCallOutput):
-            key, parts = "output", item.output
-        else:
-            continue
-        for j, part in enumerate(parts if isinstance(parts, tuple) else ()):
-            if isinstance(part, InputImage):
-                one_of(part.detail, IMAGE_DETAILS, f"{where}[{i}].{key}[{j}].detail")
-
-
 __all__ = [
     "API_PARAMS",
     "CREATE_PARAMS",
     "EXTENSIONS",
     "FORMAT_KEYS",
+    "IMAGE_DETAILS",
     "INCLUDABLE",
-    "ITEM_STATUSES",
     "NESTED_KEYS",
     "SERVICE_TIERS",
     "STRICT_AT_LEAST",

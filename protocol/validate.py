@@ -23,6 +23,7 @@ from protocol.formats import (
     required_string,
 )
 from protocol.hosted import HOSTED_BY_CHOICE
+from protocol.itemrules import check_items
 from protocol.items import FunctionTool, OtherTool
 from protocol.request import CreateRequest
 from protocol.strictness import STRICT_AT_LEAST, check_strict
@@ -89,6 +90,9 @@ def validate_create(req: CreateRequest, *, websocket: bool, strict: bool = True)
     rule broken, in this order, is the error."""
     _check_refused_fields(req, websocket=websocket)
     _check_model_and_input(req)
+    for where, items in (("input", req.input), ("instructions", req.instructions)):
+        if isinstance(items, tuple):
+            check_items(items, where)
     for field, low, high in RANGES:
         _range(getattr(req, field), low, high, field)
     for field, least in AT_LEAST:

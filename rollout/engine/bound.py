@@ -1,10 +1,13 @@
 # The engine's side of stored state: the items of a previous_response_id chain, a create bound to a
 # conversation (its items are the context before the input; after the response its input and
 # output are appended to it) and item references to any stored item of the request's API key
-# (the store's item index). Pre- and post-inference pieces that rollout.engine.engine calls;
-# they read and write the store only, never the loop.
+# (the store's item index), and the keeping of an ended response (`keep`: stored, its turn
+# appended; a failure is returned, not raised). Pre- and post-inference pieces that
+# rollout.engine.engine calls; they read and write the store only, never the loop.
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable, Container, Sequence
 
 from protocol import errors
@@ -13,7 +16,10 @@ from protocol.items import Item, ItemReference
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
 from rollout.engine.ingest import extend, hidden_reasoning
-from rollout.store.base import ChainBroken, Store, visible
+from rollout.engine.plan import Prepared
+from rollout.store.base import ChainBroken, Store, StoredResponse, StoreError, visible
+
+log = logging.getLogger("rollout")
 
 
 async def context_of(
@@ -60,6 +66,46 @@ async def append_turn(store: Store, conv_id: str, items: Sequence[Item], work: W
         await store.add_items(conv_id, items)
 
 
+async def keep(store: Store, prepared: Prepared, joins: bool) -> errors.ProtocolError | None:
+    """Store the ended response (`store: true`) and, if it `joins` its conversation (it did
+    not fail), append its turn; None, or why that failed: the store's ProtocolError (a
+    StoreError was logged by its store: one line a failure), or a server_error for anything
+    else (logged with its traceback). A turn that cannot join its conversation takes the stored
+    response back out (best effort)."""
+    r = prepared.rollout
+    rid = r.stream.response.id
+    stored = False
+    try:
+        if prepared.request.store:
+            with r.work.stage("store", items=1):
+                await store.put(
+                    StoredResponse(
+                        response=r.stream.response.snapshot(),
+                        input_items=prepared.input_items,
+                        previous_response_id=prepared.request.previous_response_id,
+                        owner=prepared.owner,
+                    )
+                )
+            stored = True
+        conv_id = r.stream.response.conversation
+        if conv_id is not None and joins:
+            await append_turn(
+                store, conv_id["id"], [*prepared.input_items, *r.stream.response.output], r.work
+            )
+        return None
+    except errors.ProtocolError as exc:
+        failure = exc
+        if not isinstance(exc, StoreError):
+            log.warning("response %s not stored: %s", rid, exc.message)
+    except Exception:
+        log.exception("response %s not stored", rid)
+        failure = errors.server_error("The response store failed; the response was not stored.")
+    if stored:
+        with contextlib.suppress(Exception):
+            await store.delete(rid)
+    return failure
+
+
 Lookup = Callable[[ItemReference], Item | None]
 
 
@@ -91,4 +137,11 @@ async def references(
     return {*base.by_id, *found}, lookup
 
 
-__all__ = ["append_turn", "chain_items", "context_of", "conversation_items", "references"]
+__all__ = [
+    "append_turn",
+    "chain_items",
+    "context_of",
+    "conversation_items",
+    "keep",
+    "references",
+]

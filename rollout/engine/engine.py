@@ -57,7 +57,7 @@ from rollout.model.accel.shared import SharedEngine, comes_back
 from rollout.model.hosted import mcp
 from rollout.model.inference import CacheOptions, PrefixCache
 from rollout.model.policy import DefaultPolicy, Policy
-from rollout.store.memory import MemoryStore, Store, StoredResponse
+from rollout.store.memory import MemoryStore, Store
 
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
@@ -381,21 +381,13 @@ class Engine:
                 outcome.reason or "server_error", outcome.message or "", usage=r.usage
             )
         # Stored before the terminal event is sent: a client that saw it can retrieve and chain
-        # the response at once, and (with a durable store) after a crash of the server.
-        if prepared.request.store:
-            with r.work.stage("store", items=1):
-                await self.store.put(
-                    StoredResponse(
-                        response=r.stream.response.snapshot(),
-                        input_items=prepared.input_items,
-                        previous_response_id=prepared.request.previous_response_id,
-                        owner=prepared.owner,
-                    )
-                )
-        conv_id = r.stream.response.conversation
-        if conv_id is not None and outcome.status != "failed":  # its turn joins it
-            turn = [*prepared.input_items, *r.stream.response.output]
-            await bound.append_turn(self.store, conv_id["id"], turn, r.work)
+        # the response at once, and (with a durable store) after a crash of the server. A store
+        # that fails ends it `failed` instead, with the store's error (it was not kept).
+        failure = await bound.keep(self.store, prepared, outcome.status != "failed")
+        if failure is not None:
+            prepared.unstored = failure
+            r.stream.retract(events)
+            events = r.stream.fail(failure.code or "server_error", failure.message, usage=r.usage)
         with contextlib.suppress(Disconnected):
             await r.send(events)
             await r.send_notes()  # posted while the terminal event was on its way

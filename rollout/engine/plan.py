@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import attrs
 
+from protocol.errors import ProtocolError
 from protocol.items import Item
 from protocol.request import CreateRequest
 from rollout.engine.faults import NO_FAULTS, FaultPlan
@@ -49,3 +50,6 @@ class Prepared:
     input_items: list[Item]
     owner: str | None = None  # the API key of the request, when keys are configured
     plan: CreatePlan | None = None  # its decisions, once made (Engine.plan_of)
+    # Why storing its end failed (a StoreError, or Redis's 503): it ended `failed` with this,
+    # and a JSON create answers with it (Engine.finish).
+    unstored: ProtocolError | None = None

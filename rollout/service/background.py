@@ -52,6 +52,9 @@ class BackgroundRuns:
     limit: int
     runs: dict[str, Run] = attrs.field(factory=dict)
     ended: list[Callable[[Run], None]] = attrs.field(factory=list)  # called at each end
+    # Ended runs whose end the store could not take (their record still says `in_progress`):
+    # the next read of the record settles it with their end (rollout.service.retrieval).
+    unsettled: dict[str, Run] = attrs.field(factory=dict)
 
     def check_room(self) -> None:
         if len(self.runs) >= self.limit:
@@ -82,6 +85,8 @@ class BackgroundRuns:
                 if r.stream.response.status in UNFINISHED:  # stopped from outside (shutdown)
                     with trio.CancelScope(shield=True), trio.move_on_after(5):
                         await self._stopped(run)
+                elif run.prepared.unstored is not None:  # its end could not be stored
+                    await self._settle(run)
             finally:
                 run.done.set()
                 for hook in self.ended:
@@ -94,6 +99,17 @@ class BackgroundRuns:
         record = self.record(run.prepared)
         record.response = response
         await self.engine.store.put(record)
+
+    async def _settle(self, run: Run) -> None:
+        """Its stored record (`in_progress`, from its start) says `failed` with the store's
+        error, if the store takes it now; else it is `unsettled` until a read of the record
+        settles it (rollout.service.retrieval `record_of`; or the file's next opening)."""
+        record = self.record(run.prepared)
+        try:
+            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                await self.engine.store.put(record)
+        except errors.ProtocolError:  # (its store logged why)
+            self.unsettled[run.response.id] = run
 
     def find(self, response_id: str, owner: str | None) -> Run | None:
         run = self.runs.get(response_id)

@@ -10,6 +10,7 @@
 # ends it). The terminal event leaves only after the backend holds everything before it.
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -18,13 +19,15 @@ import trio
 
 from protocol import codec
 from protocol.deltas import DeltaRun, encode_run
+from protocol.errors import ProtocolError
 from protocol.events import ErrorEvent, ErrorPayload, Event
 from rollout.engine.engine import Prepared
 from rollout.engine.loop import PassOn, Sink
 from rollout.service.writer import Writer
-from rollout.store.base import Logged, LogStore, StoredResponse
+from rollout.store.base import Logged, LogStore, StoredResponse, StoreError
 from rollout.store.shared import LogEvent, LogMeta, SharedStore
 
+logger = logging.getLogger("rollout.service.eventlog")
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 LOG_BYTES = 32 * 1024 * 1024  # of wire JSON one response's log keeps; later events are left out
 TTL_MS = 3600 * 1000  # a shared log lives this long after its last event
@@ -130,12 +133,14 @@ class LogSink(PassOn):
 
     logs: EventLogs
     log: Log
+    prepared: Prepared | None = None  # (whose end, if it could not be stored, keeps no log)
 
     async def emit(self, event: Event) -> None:
         payload = codec.encode_sse_event(event)  # the log is read back as SSE (`follow`)
         seq = event.sequence_number if event.sequence_number is not None else -1
         terminal = event.type in TERMINAL
-        await self.logs.add(self.log, (seq, event.type.encode(), payload), terminal)
+        keep = self.prepared is None or self.prepared.unstored is None
+        await self.logs.add(self.log, (seq, event.type.encode(), payload), terminal, keep)
         await self.inner.emit(event)
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
@@ -160,15 +165,21 @@ class EventLogs:
         log = self.live[rid] = Log(rid, prepared.owner)
         if self.backend is not None:
             self.backend.begin(prepared)
-        return LogSink(inner, self, log)
+        return LogSink(inner, self, log, prepared)
 
-    async def add(self, log: Log, event: Logged, terminal: bool) -> None:
+    async def add(self, log: Log, event: Logged, terminal: bool, keep: bool = True) -> None:
+        """One event; at the terminal one, the backend keeps the log (unless not `keep`: the
+        response itself could not be stored). A store that fails to keep it loses only the log
+        (a replay is then rebuilt from the stored response): the terminal event still leaves."""
         if log.add(event) and self.backend is not None:
             self.backend.add(log.response_id, event, terminal)
         if terminal:
             try:
-                if self.backend is not None:
+                if self.backend is not None and keep:
                     await self.backend.end(log)
+            except ProtocolError as exc:  # (a StoreError was logged by its store)
+                if not isinstance(exc, StoreError):
+                    logger.warning("event log of %s not kept: %s", log.response_id, exc.message)
             finally:
                 self.drop(log.response_id)
 

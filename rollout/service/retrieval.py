@@ -5,6 +5,7 @@
 # only (and to the append shape's live rollouts, which this server also lets HTTP cancel).
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,7 +34,8 @@ def check_include(values: Sequence[str]) -> tuple[str, ...]:
 
 async def record_of(service: Service, response_id: str, owner: str | None) -> StoredResponse | None:
     """The stored record `owner` may see; a background response left unfinished by a server
-    that stopped is settled first (one process: it runs here or nowhere)."""
+    that stopped is settled first (one process: it runs here or nowhere), and so is one that
+    ended here when its store could not take its end (`failed`, with the store's error)."""
     record = visible(await service.engine.store.get(response_id), owner)
     if (
         record is not None
@@ -42,9 +44,17 @@ async def record_of(service: Service, response_id: str, owner: str | None) -> St
         and service.background.find(response_id, owner) is None
         and service.events.running(response_id, owner) is None
     ):
-        record.response.status = "failed"
-        record.response.error = ResponseError(code="server_error", message=STOPPED)
-        await service.engine.store.put(record)
+        unsettled = service.background.unsettled.get(response_id)
+        if unsettled is not None:
+            record.response = unsettled.response.snapshot()
+        else:
+            record.response.status = "failed"
+            record.response.error = ResponseError(code="server_error", message=STOPPED)
+        # (A store that cannot take it now: answered as settled all the same; the next read
+        # settles it again. Its store logged why.)
+        with contextlib.suppress(errors.ProtocolError):
+            await service.engine.store.put(record)
+            service.background.unsettled.pop(response_id, None)
     return record
 
 

@@ -198,9 +198,12 @@ class Service:
         self, req: CreateRequest, work: Work, sink: Sink, *, owner: str | None, holder: object
     ) -> Response:
         """An HTTP create: prepare, run, and return the response as it stands when the request
-        lets go (its end, or an append rollout's first pause)."""
+        lets go (its end, or an append rollout's first pause). A JSON create whose end could
+        not be stored raises the store's error (HTTP 500 or 503)."""
         prepared = await self.prepare(req, work, sink, owner=owner, hold=Hold.UNTIL_PAUSE)
         await self.run(prepared, holder=holder, hold=Hold.UNTIL_PAUSE)
+        if prepared.unstored is not None and not req.stream:  # (a stream ended `failed`)
+            raise prepared.unstored  # not kept: the store's 5xx, not a 200 nobody can retrieve
         return prepared.rollout.stream.response
 
     async def create_background(

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 
 from protocol import codec
+from protocol.errors import ProtocolError
 from protocol.items import Item
 from protocol.response import Response
 from rollout.store.conversations import ConversationStore, owns
@@ -55,10 +56,36 @@ class StoreUnreachable(Exception):
     """The store did not answer a start-up check; `str()` says where and why (for the user)."""
 
 
+@attrs.define(eq=False)
+class StoreError(ProtocolError):
+    """A store's read or write failed while serving (its disk is full, read-only or failing;
+    its server is down). A ProtocolError, so every transport answers it as the documented error
+    (HTTP 5xx, a WebSocket `error` event) instead of dropping the client; the engine ends a
+    response whose store write failed `failed` with it (rollout.engine.bound `keep`). The store
+    that raises it has logged it (one line), so callers do not log it again. Redis raises a
+    plain ProtocolError of the same shape (503 `store_unavailable`: store/redis_conversations.py
+    `unavailable`); callers that must not fail catch ProtocolError."""
+
+
+def store_unavailable(name: str, why: str) -> StoreError:
+    """503 `store_unavailable`: the store cannot take writes now, and may again soon (a full
+    disk); clients retry (Retry-After)."""
+    message = f"The response store ({name}) is unavailable: {why}. Retry shortly."
+    return StoreError(message=message, type="server_error", code="store_unavailable", status=503)
+
+
+def store_failed(name: str, why: str) -> StoreError:
+    """500 `server_error`: the store failed (a read-only or failing disk, a damaged file)."""
+    message = f"The response store ({name}) failed: {why}."
+    return StoreError(message=message, type="server_error", code="server_error", status=500)
+
+
 class Store(ConversationStore, Protocol):
     """Where `store: true` responses live, and conversations (ConversationStore). Async, so a
     durable store can do blocking I/O in a worker thread (`trio.to_thread`) without stalling the
-    event loop. Storing a response indexes its input and output items; deleting it drops them."""
+    event loop. Storing a response indexes its input and output items; deleting it drops them.
+    A call that fails because of the store itself raises a ProtocolError: StoreError (500 or 503
+    `store_unavailable`), never the backend's own exception."""
 
     async def put(self, record: StoredResponse) -> None: ...
     async def get(self, response_id: str) -> StoredResponse | None: ...
@@ -232,6 +259,7 @@ __all__ = [
     "Logged",
     "MissingExtra",
     "Store",
+    "StoreError",
     "StoreUnreachable",
     "StoredResponse",
     "decode_log",
@@ -241,5 +269,7 @@ __all__ = [
     "open_store",
     "require_redis",
     "shared_usages",
+    "store_failed",
+    "store_unavailable",
     "visible",
 ]

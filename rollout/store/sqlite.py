@@ -6,6 +6,17 @@
 # `owner` column holds an HMAC of the key under the file's own secret (docs/reliability.md).
 # Encoding and decoding stay on the trio thread. `from_spec` makes one from `--store sqlite:PATH`
 # (open_store's row for it, store/base.py).
+#
+# A failing disk is an error, never a signal. The file is opened with `locking_mode=EXCLUSIVE`
+# before WAL mode is set, so SQLite keeps the WAL index in heap memory: no `-shm` file exists and
+# nothing is mmapped (`mmap_size=0` too). A mapped page that cannot be written (a full tmpfs, an
+# unwritable or failing `-shm`) is SIGBUS, which kills the server with nothing logged; a failed
+# write() is an errno that SQLite returns as an error. Exclusive mode means one process holds
+# the file while it is open: that is the rule already (a SQLite store is one process's;
+# `--workers N` refuses it, rollout.server.workers), and a second `rollout serve` on the same file
+# is refused at start (the file is locked) instead of sharing it. Every sqlite3.Error of a call
+# becomes a StoreError (store/base.py), logged here in one line: 503 `store_unavailable` for a
+# full disk or a locked file (it passes), 500 `server_error` for the rest (read-only, I/O error).
 from __future__ import annotations
 
 import hashlib
@@ -32,10 +43,13 @@ from rollout.store.base import (
     Logged,
     Store,
     StoredResponse,
+    StoreError,
     decode_log,
     encode_log,
     items_of,
     open_store,
+    store_failed,
+    store_unavailable,
 )
 from rollout.store.sqlite_conversations import INDEX, TABLES, SqliteConversations, index_rows
 
@@ -85,6 +99,10 @@ class SqliteStore(SqliteConversations, LocalStore):
         self._limiter = trio.CapacityLimiter(1)  # one call at a time on the one connection
         conn = sqlite3.connect(self.path, check_same_thread=False)
         try:
+            conn.execute("PRAGMA busy_timeout=5000")
+            # Before WAL mode: the WAL index in heap memory, no -shm file, no mmap (the header).
+            conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+            conn.execute("PRAGMA mmap_size=0")
             conn.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a commit appends the transaction to the WAL file with write()
             # and returns; fsync happens at checkpoints. The committed frames are then in the
@@ -92,7 +110,6 @@ class SqliteStore(SqliteConversations, LocalStore):
             # `kill -9` of the server; only an OS crash or power loss can lose the latest
             # commits (the file stays consistent). FULL also fsyncs the WAL on every commit.
             conn.execute(f"PRAGMA synchronous={_pragma(synchronous)}")
-            conn.execute("PRAGMA busy_timeout=5000")
             self._secret = _prepare(conn, self.path)
             settled = settle_unfinished(conn)
             if settled:
@@ -123,7 +140,12 @@ class SqliteStore(SqliteConversations, LocalStore):
                 raise RuntimeError(f"{self!r} is closed")
             return fn(conn)
 
-        return await trio.to_thread.run_sync(work, limiter=self._limiter)
+        try:
+            return await trio.to_thread.run_sync(work, limiter=self._limiter)
+        except sqlite3.Error as exc:
+            error = as_store_error(exc)
+            log.warning("%s: %s", self.path, error.message)
+            raise error from None
 
     # -- the Store protocol ---------------------------------------------------------------------
 
@@ -312,6 +334,19 @@ def settle_unfinished(conn: sqlite3.Connection) -> int:
     return len(rows)
 
 
+# SQLite's primary result codes (an extended code's low byte) that pass: retry shortly.
+SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL = 5, 6, 13
+
+
+def as_store_error(exc: sqlite3.Error) -> StoreError:
+    """The StoreError a failed call of the file is (its message names the SQLite error)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    why = f"{exc} ({getattr(exc, 'sqlite_errorname', type(exc).__name__)})"
+    if code is not None and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED, SQLITE_FULL):
+        return store_unavailable("SQLite", why)
+    return store_failed("SQLite", why)
+
+
 def _pragma(synchronous: str) -> str:
     value = synchronous.upper()
     if value not in ("OFF", "NORMAL", "FULL", "EXTRA"):
@@ -329,9 +364,13 @@ def from_spec(spec: str) -> Store:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         return SqliteStore(path)
+    except sqlite3.OperationalError as exc:
+        locked = getattr(exc, "sqlite_errorcode", 0) & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+        held = " (another process has it open: a SQLite file is one server's)" if locked else ""
+        raise ValueError(f"cannot open store {spec!r}: {exc}{held}") from exc
     except (OSError, sqlite3.Error, StoreVersionError) as exc:
         raise ValueError(f"cannot open store {spec!r}: {exc}") from exc
 
 
 # open_store is named here too, for the modules that import it from here.
-__all__ = ["SqliteStore", "StoreVersionError", "from_spec", "open_store"]
+__all__ = ["SqliteStore", "StoreVersionError", "as_store_error", "from_spec", "open_store"]

@@ -459,3 +459,29 @@ def test_created_only_and_counters() -> None:
     assert s.next_sequence_number == 1
     assert created.response.status == "in_progress"
     assert s.terminal is None
+
+
+def test_an_end_not_yet_sent_can_be_taken_back_for_another() -> None:
+    """The engine's way when storing a response fails after its end was made: `retract`, then
+    `fail`; the numbers go on from where the taken-back end began, the response bears no trace
+    of that end."""
+    s = new_stream()
+    s.start()
+    s.begin_text("msg_1")
+    s.text_delta("Hi.")
+    s.end_text()
+    completed = s.complete(USAGE, completed_at=200)
+    assert s.response.status == "completed" and s.response.completed_at == 200
+    s.retract(completed)
+    assert s.response.status == "in_progress" and s.terminal is None
+    assert s.response.completed_at is None and s.response.usage is None
+    failed = s.fail("store_unavailable", "The store is full.", usage=USAGE)
+    assert types_of(failed) == ["error", "response.failed"]
+    assert [e.sequence_number for e in failed] == [
+        completed[0].sequence_number,
+        completed[0].sequence_number + 1,
+    ]
+    assert s.response.status == "failed" and s.response.completed_at is None
+    assert s.response.output[0].content[0].text == "Hi."
+    with pytest.raises(RuntimeError, match="not yet sent"):
+        new_stream().retract([])

@@ -125,6 +125,11 @@ STRICT_ONLY: list[tuple[str, dict[str, Any], str, str, str]] = [
         + ", ".join(repr(v) for v in strictness.INCLUDABLE[:-1])
         + f" and {strictness.INCLUDABLE[-1]!r}.",
     ),
+]  # fmt: skip
+
+# Refused in both modes, with the real API's bound messages, and the input item rules
+# (protocol.itemrules: a stored item must not break the schema it is echoed in).
+BOTH: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
         "item-status",
         body(input=[{"role": "user", "content": "hi", "status": "done"}]),
@@ -139,10 +144,6 @@ STRICT_ONLY: list[tuple[str, dict[str, Any], str, str, str]] = [
         "invalid_value",
         "Invalid value: 'ultra'. Supported values are: 'low', 'high', 'auto' and 'original'.",
     ),
-]  # fmt: skip
-
-# Refused in both modes, with the real API's bound messages.
-BOTH: list[tuple[str, dict[str, Any], str, str, str]] = [
     (
         "temperature",
         body(temperature=2.5),

@@ -122,16 +122,16 @@ def test_bad_url_is_a_value_error(spec: str) -> None:
 async def test_a_redis_that_went_away_is_a_503(redis_port: int) -> None:
     """Its own redis-server, stopped while the store is connected: each call is a 503
     `store_unavailable` for the client, not a dropped connection."""
-    import shutil
     import subprocess
 
     import trio
 
+    from rollout.store.redis_binary import redis_server_binary
     from support.processes import free_port
 
     del redis_port  # only for the skip when redis-server is missing
     port = free_port()
-    binary = shutil.which("redis-server")
+    binary = redis_server_binary()
     assert binary is not None
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

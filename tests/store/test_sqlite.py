@@ -426,6 +426,25 @@ async def test_a_file_from_a_newer_version_is_refused_clearly(tmp_path: Path) ->
         open_store(f"sqlite:{path}")
 
 
+async def test_the_file_is_held_exclusively_and_has_no_shm_file(tmp_path: Path) -> None:
+    """The WAL index is in memory (no -shm file to map: a failing disk cannot be SIGBUS), so
+    the file is one store's while it is open; closed, it opens again."""
+    path = tmp_path / "db.sqlite"
+    store = SqliteStore(path)
+    try:
+        await store.put(record("resp_1", None, "q1", "a1"))
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["db.sqlite", "db.sqlite-wal"]
+        with pytest.raises(ValueError, match=r"database is locked \(another process has it"):
+            open_store(f"sqlite:{path}")
+    finally:
+        await store.aclose()
+    again = SqliteStore(path)
+    try:
+        assert await again.get("resp_1") is not None
+    finally:
+        await again.aclose()
+
+
 # -- open_store -----------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from protocol import clientitems as ti
 from protocol import events as ev
 from protocol import items as it
-from protocol.request import CreateRequest, StreamOptions
+from protocol.request import ContextManagement, CreateRequest, StreamOptions
 from protocol.response import (
     IncompleteDetails,
     InputTokensDetails,
@@ -353,6 +353,9 @@ responses = st.builds(
 # -- the create request -------------------------------------------------------------------------
 
 #: Every optional CreateRequest field but `type` (see test_codec: a `type` does not decode).
+context_entries = st.builds(
+    ContextManagement, type=st.just("compaction"), compact_threshold=optional(counts)
+)
 CREATE_OPTIONAL_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "instructions": optional(texts | item_tuples),
     "previous_response_id": optional(ids),
@@ -382,7 +385,7 @@ CREATE_OPTIONAL_FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "safety_identifier": optional(texts),
     "user": optional(texts),
     "service_tier": optional(st.sampled_from(["auto", "default", "flex"])),
-    "context_management": optional(st.lists(json_objects, max_size=2).map(tuple)),
+    "context_management": optional(st.lists(context_entries, max_size=2).map(tuple)),
     "moderation": json_values,
     "stream_id": optional(ids),
     "generate": optional(st.booleans()),

@@ -9,7 +9,6 @@ import contextlib
 import http.client
 import os
 import secrets
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from rollout.experiments.harness.procs import stop
 from rollout.experiments.load.run import LoadError, LoadResult, _percentile, run_load
 from rollout.experiments.load.run import main as load_main
 from rollout.store import MissingExtra, require_redis
+from rollout.store.redis_binary import HOW, redis_server_binary
 
 STARTUP_S = 60.0
 
@@ -81,11 +81,9 @@ def redis_server(url: str | None) -> Iterator[str]:
     if url is not None:
         yield url
         return
-    binary = shutil.which("redis-server")
+    binary = redis_server_binary()
     if binary is None:
-        raise LoadError(
-            "no redis-server found: install it (apt-get install redis-server) or pass --redis"
-        )
+        raise LoadError(f"no redis-server found: {HOW}, or pass --redis")
     port = _free_port()
     command = [
         binary,

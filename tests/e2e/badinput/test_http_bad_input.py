@@ -98,6 +98,23 @@ def item(**fields: Any) -> bytes:
     return body(input=[fields])
 
 
+def image(**fields: Any) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": "https://example.com/a.png", **fields}
+
+
+def cited(**fields: Any) -> dict[str, Any]:
+    """An output text with one URL citation (`fields` replace the citation's)."""
+    citation = {"type": "url_citation", "url": "https://x", "title": "t", "start_index": 0}
+    citation = {**citation, "end_index": 1, **fields}
+    return {"type": "output_text", "text": "cited", "annotations": [citation]}
+
+
+def answered_with(*parts: dict[str, Any]) -> list[dict[str, Any]]:
+    """An input of a function call and its output, made of `parts`."""
+    call = {"type": "function_call", "call_id": "c1", "name": "exec", "arguments": "{}"}
+    return [call, {"type": "function_call_output", "call_id": "c1", "output": list(parts)}]
+
+
 def append(ctx_body: Callable[[Ctx], Any], **kw: Any) -> Callable[[Ctx], bytes]:
     """A POST to the suspended rollout's append endpoint; the body may depend on the ids."""
 
@@ -298,6 +315,59 @@ ROWS: list[Row] = [
         "invalid_value",
         "input[0].id",
     ),
+    # enumerated values, indices and files inside items, held to the SDK's types
+    Row(
+        "item-status-bogus",
+        post(item(role="user", content="hi", status="bogus")),
+        400,
+        "invalid_value",
+        "input[0].status",
+    ),
+    Row(
+        "image-detail-bogus",
+        post(item(role="user", content=[image(detail="AAA")])),
+        400,
+        "invalid_value",
+        "input[0].content[0].detail",
+    ),
+    Row(
+        "annotation-index-negative",
+        post(item(role="assistant", content=[cited(start_index=-1)])),
+        400,
+        "integer_below_min_value",
+        "input[0].content[0].annotations[0].start_index",
+    ),
+    Row(
+        "annotation-type-bogus",
+        post(item(role="assistant", content=[cited(type="bogus")])),
+        400,
+        "invalid_value",
+        "input[0].content[0].annotations[0].type",
+    ),
+    Row(
+        "input-file-without-file",
+        post(item(role="user", content=[{"type": "input_file", "filename": "a.pdf"}])),
+        400,
+        "missing_required_parameter",
+        "input[0].content[0]",
+    ),
+    Row(
+        "computer-call-status-bogus",
+        post(item(type="computer_call", call_id="c", action={"type": "wait"}, status="x")),
+        400,
+        "invalid_value",
+        "input[0].status",
+    ),
+    refused("include-bogus", "invalid_value", "include[0]", include=["bogus.value"]),
+    refused(
+        "reasoning-context-bogus", "invalid_value", "reasoning.context", reasoning={"context": "x"}
+    ),
+    refused(
+        "max-output-tokens-fraction", "invalid_type", "max_output_tokens", max_output_tokens=100.5
+    ),
+    Row("max-output-tokens-whole-float", post(body(max_output_tokens=100.0)), 200),
+    Row("top-logprobs-whole-float", post(body(top_logprobs=2.0)), 200),
+    Row("tool-output-image-detail-null", post(body(input=answered_with(image(detail=None)))), 200),
     refused(
         "tool-without-name",
         "missing_required_parameter",
@@ -697,6 +767,30 @@ ROWS: list[Row] = [
         400,
         "invalid_value",
         "input[0].type",
+    ),
+    Row(
+        "append-output-status-bogus",
+        append(lambda c: {"input": [{**output(c.call_id), "status": "bogus"}]}),
+        400,
+        "invalid_value",
+        "input[0].status",
+    ),
+    Row(
+        "append-output-image-detail-bogus",
+        append(lambda c: {"input": [{**output(c.call_id), "output": [image(detail="AAA")]}]}),
+        400,
+        "invalid_value",
+        "input[0].output[0].detail",
+    ),
+    Row(
+        "conversation-item-status-bogus",
+        post(
+            orjson.dumps({"items": [{"role": "user", "content": "hi", "status": "bogus"}]}),
+            "/v1/conversations",
+        ),
+        400,
+        "invalid_value",
+        "items[0].status",
     ),
     Row(
         "append-non-utf8",

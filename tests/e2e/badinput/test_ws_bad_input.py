@@ -241,6 +241,23 @@ ROWS: list[Row] = [
         "input[0].content[0].type",
     ),
     Row(
+        "item-status-bogus",
+        item(role="user", content="hi", status="bogus"),
+        400,
+        "invalid_value",
+        "input[0].status",
+    ),
+    Row(
+        "image-detail-bogus",
+        item(
+            role="user",
+            content=[{"type": "input_image", "image_url": "https://x", "detail": "AAA"}],
+        ),
+        400,
+        "invalid_value",
+        "input[0].content[0].detail",
+    ),
+    Row(
         "deep-nesting-900-input",
         raw_create('"tools": [], "input": ' + deep(900).decode()),
         400,
@@ -307,6 +324,14 @@ ROWS: list[Row] = [
         400,
         "unknown_call_id",
         "input[0].call_id",
+        lane="bg",
+    ),
+    Row(
+        "append-output-status-bogus",
+        lambda c: append_frame(c.rid, [{**output(c.call_id), "status": "bogus"}]),
+        400,
+        "invalid_value",
+        "input[0].status",
         lane="bg",
     ),
     Row(

@@ -86,15 +86,56 @@ REFUSED: list[tuple[str, dict[str, Any], str, str, str]] = [
         "invalid_value",
         "Invalid value: 'reasoning.everything'. Supported values are: ",
     ),
+]
+IDS = [row[0] for row in REFUSED]
+
+IMAGE = {"type": "input_image", "image_url": "https://example.com/a.png"}
+CITATION = {"type": "url_citation", "url": "https://x", "title": "t", "start_index": 0}
+# Input items breaking the SDK's types: refused in both modes (protocol.itemrules), as
+# (id, input, param, code, message).
+ITEM_RULES: list[tuple[str, list[dict[str, Any]], str, str, str]] = [
     (
         "item-status",
-        {"input": [{"role": "user", "content": "hi", "status": "done"}]},
+        [{"role": "user", "content": "hi", "status": "done"}],
         "input[0].status",
         "invalid_value",
         "Invalid value: 'done'. Supported values are: 'in_progress', 'completed' and 'incomplete'.",
     ),
+    (
+        "image-detail",
+        [{"role": "user", "content": [{**IMAGE, "detail": "AAA"}]}],
+        "input[0].content[0].detail",
+        "invalid_value",
+        "Invalid value: 'AAA'. Supported values are: 'low', 'high', 'auto' and 'original'.",
+    ),
+    (
+        "annotation-index",
+        [
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": "t",
+                        "annotations": [{**CITATION, "end_index": -3}],
+                    }
+                ],
+            }
+        ],
+        "input[0].content[0].annotations[0].end_index",
+        "integer_below_min_value",
+        "Invalid 'input[0].content[0].annotations[0].end_index': integer below minimum value. "
+        "Expected a value >= 0, but got -3 instead.",
+    ),
+    (
+        "input-file",
+        [{"role": "user", "content": [{"type": "input_file", "filename": "a.pdf"}]}],
+        "input[0].content[0]",
+        "missing_required_parameter",
+        "Invalid 'input[0].content[0]': an input_file part needs one of 'file_id', 'file_data' "
+        "or 'file_url'.",
+    ),
 ]
-IDS = [row[0] for row in REFUSED]
 
 
 @pytest.mark.parametrize(("fields", "param", "code", "message"), [r[1:] for r in REFUSED], ids=IDS)
@@ -114,6 +155,37 @@ def test_lenient_accepts_as_before(serve: Serve, fields: dict[str, Any]) -> None
     assert response.status in ("completed", "incomplete")
     if "tools" in fields:  # unknown tool types are echoed as sent
         assert [t.type for t in response.tools] == [t["type"] for t in fields["tools"]]
+
+
+@pytest.mark.parametrize("lenient", [False, True], ids=["strict", "lenient"])
+@pytest.mark.parametrize(
+    ("items", "param", "code", "message"),
+    [r[1:] for r in ITEM_RULES],
+    ids=[r[0] for r in ITEM_RULES],
+)
+def test_item_rules_hold_in_both_modes(
+    serve: Serve, lenient: bool, items: list[dict[str, Any]], param: str, code: str, message: str
+) -> None:
+    _, client = serve(lenient=lenient)
+    assert error_of(refused(client, input=items)) == (param, code, message)
+
+
+def test_whole_floats_are_integers(serve: Serve) -> None:
+    """`100.0` for an integer field is 100 (JSON Schema's integer); `100.5` is refused."""
+    _, client = serve()
+    raw = client.responses.with_raw_response.create(
+        model=MODEL,
+        input="hi",
+        max_output_tokens=100.0,
+    )
+    echoed = raw.http_response.json()["max_output_tokens"]
+    assert type(echoed) is int and echoed == 100
+    exc = refused(client, max_output_tokens=100.5)
+    assert error_of(exc) == (
+        "max_output_tokens",
+        "invalid_type",
+        "Invalid type for 'max_output_tokens': expected an integer, but got a decimal instead.",
+    )
 
 
 class Command(pydantic.BaseModel):
