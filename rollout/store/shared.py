@@ -15,8 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
-from protocol.errors import ProtocolError
-from rollout.store.base import Store
+from rollout.store import base
+from rollout.store.base import Store, StoreError
 
 Fields = Mapping[str, bytes]  # a record's fields, as the cluster writes them
 Record = dict[bytes, bytes]  # and as it reads them back (empty: no such record)
@@ -76,17 +76,17 @@ class WriteFailed(Exception):
 
 
 @attrs.define(eq=False)
-class StoreUnavailable(ProtocolError):
+class StoreUnavailable(StoreError):
     """The store cannot be reached now (its server is down, restarting or unreachable): HTTP
     503 `store_unavailable`, which clients retry shortly (transports add Retry-After). What a
-    SharedStore (and its Store operations) raises when its connection fails."""
+    SharedStore (and its Store operations) raises when its connection fails. Not logged where
+    it is raised: the cluster logs the outage once (rollout.service.outage)."""
 
 
 def store_unavailable(name: str, why: str) -> StoreUnavailable:
-    message = f"The response store ({name}) is unavailable: {why}. Retry shortly."
-    return StoreUnavailable(
-        message=message, type="server_error", code="store_unavailable", status=503
-    )
+    """base.store_unavailable's error, as a StoreUnavailable."""
+    e = base.store_unavailable(name, why)
+    return StoreUnavailable(message=e.message, type=e.type, code=e.code, status=e.status)
 
 
 @runtime_checkable

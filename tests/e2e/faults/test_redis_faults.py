@@ -11,7 +11,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,17 +28,17 @@ from websockets.sync.client import connect
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cluster"))
 from _workers import ROOT, Workers, free_port, workers
 
-from rollout.engine import bound
+from rollout.store.redis_binary import HOW, redis_server_binary
 from support.frames import streamed_append_body
 
-REDIS = shutil.which("redis-server")
+REDIS = redis_server_binary()
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
 DELAY_S = 3.0  # the model's second step waits this long: a stream in flight during an outage
 OUTAGE_S = 6.0  # longer than a lease (ALIVE_MS, 5 s): every lease lapses
 WAIT_S = 30.0  # the longest any poll below waits (2 shared cores: generous)
 T = TypeVar("T")
 
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+pytestmark = pytest.mark.skipif(REDIS is None, reason=f"no redis-server: {HOW}")
 
 
 class RedisServer:
@@ -321,10 +320,6 @@ def client_of(w: Workers, worker: str) -> httpx.Client:
     pytest.fail(f"no connection landed on {worker}")
 
 
-@pytest.mark.skipif(
-    not hasattr(bound, "keep"),
-    reason="needs the engine to end a response whose store write failed (bound.keep)",
-)
 def test_a_stored_stream_in_flight_ends_failed(
     redis: RedisServer, script: Path, tmp_path: Path
 ) -> None:
