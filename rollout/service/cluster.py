@@ -1,10 +1,9 @@
 # Live rollouts across workers, over a store they share (rollout.store.shared.SharedStore; with
 # `--store redis://`). A worker owns each append rollout it started: the rollout's live record
 # (its worker, owner, and its state at the last pause) names it, and the worker's heartbeat is
-# the lease. An append,
-# inject or cancel that reaches another worker is published to the owner's inbox; the owner runs
-# it through its Service as if local, with a RemoteSink whose events are published back to the
-# asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
+# the lease. An append, inject or cancel that reaches another worker is published to the
+# owner's inbox; the owner runs it through its Service as if local, with a RemoteSink whose
+# events are published back to the asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
 # or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
 # with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
 # A lost store is an outage to ride out, not a crash: the heartbeat, the inbox listener and the
@@ -36,7 +35,7 @@ from rollout.engine.loop import Disconnected, Sink
 from rollout.service.eventlog import EventLogs, SharedLogs
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
-from rollout.service.outage import Backoff, Link, StartedOnce
+from rollout.service.outage import Backoff, Claims, Link, StartedOnce
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
@@ -71,10 +70,7 @@ class Cluster(Owning):
     remote: dict[int, set[tuple[str, str]]] = attrs.field(factory=dict)  # asking side
     nursery: trio.Nursery | None = None
     link: Link = attrs.field(factory=lambda: Link(settle_s=ALIVE_MS / 1000))
-    # The live records of the rollouts this worker owns, as last written (to write them back
-    # after an outage); `reclaim` is due when the store answers again.
-    claims: dict[str, dict[str, bytes]] = attrs.field(factory=dict)
-    reclaim: bool = False
+    claims: Claims = attrs.field(factory=Claims)  # to write back after an outage
 
     def __attrs_post_init__(self) -> None:
         self.writer = Writer(self.store, self.link)
@@ -91,15 +87,17 @@ class Cluster(Owning):
     async def _beat(self) -> bool:
         """Renew the lease; False when the store could not be reached (the outage is logged
         once). The first beat after an outage writes this worker's live records back."""
+        started = trio.current_time()
         try:
             await self.store.beat(self.worker_id, ALIVE_MS)
         except StoreUnavailable as exc:
             self.link.failed("heartbeat", exc)
             return False
+        self.link.stalled(trio.current_time() - started)
         if self.link.answered():
-            self.reclaim = True
-        if self.reclaim:
-            await self._reclaim()
+            self.claims.due = True
+        if self.claims.due:
+            await self.claims.write_back(self.store, self.writer.send, self.link)
         return True
 
     async def _heartbeat(self) -> None:
@@ -120,28 +118,6 @@ class Cluster(Owning):
                 except StoreUnavailable as exc:
                     self.link.failed("sweep", exc)
 
-    async def _reclaim(self) -> None:
-        """Write back the live record of every rollout this worker owns (through the writer,
-        so in order with a record dropped at a rollout's end), except those another worker
-        declared lost meanwhile (their clients were told so)."""
-        self.reclaim = False
-        for rid in list(self.claims):
-            try:
-                lost = await self.store.lost_owner(rid)
-            except StoreUnavailable as exc:
-                self.link.failed("reclaim", exc)
-                self.reclaim = True
-                return
-            fields = self.claims.get(rid)
-            if lost is not None:
-                self.claims.pop(rid, None)
-            elif fields is not None:
-                self.writer.send(SetLive(rid, dict(fields)), then=self._reclaimed)
-
-    def _reclaimed(self, result: object) -> None:
-        if result is None:  # the write failed: again at the next beat that reaches the store
-            self.reclaim = True
-
     async def sweep(self) -> int:
         """End every live rollout whose worker is gone (so none is lost silently, even if no
         client asks for it again); returns how many. Any worker may do it; one wins each."""
@@ -151,7 +127,11 @@ class Cluster(Owning):
         async for rid in self.store.live_ids():
             record = await self.store.live(rid)
             worker = record.get(b"worker", b"").decode()
-            if worker and not await self.alive(worker):
+            try:
+                gone = bool(worker) and not await self.alive(worker)
+            except StoreUnavailable:  # not settled after all (the store stalled): next time
+                return ended
+            if gone:
                 await self.lost(rid, record)
                 ended += 1
         return ended
@@ -160,8 +140,14 @@ class Cluster(Owning):
         """Whether `worker` runs: this one does, whatever the store says; another one without
         a lease is gone only once that is settled (`Link.settled`); until then StoreUnavailable
         (the client retries shortly: by then the lease was renewed, or the worker is gone)."""
-        if worker == self.worker_id or await self.store.alive(worker):
+        if worker == self.worker_id:
             return True
+        started = trio.current_time()
+        if await self.store.alive(worker):
+            return True
+        # A store that stalled (frozen, say) may answer this before the beats that waited with
+        # it: no lease then means nothing yet.
+        self.link.stalled(trio.current_time() - started)
         if not self.link.settled():
             raise self.link.unsettled()
         return False
@@ -219,7 +205,7 @@ class Cluster(Owning):
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
         await self.store.set_live(r.stream.response.id, fields)
-        self.claims[r.stream.response.id] = fields
+        self.claims.records[r.stream.response.id] = fields
 
     def paused(self, prepared: Prepared) -> None:
         """Keep the rollout's state at this pause, for the record if its worker dies."""
@@ -228,12 +214,12 @@ class Cluster(Owning):
             "response": orjson.dumps(codec.to_json(prepared.rollout.stream.response)),
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
-        if rid in self.claims:
-            self.claims[rid].update(fields)
+        if rid in self.claims.records:
+            self.claims.records[rid].update(fields)
         self.writer.send(SetLive(rid, fields))
 
     def forget(self, response_id: str) -> None:
-        self.claims.pop(response_id, None)
+        self.claims.records.pop(response_id, None)
         self.writer.send(DropLive(response_id))
 
     def finished(self, live: Live) -> None:

@@ -3,20 +3,24 @@
 # the inbox listener and the writer report failures and successes here; the first failure of an
 # outage is logged (one line, however many beats, batches or listens fail after it), and so is
 # the end of it. `settled()` says whether this worker may judge another one gone: not during an
-# outage, nor for SETTLE_S after one, the time every live worker needs to renew its lease once
-# the store answers (see `settled`).
+# outage, nor for `settle_s` (a lease's length) after one or after the store stalled, the time
+# every live worker needs to renew its lease once the store answers (see `settled`). `Claims`
+# keeps the live records of the rollouts a worker owns, to write them back after an outage.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 import attrs
 import trio
 
-from rollout.store.redis_url import bottom, reason
-from rollout.store.shared import StoreUnavailable, store_unavailable
+from rollout.store.redis_url import reason
+from rollout.store.shared import SetLive, SharedStore, StoreUnavailable, Write, store_unavailable
 
 log = logging.getLogger("rollout.service.cluster")
 BACKOFF_S = (0.1, 2.0)  # the first pause before a retry, and the most it doubles to
+STALL_S = 2.0  # a store that takes this long to answer stalled: leases may have lapsed
 
 
 @attrs.define(eq=False)
@@ -33,7 +37,7 @@ class Link:
         if self.down_since is None:
             self.down_since = trio.current_time()
             self.outages += 1
-            why = reason(bottom(exc.__cause__ or exc))  # (what lies under StoreUnavailable)
+            why = reason(under(exc))
             log.warning("the shared store is unreachable (%s: %s); retrying", what, why)
 
     def answered(self) -> bool:
@@ -45,6 +49,14 @@ class Link:
         self.up_since = trio.current_time()
         log.warning("the shared store answers again (after %.1f s)", down)
         return True
+
+    def stalled(self, took_s: float) -> None:
+        """The store took `took_s` to answer (a frozen or swamped Redis waits, it does not
+        fail): after STALL_S, as after an outage, nobody is judged gone until leases were
+        renewed (`settled`), since the beats that waited may be answered after this."""
+        if took_s >= STALL_S and self.down_since is None:
+            self.up_since = trio.current_time()
+            log.warning("the shared store took %.1f s to answer", took_s)
 
     @property
     def down(self) -> bool:
@@ -68,6 +80,42 @@ class Link:
         return store_unavailable("shared", why)
 
 
+#: How a worker queues a write to the shared store (Writer.send: `then` gets None if it failed).
+Send = Callable[..., None]
+
+
+@attrs.define(eq=False)
+class Claims:
+    """The live records of the rollouts this worker owns, as last written; `due` when they
+    must be written back (the store answered again after an outage)."""
+
+    records: dict[str, dict[str, bytes]] = attrs.field(factory=dict)
+    due: bool = False
+
+    async def write_back(self, store: SharedStore, send: Send, link: Link) -> None:
+        """Write every record back (queued with `send`, the writer's, so in order with a record
+        dropped at a rollout's end), except those another worker declared lost meanwhile
+        (their clients were told so): a Redis that restarted without its data has none."""
+        self.due = False
+        for rid in list(self.records):
+            try:
+                lost = await store.lost_owner(rid)
+            except StoreUnavailable as exc:
+                link.failed("reclaim", exc)
+                self.due = True
+                return
+            fields = self.records.get(rid)
+            if lost is not None:
+                self.records.pop(rid, None)
+            elif fields is not None:
+                write: Write = SetLive(rid, dict(fields))
+                send(write, then=self._written)
+
+    def _written(self, result: Any) -> None:
+        if result is None:  # it failed: again at the next beat that reaches the store
+            self.due = True
+
+
 class Backoff:
     """Pauses between retries: BACKOFF_S[0], doubling up to BACKOFF_S[1]; `reset` after a
     success."""
@@ -85,6 +133,14 @@ class Backoff:
         self.next = self.first
 
 
+def under(exc: BaseException) -> BaseException:
+    """What lies under a StoreUnavailable: its cause (the first in a group), for a person."""
+    cause = exc.__cause__ or exc
+    while isinstance(cause, BaseExceptionGroup):
+        cause = cause.exceptions[0]
+    return cause
+
+
 class StartedOnce:
     """A task status that reports started once (the first subscription of the inbox) and
     resets the backoff at each (a subscription made again after an outage)."""
@@ -99,4 +155,4 @@ class StartedOnce:
             self.status.started()
 
 
-__all__ = ["BACKOFF_S", "Backoff", "Link", "StartedOnce"]
+__all__ = ["BACKOFF_S", "STALL_S", "Backoff", "Claims", "Link", "StartedOnce"]

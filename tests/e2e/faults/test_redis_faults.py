@@ -182,17 +182,23 @@ def test_a_killed_redis_is_ridden_out(redis: RedisServer, script: Path, tmp_path
     ):
         before = worker_ids(w)
         parked, owner, pause = suspend(w)  # resumed after the outage
-        live, _, live_pause = suspend(w, store=False)  # resumed before it, in flight during it
+        live, runs, live_pause = suspend(w, store=False)  # in flight during the outage
 
-        def stream(path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-            with w.http() as http:
+        def stream(http: httpx.Client, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+            try:
                 r = http.post(path, json=body)
+            finally:
+                http.close()
             assert r.status_code == 200, r.text
             return events(r.content)
 
+        # The append on its owner (relayed through Redis from the other worker, it would need
+        # Redis: a 503 when its relay is cut before its first event).
         in_flight = [
-            pool.submit(stream, f"/responses/{live}/append", outputs(live_pause)),
-            pool.submit(stream, "/responses", answered_body(stream=True)),
+            pool.submit(
+                stream, client_of(w, runs), f"/responses/{live}/append", outputs(live_pause)
+            ),
+            pool.submit(stream, w.http(), "/responses", answered_body(stream=True)),
         ]
         time.sleep(0.5)  # both streams started (each waits DELAY_S for its answer)
         redis.kill()
@@ -286,25 +292,29 @@ def test_a_frozen_redis_is_waited_for(redis: RedisServer, script: Path, tmp_path
         parked, owner, pause = suspend(w)
         with w.http() as http:
             stored = http.post("/responses", json={"model": "m", "input": "hi"}).json()["id"]
-        redis.signal(signal.SIGSTOP)
+        other = w.client_on(other_than=owner)
+
+        def get() -> int:
+            with w.http() as http:
+                return http.get(f"/responses/{stored}").status_code
+
+        def append() -> httpx.Response:
+            return other.post(f"/responses/{parked}/append", json=outputs(pause))
+
+        redis.signal(signal.SIGSTOP)  # for longer than a lease
         try:
-
-            def get() -> int:
-                with w.http() as http:
-                    return http.get(f"/responses/{stored}").status_code
-
-            waiting = pool.submit(get)
-            time.sleep(2.0)
-            assert not waiting.done()  # it waits for Redis, no error
+            got, appended = pool.submit(get), pool.submit(append)
+            time.sleep(OUTAGE_S)
+            assert not got.done() and not appended.done()  # they wait for Redis, no error
         finally:
             redis.signal(signal.SIGCONT)
-        assert waiting.result(timeout=WAIT_S) == 200
-        http = w.client_on(other_than=owner)
         try:
-            r = http.post(f"/responses/{parked}/append", json=outputs(pause))
+            status, r = got.result(timeout=WAIT_S), appended.result(timeout=WAIT_S)
         finally:
-            http.close()
+            other.close()
+        assert status == 200
         assert r.status_code == 200 and events(r.content)[-1]["type"] == "response.completed"
+        assert "rollout_owner_lost" not in w.log.read_text()
         assert worker_ids(w) == before
         assert not outage_lines(w)
 
