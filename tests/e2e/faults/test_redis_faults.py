@@ -208,6 +208,7 @@ def test_a_killed_redis_is_ridden_out(redis: RedisServer, script: Path, tmp_path
             r = http.post("/responses", json={**answered_body(), "input": "hi", "model": "m"})
             assert r.status_code == 200 and r.json()["status"] == "completed", r.text
             store_unavailable(http.post("/responses", json=streamed_append_body()))
+            store_unavailable(http.post("/responses", json={"model": "m", "input": "hi"}))
         other = w.client_on(other_than=owner)  # (its owner would run it, without Redis)
         try:
             store_unavailable(other.post(f"/responses/{parked}/append", json=outputs(pause)))
