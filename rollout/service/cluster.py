@@ -3,9 +3,10 @@
 # (its worker, owner, and its state at the last pause) names it, and the worker's heartbeat is
 # the lease. An append, inject or cancel that reaches another worker is published to the
 # owner's inbox; the owner runs it through its Service as if local, with a RemoteSink whose
-# events are published back to the asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
-# or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
-# with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
+# events are published back to the asking worker's inbox, which hands them to its client. An
+# owner that is gone (no subscriber, or its heartbeat expired) is found out by the next request:
+# the rollout then ends `failed` with `rollout_owner_lost`, in the store when it was stored, and
+# every later request hears so.
 # A lost store is an outage to ride out, not a crash: the heartbeat, the inbox listener and the
 # writer catch StoreUnavailable, log it once (rollout.service.outage `Link`) and try again with
 # a backoff; requests that need the store meanwhile get 503 `store_unavailable`. When the store
