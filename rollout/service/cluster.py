@@ -1,12 +1,19 @@
 # Live rollouts across workers, over a store they share (rollout.store.shared.SharedStore; with
 # `--store redis://`). A worker owns each append rollout it started: the rollout's live record
 # (its worker, owner, and its state at the last pause) names it, and the worker's heartbeat is
-# the lease. An append,
-# inject or cancel that reaches another worker is published to the owner's inbox; the owner runs
-# it through its Service as if local, with a RemoteSink whose events are published back to the
-# asking worker's inbox, which hands them to its client. An owner that is gone (no subscriber,
-# or its heartbeat expired) is found out by the next request: the rollout then ends `failed`
-# with `rollout_owner_lost`, in the store when it was stored, and every later request hears so.
+# the lease. An append, inject or cancel that reaches another worker is published to the
+# owner's inbox; the owner runs it through its Service as if local, with a RemoteSink whose
+# events are published back to the asking worker's inbox, which hands them to its client. An
+# owner that is gone (no subscriber, or its heartbeat expired) is found out by the next request:
+# the rollout then ends `failed` with `rollout_owner_lost`, in the store when it was stored, and
+# every later request hears so.
+# A lost store is an outage to ride out, not a crash: the heartbeat, the inbox listener and the
+# writer catch StoreUnavailable, log it once (rollout.service.outage `Link`) and try again with
+# a backoff; requests that need the store meanwhile get 503 `store_unavailable`. When the store
+# answers again, the worker renews its lease at once and writes its live records back (a Redis
+# that restarted without its data has none), and it judges no other worker gone until the
+# leases have had time to be renewed (`Link.settled`): an outage that every worker saw does not
+# make their rollouts lost.
 # It reaches the store only through SharedStore's operations, so it imports without the store's
 # own client library (coredis, for Redis): the base install imports it too.
 from __future__ import annotations
@@ -29,10 +36,20 @@ from rollout.engine.loop import Disconnected, Sink
 from rollout.service.eventlog import EventLogs, SharedLogs
 from rollout.service.live import Hold, Live
 from rollout.service.lost import end_lost, owner_lost
+from rollout.service.outage import Backoff, Claims, Link, StartedOnce
 from rollout.service.owning import Owning, RemoteHolder, RemoteSink
 from rollout.service.session import FORWARDED
 from rollout.service.writer import Writer
-from rollout.store.shared import DropLive, Publish, Record, SetLive, SharedStore, shared_of
+from rollout.store.shared import (
+    DropLive,
+    Fields,
+    Publish,
+    Record,
+    SetLive,
+    SharedStore,
+    StoreUnavailable,
+    shared_of,
+)
 
 if TYPE_CHECKING:
     from rollout.service.service import Service
@@ -53,9 +70,11 @@ class Cluster(Owning):
     holders: dict[str, RemoteHolder] = attrs.field(factory=dict)  # owner side, by key
     remote: dict[int, set[tuple[str, str]]] = attrs.field(factory=dict)  # asking side
     nursery: trio.Nursery | None = None
+    link: Link = attrs.field(factory=lambda: Link(settle_s=ALIVE_MS / 1000))
+    claims: Claims = attrs.field(factory=Claims)  # to write back after an outage
 
     def __attrs_post_init__(self) -> None:
-        self.writer = Writer(self.store)
+        self.writer = Writer(self.store, self.link)
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -66,32 +85,73 @@ class Cluster(Owning):
             await nursery.start(self._inbox)
             task_status.started()
 
-    async def _beat(self) -> None:
-        await self.store.beat(self.worker_id, ALIVE_MS)
+    async def _beat(self) -> bool:
+        """Renew the lease; False when the store could not be reached (the outage is logged
+        once). The first beat after an outage writes this worker's live records back."""
+        started = trio.current_time()
+        try:
+            await self.store.beat(self.worker_id, ALIVE_MS)
+        except StoreUnavailable as exc:
+            self.link.failed("heartbeat", exc)
+            return False
+        self.link.stalled(trio.current_time() - started)
+        if self.link.answered():
+            self.claims.due = True
+        if self.claims.due:
+            await self.claims.write_back(self.store, self.writer.send, self.link)
+        return True
 
     async def _heartbeat(self) -> None:
         beats = 0
+        backoff = Backoff()
+        pause = HEARTBEAT_S
         while True:
-            await trio.sleep(HEARTBEAT_S)
-            await self._beat()
+            await trio.sleep(pause)
+            if not await self._beat():
+                pause = backoff.pause()  # sooner than HEARTBEAT_S: the lease is renewed at once
+                continue
+            pause = HEARTBEAT_S
+            backoff.reset()
             beats += 1
-            if beats % SWEEP_EVERY == 0:
-                await self.sweep()
+            if beats % SWEEP_EVERY == 0 and self.link.settled():
+                try:
+                    await self.sweep()
+                except StoreUnavailable as exc:
+                    self.link.failed("sweep", exc)
 
     async def sweep(self) -> int:
         """End every live rollout whose worker is gone (so none is lost silently, even if no
         client asks for it again); returns how many. Any worker may do it; one wins each."""
         ended = 0
+        if not self.link.settled():
+            return 0
         async for rid in self.store.live_ids():
             record = await self.store.live(rid)
             worker = record.get(b"worker", b"").decode()
-            if worker and not await self.alive(worker):
+            try:
+                gone = bool(worker) and not await self.alive(worker)
+            except StoreUnavailable:  # not settled after all (the store stalled): next time
+                return ended
+            if gone:
                 await self.lost(rid, record)
                 ended += 1
         return ended
 
     async def alive(self, worker: str) -> bool:
-        return worker == self.worker_id or await self.store.alive(worker)
+        """Whether `worker` runs: this one does, whatever the store says; another one without
+        a lease is gone only once that is settled (`Link.settled`); until then StoreUnavailable
+        (the client retries shortly: by then the lease was renewed, or the worker is gone)."""
+        if worker == self.worker_id:
+            return True
+        started = trio.current_time()
+        if await self.store.alive(worker):
+            return True
+        # A store that stalled (frozen, say) may answer this before the beats that waited with
+        # it: no lease then means nothing yet.
+        self.link.stalled(trio.current_time() - started)
+        if not self.link.settled():
+            raise self.link.unsettled()
+        return False
 
     def publish(self, worker: str, message: dict[str, Any], then: Any = None) -> None:
         self.writer.send(Publish(worker, orjson.dumps(message)), then=then)
@@ -99,10 +159,22 @@ class Cluster(Owning):
     # -- the inbox ------------------------------------------------------------------------------
 
     async def _inbox(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Listen on this worker's inbox; a lost subscription (the store went away) is listened
+        again, with a backoff, until the store answers (reports started once, at the first)."""
+
         def receive(data: bytes) -> None:
             self._dispatch(orjson.loads(data))
 
-        await self.store.listen(self.worker_id, receive, task_status=task_status)
+        backoff = Backoff()
+        status = StartedOnce(task_status, backoff)
+        while True:
+            try:
+                await self.store.listen(self.worker_id, receive, task_status=status)
+            except StoreUnavailable as exc:
+                if not status.done:
+                    raise  # at the start: the store was reached a moment ago (a real failure)
+                self.link.failed("inbox", exc)
+            await trio.sleep(backoff.pause())
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         kind = message["k"]
@@ -134,16 +206,21 @@ class Cluster(Owning):
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
         await self.store.set_live(r.stream.response.id, fields)
+        self.claims.records[r.stream.response.id] = fields
 
     def paused(self, prepared: Prepared) -> None:
         """Keep the rollout's state at this pause, for the record if its worker dies."""
-        fields = {
+        rid = prepared.rollout.stream.response.id
+        fields: Fields = {
             "response": orjson.dumps(codec.to_json(prepared.rollout.stream.response)),
             "input_items": orjson.dumps(codec.to_json(prepared.input_items)),
         }
-        self.writer.send(SetLive(prepared.rollout.stream.response.id, fields))
+        if rid in self.claims.records:
+            self.claims.records[rid].update(fields)
+        self.writer.send(SetLive(rid, fields))
 
     def forget(self, response_id: str) -> None:
+        self.claims.records.pop(response_id, None)
         self.writer.send(DropLive(response_id))
 
     def finished(self, live: Live) -> None:
@@ -205,6 +282,8 @@ class Cluster(Owning):
         stored = await self.store.get(response_id)
         if stored is not None and stored.owned_by(owner) and local.code == "response_not_found":
             raise response_not_suspended(response_id, State.FINISHED) from None
+        if not self.link.settled():  # its owner may not have written its record back yet
+            raise self.link.unsettled()
         raise local
 
     async def _ask(
@@ -224,6 +303,8 @@ class Cluster(Owning):
         relayed = False
         try:
             if not await self.store.publish(worker, orjson.dumps(message)):
+                if not self.link.settled():  # its owner may not be listening again yet
+                    raise self.link.unsettled()
                 await self.lost(response_id, record)
                 raise owner_lost(response_id)
             lane = record.get(b"lane", b"").decode() or None

@@ -2,7 +2,9 @@
 # event loop's hot path: event-log entries, relayed events, live records. Callers queue writes
 # (rollout.store.shared's `Write` values) without awaiting; one task sends whatever is queued
 # as one batch (one round trip for many writes), in order; `barrier()` waits until everything
-# queued before it has been written.
+# queued before it has been written (or failed to be). A batch that cannot reach the store is
+# dropped (its callbacks get None): while the store is down a stream goes on, only its log is
+# cut; the outage is logged once, through the cluster's Link (rollout.service.outage).
 from __future__ import annotations
 
 import logging
@@ -13,6 +15,7 @@ from typing import Any
 import attrs
 import trio
 
+from rollout.service.outage import Link
 from rollout.store.shared import SharedStore, Write, WriteFailed
 
 log = logging.getLogger("rollout.service.writer")
@@ -25,9 +28,11 @@ Op = tuple[Write, Callable[[Any], None] | None]
 @attrs.define(eq=False)
 class Writer:
     store: SharedStore
+    link: Link | None = None  # where a failed batch is reported (else it is logged)
     _send: trio.MemorySendChannel[Op | trio.Event] = attrs.field(init=False)
     _receive: trio.MemoryReceiveChannel[Op | trio.Event] = attrs.field(init=False)
     written: int = 0  # writes made (for tests and metrics)
+    dropped: int = 0  # and writes that could not reach the store
 
     def __attrs_post_init__(self) -> None:
         # Unbounded in count; what is queued is bounded by its producers (a rollout's events are
@@ -62,7 +67,11 @@ class Writer:
                 results = await self.store.write([write for write, _ in ops])  # (not cut short)
                 self.written += len(ops)
             except WriteFailed as exc:
-                log.error("writing %d commands to the shared store failed: %s", len(ops), exc)
+                if self.link is not None:
+                    self.link.failed(f"writing {len(ops)} commands", exc)
+                else:
+                    log.error("writing %d commands to the shared store failed: %s", len(ops), exc)
+                self.dropped += len(ops)
         for (_, then), result in zip(ops, results, strict=True):
             if then is not None:
                 then(result)

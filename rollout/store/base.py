@@ -62,9 +62,9 @@ class StoreError(ProtocolError):
     its server is down). A ProtocolError, so every transport answers it as the documented error
     (HTTP 5xx, a WebSocket `error` event) instead of dropping the client; the engine ends a
     response whose store write failed `failed` with it (rollout.engine.bound `keep`). The store
-    that raises it has logged it (one line), so callers do not log it again. Redis raises a
-    plain ProtocolError of the same shape (503 `store_unavailable`: store/redis_conversations.py
-    `unavailable`); callers that must not fail catch ProtocolError."""
+    that raises it has logged it (one line), so callers do not log it again. Redis raises its
+    subclass StoreUnavailable (store/shared.py: 503 `store_unavailable` while Redis is down; the
+    cluster logs the outage, once); callers that must not fail catch ProtocolError."""
 
 
 def store_unavailable(name: str, why: str) -> StoreError:

@@ -8,7 +8,9 @@
 # same key prefix. `check()` is the start-up check `rollout serve` makes before it serves (one
 # connection, no retries: StoreUnreachable says where and why). coredis is the `redis` extra's:
 # this module is imported only once a `redis://` store is asked for (open_store checks that
-# coredis is installed first).
+# coredis is installed first). While serving, every operation that cannot reach Redis raises
+# StoreUnavailable (503 `store_unavailable`; a batch of writes: WriteFailed), never coredis's
+# or the OS's exception; the client reconnects by itself once Redis answers again.
 from __future__ import annotations
 
 import contextlib
@@ -39,7 +41,7 @@ from rollout.store.base import (
     items_of,
 )
 from rollout.store.conversations import indexable
-from rollout.store.redis_conversations import RedisConversations, mapped, unavailable
+from rollout.store.redis_conversations import RedisConversations, failure, mapped, unavailable
 from rollout.store.redis_url import CHECK_TIMEOUT_S, RedisUrl, bottom, reason
 from rollout.store.shared import (
     DropLive,
@@ -264,17 +266,26 @@ class RedisStore(RedisConversations):
     async def count(self) -> int:
         """Stored responses under this prefix (a SCAN: for tests and tools, not the server)."""
         n = 0
-        async for _ in self.client.scan_iter(match=self.key("resp", "*"), count=1000):
-            n += 1
+        with mapped():
+            async for _ in self.client.scan_iter(match=self.key("resp", "*"), count=1000):
+                n += 1
         return n
 
     # -- the SharedStore protocol (store/shared.py): the cluster layer's ----------------------
 
     async def beat(self, worker: str, ttl_ms: int) -> None:
-        await self.client.set(self.key("alive", worker), b"1", px=ttl_ms)
+        # With the lease, the owner secret again (if absent): a Redis that restarted without
+        # its data gets back the secret every worker holds, so their owner hashes still agree.
+        with mapped():
+            async with self.client.pipeline(transaction=False) as pipe:
+                pipe.set(self.key("alive", worker), b"1", px=ttl_ms)
+                pipe.set(
+                    self.key("meta", "owner_secret"), self._secret, condition=coredis.PureToken.NX
+                )
 
     async def alive(self, worker: str) -> bool:
-        return bool(await self.client.exists([self.key("alive", worker)]))
+        with mapped():
+            return bool(await self.client.exists([self.key("alive", worker)]))
 
     async def listen(
         self,
@@ -283,57 +294,71 @@ class RedisStore(RedisConversations):
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
+        # No retries of coredis's own (which would hide a lost connection for up to 16 s): a
+        # lost subscription is StoreUnavailable, and the caller (the cluster's inbox) listens
+        # again, with its backoff, once Redis answers.
         channel = self.key("w", worker)
         try:
-            async with self.client.pubsub(
-                channels=[channel], ignore_subscribe_messages=True
-            ) as pubsub:
-                task_status.started()
-                async for message in pubsub:
-                    data = message["data"]
-                    if message["type"] == "message" and isinstance(data, bytes):
-                        receive(data)
+            with mapped():
+                async with self.client.pubsub(
+                    channels=[channel], ignore_subscribe_messages=True, retry_policy=NoRetryPolicy()
+                ) as pubsub:
+                    task_status.started()
+                    async for message in pubsub:
+                        data = message["data"]
+                        if message["type"] == "message" and isinstance(data, bytes):
+                            receive(data)
         except* anyio.ClosedResourceError:
             pass  # coredis, cancelled: its unsubscribe finds the connection closed already
 
     async def publish(self, worker: str, message: bytes) -> int:
-        return await self.client.publish(self.key("w", worker), message)
+        with mapped():
+            return await self.client.publish(self.key("w", worker), message)
 
     async def set_live(self, response_id: str, fields: Fields) -> None:
-        await self.client.hset(self.key("live", response_id), fields)
+        with mapped():
+            await self.client.hset(self.key("live", response_id), fields)
 
     async def live(self, response_id: str) -> Record:
-        return await self.client.hgetall(self.key("live", response_id))
+        with mapped():
+            return await self.client.hgetall(self.key("live", response_id))
 
     async def live_ids(self) -> AsyncIterator[str]:
-        async for key in self.client.scan_iter(match=self.key("live", "*"), count=1000):
+        with mapped():
+            keys = [k async for k in self.client.scan_iter(match=self.key("live", "*"), count=1000)]
+        for key in keys:
             yield key.decode().rsplit(":", 1)[-1]
 
     async def drop_live(self, response_id: str) -> bool:
-        return bool(await self.client.delete([self.key("live", response_id)]))
+        with mapped():
+            return bool(await self.client.delete([self.key("live", response_id)]))
 
     async def mark_lost(self, response_id: str, owner: bytes, ttl_ms: int) -> None:
-        await self.client.set(self.key("lost", response_id), owner, px=ttl_ms)
+        with mapped():
+            await self.client.set(self.key("lost", response_id), owner, px=ttl_ms)
 
     async def lost_owner(self, response_id: str) -> bytes | None:
-        return await self.client.get(self.key("lost", response_id))
+        with mapped():
+            return await self.client.get(self.key("lost", response_id))
 
     async def log_meta(self, response_id: str) -> Record:
-        return await self.client.hgetall(self.key("evm", response_id))
+        with mapped():
+            return await self.client.hgetall(self.key("evm", response_id))
 
     async def read_log(
         self, response_id: str, after: str | None, count: int, block_ms: int
     ) -> list[LogEntry]:
         key = self.key("ev", response_id)
         start = "-" if after is None else f"({after}"
-        entries: Any = await self.client.xrange(key, start, "+", count=count)
-        if not entries:
-            # Shielded: a blocking read cut by a cancellation would cost its connection.
-            with trio.CancelScope(shield=True):
-                got: Any = await self.client.xread(
-                    {key: "0-0" if after is None else after}, count=count, block=block_ms
-                )
-            entries = got.get(key.encode(), ()) if got else ()
+        with mapped():
+            entries: Any = await self.client.xrange(key, start, "+", count=count)
+            if not entries:
+                # Shielded: a blocking read cut by a cancellation would cost its connection.
+                with trio.CancelScope(shield=True):
+                    got: Any = await self.client.xread(
+                        {key: "0-0" if after is None else after}, count=count, block=block_ms
+                    )
+                entries = got.get(key.encode(), ()) if got else ()
         return [(e.identifier.decode(), e.field_values) for e in entries]
 
     async def write(self, writes: Sequence[Write]) -> list[Any]:
@@ -347,8 +372,11 @@ class RedisStore(RedisConversations):
                     results.append(await first)
                     for other in others:
                         await other
-        except coredis.exceptions.RedisError as exc:
-            raise WriteFailed(f"{self!r}: {exc}") from exc
+        except Exception as exc:  # (coredis raises some from task groups)
+            under = failure(exc)
+            if under is None:
+                raise
+            raise WriteFailed(f"{self!r}: {reason(under)}") from exc
         return results
 
     def _queue(self, pipe: Pipeline[bytes], write: Write) -> list[Awaitable[Any]]:

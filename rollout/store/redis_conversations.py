@@ -14,10 +14,13 @@ import coredis
 import orjson
 
 from protocol import codec
-from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from rollout.store.base import items_of
 from rollout.store.conversations import IndexedItem, StoredConversation, indexable
+from rollout.store.shared import StoreUnavailable, store_unavailable
+
+#: What coredis raises when Redis cannot be reached (or answered with an error).
+FAILURES = (coredis.exceptions.RedisError, OSError, TimeoutError)
 
 # ARGV: prefix, conversation id, then (item id, item JSON) pairs. 0 if there is no conversation.
 ADD = """
@@ -84,18 +87,35 @@ return 0
 """
 
 
-def unavailable(exc: BaseException) -> ProtocolError:
-    message = f"The response store (Redis) is unavailable: {type(exc).__name__}. Retry shortly."
-    return overloaded(message, "store_unavailable")
+def unavailable(exc: BaseException) -> StoreUnavailable:
+    """503 `store_unavailable` for a failure of Redis (`exc`: coredis's, or the OS's)."""
+    return store_unavailable("Redis", type(exc).__name__)
+
+
+def failure(exc: BaseException) -> BaseException | None:
+    """The Redis failure `exc` is (coredis raises some from task groups: the first under the
+    group, when everything under it is one), or None when it is something else."""
+    if isinstance(exc, BaseExceptionGroup):
+        under = [failure(e) for e in exc.exceptions]
+        return under[0] if under and all(u is not None for u in under) else None
+    return exc if isinstance(exc, FAILURES) else None
 
 
 @contextlib.contextmanager
 def mapped() -> Iterator[None]:
-    """Redis errors as a 503 for the client (not a dropped connection)."""
+    """Redis errors as StoreUnavailable: a 503 for the client (not a dropped connection), and
+    the one exception the cluster layer catches while Redis is down."""
     try:
         yield
-    except (coredis.exceptions.RedisError, OSError, TimeoutError) as exc:
+    except StoreUnavailable:
+        raise
+    except FAILURES as exc:
         raise unavailable(exc) from exc
+    except BaseExceptionGroup as group:
+        under = failure(group)
+        if under is None:
+            raise
+        raise unavailable(under) from group
 
 
 class RedisConversations:
@@ -212,4 +232,4 @@ class RedisConversations:
             return await self.client.eval(script, keys=[], args=[self.prefix, *args])
 
 
-__all__ = ["RedisConversations", "mapped", "unavailable"]
+__all__ = ["FAILURES", "RedisConversations", "failure", "mapped", "unavailable"]

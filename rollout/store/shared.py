@@ -4,7 +4,9 @@
 # whose worker was lost, per-response event logs, and the ordered batches of writes the
 # cluster's Writer sends (the `Write` values). Typed operations only: the cluster layer never
 # sees a client or a key of the store underneath. `shared_of(store)` says whether a store is
-# one; RedisStore (store/redis.py) is the one implementation.
+# one; RedisStore (store/redis.py) is the one implementation. Every operation that cannot reach
+# the store raises StoreUnavailable (a 503 `store_unavailable` ProtocolError), never the client
+# library's own exception, so callers catch one type (and transports answer it as documented).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -13,7 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 import attrs
 import trio
 
-from rollout.store.base import Store
+from rollout.store import base
+from rollout.store.base import Store, StoreError
 
 Fields = Mapping[str, bytes]  # a record's fields, as the cluster writes them
 Record = dict[bytes, bytes]  # and as it reads them back (empty: no such record)
@@ -70,6 +73,20 @@ Write = Publish | SetLive | DropLive | LogMeta | LogEvent
 
 class WriteFailed(Exception):
     """A batch of writes did not reach the store; `str()` says why."""
+
+
+@attrs.define(eq=False)
+class StoreUnavailable(StoreError):
+    """The store cannot be reached now (its server is down, restarting or unreachable): HTTP
+    503 `store_unavailable`, which clients retry shortly (transports add Retry-After). What a
+    SharedStore (and its Store operations) raises when its connection fails. Not logged where
+    it is raised: the cluster logs the outage once (rollout.service.outage)."""
+
+
+def store_unavailable(name: str, why: str) -> StoreUnavailable:
+    """base.store_unavailable's error, as a StoreUnavailable."""
+    e = base.store_unavailable(name, why)
+    return StoreUnavailable(message=e.message, type=e.type, code=e.code, status=e.status)
 
 
 @runtime_checkable
@@ -180,7 +197,9 @@ __all__ = [
     "Record",
     "SetLive",
     "SharedStore",
+    "StoreUnavailable",
     "Write",
     "WriteFailed",
     "shared_of",
+    "store_unavailable",
 ]

@@ -16,8 +16,10 @@ from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
 from rollout.model.policy import ScriptedPolicy, text
+from rollout.store.base import StoreError
 from rollout.store.memory import ChainBroken, StoredResponse
 from rollout.store.redis import RedisStore, RedisUrl
+from rollout.store.shared import DropLive, StoreUnavailable, WriteFailed
 from rollout.store.sqlite import open_store
 from support.stores import delete_the_middle
 
@@ -120,8 +122,9 @@ def test_bad_url_is_a_value_error(spec: str) -> None:
 
 
 async def test_a_redis_that_went_away_is_a_503(redis_port: int) -> None:
-    """Its own redis-server, stopped while the store is connected: each call is a 503
-    `store_unavailable` for the client, not a dropped connection."""
+    """Its own redis-server, stopped while the store is connected: each call, the cluster
+    layer's too, is a 503 `store_unavailable` (StoreUnavailable, a StoreError) for the client,
+    not a dropped connection nor coredis's exception; a batch of writes is WriteFailed."""
     import subprocess
 
     import trio
@@ -149,10 +152,27 @@ async def test_a_redis_that_went_away_is_a_503(redis_port: int) -> None:
             await store.put(record("resp_1", None, "q", "a"))
             proc.terminate()
             proc.wait(timeout=10)
-            for call in (store.get("resp_1"), store.delete("resp_1"), store.conversation("resp_1")):
-                with pytest.raises(ProtocolError) as info:
+            calls = [
+                store.get("resp_1"),
+                store.delete("resp_1"),
+                store.conversation("resp_1"),
+                store.beat("w1", 1000),
+                store.alive("w1"),
+                store.publish("w1", b"m"),
+                store.live("resp_1"),
+                store.lost_owner("resp_1"),
+                store.log_meta("resp_1"),
+                store.read_log("resp_1", None, 10, 10),
+                store.listen("w1", lambda data: None),
+                anext(aiter(store.live_ids())),
+            ]
+            for call in calls:
+                with pytest.raises(StoreUnavailable) as info:
                     await call
+                assert isinstance(info.value, StoreError)
                 assert info.value.status == 503 and info.value.code == "store_unavailable"
+            with pytest.raises(WriteFailed):
+                await store.write([DropLive("resp_1")])
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -1,6 +1,6 @@
 # A store write that fails, whatever the store (here the memory store, made to fail), as the
 # official SDK sees it: a JSON create is the store's 5xx (StoreError's 500 or 503, and Redis's
-# 503 `store_unavailable`, a plain ProtocolError), a streamed one ends `response.failed` with
+# 503 `store_unavailable`, its StoreUnavailable), a streamed one ends `response.failed` with
 # that error; an unexpected exception is a 500 `server_error`; a turn that cannot join its
 # conversation fails the response, which is then not retrievable. What was stored stays, and
 # the server serves on. (A real failing disk under SQLite: test_disk_faults.py.)
