@@ -319,6 +319,7 @@ def upstream_config(
         api_key=key,
         model=default,
         models=models,
+        first_byte_timeout_s=args.upstream_first_byte_timeout,
         read_timeout_s=args.upstream_timeout,
     )
 

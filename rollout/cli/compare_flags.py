@@ -107,11 +107,18 @@ def _upstream_flags(c: argparse.ArgumentParser) -> None:
     )
     c.add_argument("--upstream-key-env", metavar="VAR", help="the engine's API key, from $VAR")
     c.add_argument(
+        "--upstream-first-byte-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="the longest wait for a step's first event, as for rollout serve (default: 120)",
+    )
+    c.add_argument(
         "--upstream-timeout",
         type=float,
-        default=600.0,
+        default=60.0,
         metavar="SECONDS",
-        help="the longest wait for the engine's next chunk (default: 600)",
+        help="the longest wait between the engine's chunks (default: 60)",
     )
 
 

@@ -148,11 +148,21 @@ def _serve_upstream_flags(s: argparse.ArgumentParser) -> None:
         "FROM (repeatable); otherwise the request's model name is sent",
     )
     s.add_argument(
+        "--upstream-first-byte-timeout",
+        type=float,
+        default=120.0,
+        metavar="SECONDS",
+        help="the longest wait from a step's request to its first event (connecting and the "
+        "prefill included); when the client has been sent nothing yet, running out is a "
+        "retryable 500 (default: 120)",
+    )
+    s.add_argument(
         "--upstream-timeout",
         type=float,
-        default=600.0,
+        default=60.0,
         metavar="SECONDS",
-        help="the longest wait for the upstream's next chunk (a long prefill included)",
+        help="the longest wait between two chunks of the upstream's stream, after its first "
+        "event (default: 60)",
     )
 
 

@@ -2,7 +2,8 @@
 # one streamed `POST /chat/completions` (instructions, messages, function tools, tool calls and
 # tool outputs; the request's tool choice, output format, sampling knobs and what is left of its
 # output budget; usage asked for in the stream); `ChatStream` turns the streamed chunks into
-# the loop's pieces (reasoning, text, refusals, tool-call deltas, usage, the finish reason).
+# the loop's pieces (reasoning, text, refusals, tool-call deltas, usage, the finish reason; a
+# stream that ends without one was cut short, and fails); `as_chunk` reads a whole completion.
 # Pure: no I/O. Calls are streamed one after another, as OpenAI, vLLM, llama.cpp and Ollama do.
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream.target import UpstreamConfig
 
+CUT_SHORT = "The upstream engine's stream ended without a finish reason: its answer was cut short."
 #: Chat finish reasons, as the loop's.
 FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length": "length"}
 
@@ -229,5 +231,19 @@ class ChatStream:
                 int(u.get("completion_tokens") or 0),
                 int(output_details.get("reasoning_tokens") or 0),
             )
-        reason = self.finish or "stop"
-        return [usage, p.Finish(FINISH.get(reason, reason))]
+        if self.finish is None:  # cut short: what came is not the whole answer
+            return [p.Failed("server_error", CUT_SHORT)]
+        return [usage, p.Finish(FINISH.get(self.finish, self.finish))]
+
+
+def as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
+    """A whole (non-streamed) chat completion as the one chunk that streams it: each choice's
+    message as its delta (tool calls numbered), its finish reason and the usage."""
+    choices = []
+    for choice in completion.get("choices") or ():
+        message = dict(choice.get("message") or {})
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [{**call, "index": i} for i, call in enumerate(calls)]
+        choices.append({**choice, "delta": message})
+    return {**completion, "choices": choices}

@@ -8,23 +8,39 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
+from collections.abc import AsyncGenerator, Callable
 from typing import Any, Protocol
 
 import httpx
 import orjson
+import trio
 
+from protocol.errors import ProtocolError, clip
 from rollout.conversation import tokens as tok
 from rollout.conversation.work import Work
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.upstream import chat, responses
-from rollout.upstream.pool import Broken, Refused, UpstreamHttp, close, events
+from rollout.upstream.pool import (
+    Broken,
+    Refused,
+    UpstreamHttp,
+    close,
+    events,
+    is_whole,
+    whole_body,
+)
 from rollout.upstream.target import UpstreamConfig
+
+log = logging.getLogger("rollout")
+Events = AsyncGenerator[bytes, None]
 
 
 class _Translator(Protocol):
     def feed(self, data: dict[str, Any]) -> list[p.Piece]: ...
+    def whole(self, data: dict[str, Any]) -> list[p.Piece]: ...
     def end(self) -> list[p.Piece]: ...
 
 
@@ -35,6 +51,9 @@ class _Chat:
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.chunk(data)
+
+    def whole(self, data: dict[str, Any]) -> list[p.Piece]:
+        return self.stream.chunk(chat.as_chunk(data))
 
     def end(self) -> list[p.Piece]:
         return self.stream.end(self.prompt, tok.count)
@@ -47,6 +66,9 @@ class _Responses:
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.event(data)
+
+    def whole(self, data: dict[str, Any]) -> list[p.Piece]:
+        return [piece for event in responses.events_of(data) for piece in self.stream.event(event)]
 
     def end(self) -> list[p.Piece]:
         if self.stream.done:
@@ -90,14 +112,16 @@ class UpstreamModel:
                 yield piece
 
     async def _step(self, r: Rollout, *, refuse: bool) -> Pieces:
-        """Send one step's request; its pieces, read as they arrive. An error status raises
-        Refused's ProtocolError when `refuse` (before the response started), else it is the
-        step's failure, like an engine that never answered."""
+        """Send one step's request and wait for the first event of its answer (at most
+        `first_byte_timeout_s`); its pieces, read as they arrive. A refusal, or an engine that
+        is unreachable, silent or sends nothing, raises the client's error (a retryable 500 for
+        all but the engine's own refusals) when `refuse` (nothing has been sent to the client
+        yet), else it is the step's failure."""
         stage = r.work.stage("inference")
         stage.__enter__()
         started = time.perf_counter()
         try:
-            response = await self._send(r)
+            opened = await self._opened(r)
         except Refused as refused:
             if refuse:
                 stage.__exit__(None, None, None)
@@ -105,11 +129,41 @@ class UpstreamModel:
             error = refused.error
             return self._failed(r, stage, started, error.message, error.code)
         except Broken as broken:
+            if refuse:
+                stage.__exit__(None, None, None)
+                raise unreached(str(broken)) from None
             return self._failed(r, stage, started, str(broken))
         except BaseException:
             stage.__exit__(None, None, None)
             raise
-        return self._read(r, response, stage, started)
+        return self._read(r, *opened, stage, started)
+
+    async def _opened(
+        self, r: Rollout
+    ) -> tuple[httpx.Response, AsyncGenerator[bytes, None], bytes]:
+        """The step's answer, its events and the first event's data (a whole JSON answer: its
+        body, and no events), within the first-byte deadline."""
+        deadline = self.config.first_byte_timeout_s
+        with trio.move_on_after(deadline) as waited:
+            response = await self._send(r)
+            try:
+                if is_whole(response):
+                    stream = _none()
+                    first = await whole_body(response, self.config.read_timeout_s)
+                else:
+                    stream = events(response, self.config.read_timeout_s)
+                    first = await anext(stream, b"")
+                if not first:
+                    raise Broken("The upstream engine's answer ended before its first event.")
+                return response, stream, first
+            except BaseException:
+                await close(response)
+                raise
+        assert waited.cancelled_caught
+        raise Broken(
+            f"The upstream engine sent nothing within {deadline:g} s "
+            "(--upstream-first-byte-timeout)."
+        )
 
     async def _send(self, r: Rollout) -> httpx.Response:
         body = self._body(r)
@@ -127,23 +181,31 @@ class UpstreamModel:
             stage.__exit__(None, None, None)
 
     async def _read(
-        self, r: Rollout, response: httpx.Response, stage: Any, started: float
+        self,
+        r: Rollout,
+        response: httpx.Response,
+        stream: AsyncGenerator[bytes, None],
+        first: bytes,
+        stage: Any,
+        started: float,
     ) -> Pieces:
-        """The engine's stream as pieces, until its end (or until the loop stops reading)."""
+        """The engine's answer as pieces, from its `first` event's data (or its whole JSON
+        body) until its end (or until the loop stops reading)."""
         translate = self._translator(r)
         finished = False
+        whole = is_whole(response)
         try:
-            async with contextlib.aclosing(events(response)) as stream:
-                async for data in stream:
-                    if data == b"[DONE]":
-                        break
-                    for piece in _parsed(translate, data):
+            data: bytes | None = first
+            async with contextlib.aclosing(stream):
+                while data is not None and data != b"[DONE]":
+                    for piece in _parsed(translate, data, whole):
                         yield piece
                         if isinstance(piece, p.Failed):
                             finished = True
                             return
+                    data = await anext(stream, None)
             finished = True
-            for piece in translate.end():
+            for piece in _checked(translate.end):
                 yield piece
         except Broken as broken:
             finished = True
@@ -156,12 +218,41 @@ class UpstreamModel:
             stage.__exit__(None, None, None)
 
 
-def _parsed(translate: _Translator, data: bytes) -> list[p.Piece]:
+async def _none() -> AsyncGenerator[bytes, None]:
+    return
+    yield
+
+
+def unreached(why: str) -> ProtocolError:
+    """The client's error for an engine that could not be reached, or sent nothing in time,
+    before anything was sent to the client: a 500 `server_error`, which clients retry (as for
+    the engine's own 5xx)."""
+    return ProtocolError(message=why, type="server_error", code="server_error", status=500)
+
+
+def _parsed(translate: _Translator, data: bytes, whole: bool) -> list[p.Piece]:
+    """One event's (or a `whole` answer's) pieces; a failure for one that is not a JSON object
+    or whose fields have the wrong types (logged once, with what was sent)."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return [p.Failed("server_error", "The upstream engine sent an event that is not JSON.")]
-    return translate.feed(value) if isinstance(value, dict) else []
+    if not isinstance(value, dict):
+        return [_invalid(data)]
+    return _checked(lambda: translate.whole(value) if whole else translate.feed(value), data)
+
+
+def _checked(translate: Callable[[], list[p.Piece]], data: bytes = b"") -> list[p.Piece]:
+    try:
+        return translate()
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        return [_invalid(data)]
+
+
+def _invalid(data: bytes) -> p.Failed:
+    shown = clip(data.decode("utf-8", "replace"), 200) if data else "its usage or end"
+    log.warning("upstream engine sent an invalid event: %s", shown)
+    return p.Failed("server_error", f"The upstream engine sent an invalid event: {shown}")
 
 
 def account_step(work: Work, prompt: int, seconds: float) -> None:

@@ -94,7 +94,8 @@ class EnginePaced:
                 yield p.Failed("server_error", message)
                 return
             try:
-                async with contextlib.aclosing(events(response)) as stream:
+                idle = self.config.read_timeout_s
+                async with contextlib.aclosing(events(response, idle)) as stream:
                     engine = _Engine(stream)
                     for piece in scripted:
                         async for out in _paced(piece, engine):

@@ -3,9 +3,12 @@
 # the client should see), and the stream's server-sent events as they arrive (protocol.sse).
 # Also the mapping of the engine's errors onto the documented codes: a 429 stays a retryable 429
 # with its Retry-After and rate-limit headers, a 5xx is `server_error`, a refused request keeps
-# its code; transport trouble (timeouts, a refused connection, a stream cut short) is Broken.
+# its code; transport trouble (timeouts, a refused connection, a stream cut short, a stream
+# silent for longer than the idle timeout) is Broken. A JSON body where a stream was asked for
+# is read whole (`is_whole`, `whole_body`): the dialects turn it into their events.
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -21,6 +24,7 @@ from rollout.upstream.target import UpstreamConfig
 PASSED_ON = ("retry-after", "retry-after-ms")
 MAX_ERROR_BODY = 64 * 1024  # bytes of an engine's error reply read to learn its message
 CLOSE_WITHIN_S = 1.0  # closing an aborted stream (its connection) takes at most this long
+MAX_WHOLE_BODY = 16 * 1024 * 1024  # bytes of a non-streamed answer to a streamed request
 
 
 class Refused(Exception):
@@ -101,8 +105,12 @@ class UpstreamHttp:
             self._client = httpx.AsyncClient(
                 base_url=c.base_url,
                 headers=headers,
+                # httpx's read timeout is only the backstop: the first event's deadline is
+                # UpstreamModel's, the wait between two chunks `events`'.
                 timeout=httpx.Timeout(
-                    c.read_timeout_s, connect=c.connect_timeout_s, pool=c.read_timeout_s
+                    max(c.read_timeout_s, c.first_byte_timeout_s),
+                    connect=c.connect_timeout_s,
+                    pool=c.first_byte_timeout_s,
                 ),
                 limits=httpx.Limits(
                     max_connections=c.max_connections, max_keepalive_connections=c.max_connections
@@ -143,12 +151,45 @@ class UpstreamHttp:
         raise Refused(refusal(response.status_code, response.headers, body_bytes))
 
 
-async def events(response: httpx.Response) -> AsyncGenerator[bytes, None]:
-    """The data of each server-sent event of a streamed response, as each arrives; Broken if
-    the stream fails or breaks off."""
+def is_whole(response: httpx.Response) -> bool:
+    """A JSON body where an event stream was asked for: the engine answered as if not
+    streaming (the whole completion or response at once)."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind == "application/json" or kind.endswith("+json")
+
+
+async def whole_body(response: httpx.Response, idle_s: float) -> bytes:
+    """A whole (non-streamed) answer's body, read to its end (at most MAX_WHOLE_BODY)."""
+    body = bytearray()
+    async for data in events(response, idle_s, raw=True):
+        body += data
+        if len(body) > MAX_WHOLE_BODY:
+            raise Broken(f"The upstream engine's answer is larger than {MAX_WHOLE_BODY} bytes.")
+    return bytes(body)
+
+
+async def events(
+    response: httpx.Response, idle_s: float, *, raw: bool = False
+) -> AsyncGenerator[bytes, None]:
+    """The data of each server-sent event of a streamed response, as each arrives (`raw`: the
+    body's chunks as they are); Broken if the stream fails, breaks off, or sends nothing for
+    `idle_s` once its first chunk is in (the wait for that one is the caller's)."""
     decoder = SSEDecoder()
+    wait = math.inf  # the first chunk: the caller's deadline
     try:
-        async for chunk in response.aiter_raw():
+        chunks = response.aiter_raw()
+        while True:
+            with trio.move_on_after(wait) as idle:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    return
+            if idle.cancelled_caught:
+                raise Broken(f"The upstream engine stopped streaming: nothing for {idle_s:g} s.")
+            wait = idle_s
+            if raw:
+                yield chunk
+                continue
             for message in decoder.feed(chunk):
                 yield message.data
     except httpx.TimeoutException as exc:

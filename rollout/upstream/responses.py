@@ -112,6 +112,30 @@ class ResponsesStream:
         return []
 
 
+def events_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole (non-streamed) Response as the events that would have streamed it: each output
+    item's start and text or arguments, then its terminal event (by its status)."""
+    out: list[dict[str, Any]] = []
+    for item in response.get("output") or ():
+        kind = item.get("type")
+        if kind == "message":
+            for part in item.get("content") or ():
+                out.append({"type": "response.content_part.added", "part": part})
+                text = part.get("text") if part.get("type") == "output_text" else None
+                text = part.get("refusal") if part.get("type") == "refusal" else text
+                out.append({"type": "response.output_text.delta", "delta": text or ""})
+        elif kind == "function_call":
+            out.append({"type": "response.output_item.added", "item": item})
+            delta = item.get("arguments") or ""
+            out.append({"type": "response.function_call_arguments.delta", "delta": delta})
+    status = response.get("status")
+    if status == "failed":
+        out.append({"type": "response.failed", "response": response})
+    elif status in ("completed", "incomplete"):
+        out.append({"type": f"response.{status}", "response": response})
+    return out
+
+
 def _usage(u: dict[str, Any]) -> p.Usage:
     return p.Usage(
         int(u.get("input_tokens") or 0),

@@ -1,7 +1,8 @@
 # Where the real engine is and how to talk to it: its base URL, which API it speaks
 # (`chat` completions or `responses`), the API key, how model names map onto its models, and
-# the timeouts and pool size of the connection to it. One frozen value, checked on construction
-# (UpstreamError says what is wrong, for the command line).
+# the timeouts (connect, first event, between chunks) and pool size of the connection to it.
+# One frozen value, checked on construction (UpstreamError says what is wrong, for the command
+# line).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -24,7 +25,10 @@ class UpstreamConfig:
     model: str | None = None  # every request names this model upstream (else its own name)
     models: Mapping[str, str] = attrs.field(factory=dict)  # model name -> the upstream's name
     connect_timeout_s: float = 10.0  # to open a connection to the engine
-    read_timeout_s: float = 600.0  # between two chunks of a stream (a slow prefill included)
+    # From a step's request to the first event of its answer (connecting and the prefill
+    # included): before it the client has been sent nothing, so running out is a retryable 500.
+    first_byte_timeout_s: float = 120.0
+    read_timeout_s: float = 60.0  # between two chunks of a stream, after its first event
     max_connections: int = 256  # connections to the engine at once (then requests queue)
 
     def __attrs_post_init__(self) -> None:
@@ -33,7 +37,8 @@ class UpstreamConfig:
             raise UpstreamError(f"{self.url!r} is not an http(s) URL")
         if self.api not in APIS:
             raise UpstreamError(f"unknown upstream API {self.api!r}; choose from {', '.join(APIS)}")
-        if min(self.connect_timeout_s, self.read_timeout_s) <= 0 or self.max_connections < 1:
+        timeouts = (self.connect_timeout_s, self.first_byte_timeout_s, self.read_timeout_s)
+        if min(timeouts) <= 0 or self.max_connections < 1:
             raise UpstreamError("upstream timeouts and the connection count must be positive")
 
     @property

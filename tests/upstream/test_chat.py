@@ -152,6 +152,51 @@ def test_responses_events_to_pieces() -> None:
     ]
 
 
+def test_a_chat_stream_without_a_finish_reason_was_cut_short() -> None:
+    stream = chat.ChatStream()
+    stream.chunk({"choices": [{"index": 0, "delta": {"content": "The first half"}}]})
+    assert stream.end(10, len) == [p.Failed("server_error", chat.CUT_SHORT)]
+
+
+def test_a_whole_chat_completion_reads_as_its_one_chunk() -> None:
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    message = {"role": "assistant", "content": "Done.", "tool_calls": [call]}
+    completion = {
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+    }
+    stream = chat.ChatStream()
+    assert stream.chunk(chat.as_chunk(completion)) == [
+        p.MessageStart(),
+        p.Text(p.Deltas.unbilled("Done.")),
+        p.CallStart("f", "call_1"),
+        p.Args(p.Deltas.unbilled("{}")),
+    ]
+    assert stream.end(0, len) == [p.Usage(5, 0, 3), p.Finish("stop")]
+
+
+def test_a_whole_response_reads_as_its_events() -> None:
+    whole = {
+        "status": "completed",
+        "output": [
+            {"type": "message", "content": [{"type": "output_text", "text": "Hi."}]},
+            {"type": "function_call", "name": "f", "call_id": "call_1", "arguments": "{}"},
+        ],
+        "usage": {"input_tokens": 4, "output_tokens": 2},
+    }
+    stream = responses.ResponsesStream()
+    got = [piece for event in responses.events_of(whole) for piece in stream.event(event)]
+    assert got == [
+        p.MessageStart(),
+        p.Text(p.Deltas.unbilled("Hi.")),
+        p.CallStart("f", "call_1"),
+        p.Args(p.Deltas.unbilled("{}")),
+        p.Usage(4, 0, 2),
+        p.Finish("stop"),
+    ]
+    assert stream.done
+
+
 def test_error_replies_map_to_the_documented_codes() -> None:
     limited = refusal(429, {"retry-after": "7", "x-ratelimit-remaining-requests": "0"}, b"{}")
     assert (limited.status, limited.code) == (429, "rate_limit_exceeded")

@@ -228,24 +228,22 @@ def test_an_upstream_5xx_is_server_error(upstream: Any) -> None:
     assert caught.value.body["code"] == "server_error"  # type: ignore[index]
 
 
-def test_an_upstream_timeout_fails_the_response(upstream: Any) -> None:
-    client = sdk(upstream(read_timeout_s=0.5))
-    types: list[str] = []
-    created = None
-    errors: list[Any] = []
-    with client.responses.stream(model="m", input="never answer in time") as events:
-        for event in events:  # through the flat `error` event to `response.failed`
-            types.append(event.type)
-            if event.type == "response.created":
-                created = event.response.id
-            if event.type == "error":
-                errors.append(event)
-    assert types[-2:] == ["error", "response.failed"]
-    assert "did not answer in time" in errors[0].message
-    assert types[0] == "response.created" and created is not None
-    failed = client.responses.retrieve(created)  # stored as it ended: failed
-    assert failed.status == "failed"
-    assert failed.error is not None and failed.error.code == "server_error"
+def test_an_engine_silent_past_the_first_byte_deadline_is_a_retryable_500(
+    upstream: Any,
+) -> None:
+    """The engine takes the request and says nothing (a 20 s time to first token) past the
+    first-byte deadline: nothing has been sent to the client, so it gets a 500 it can retry,
+    not a stream that fails."""
+    client = sdk(upstream(first_byte_timeout_s=0.5))
+    with (
+        pytest.raises(openai.InternalServerError) as caught,
+        client.responses.stream(model="m", input="never answer in time") as events,
+    ):
+        for _ in events:
+            pass
+    assert caught.value.status_code == 500
+    assert caught.value.body["code"] == "server_error"  # type: ignore[index]
+    assert "--upstream-first-byte-timeout" in caught.value.body["message"]  # type: ignore[index]
 
 
 @pytest.fixture
