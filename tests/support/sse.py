@@ -27,3 +27,14 @@ def parse_sse(body: str | bytes) -> list[tuple[str, dict[str, Any]]]:
 def sse_events(body: str | bytes) -> list[dict[str, Any]]:
     """The `data:` objects of a complete event stream."""
     return [data for _, data in parse_sse(body)]
+
+
+def data_events(body: bytes) -> list[dict[str, Any]]:
+    """The `data:` objects of a stream as far as it came, leniently (a stream that may have
+    been cut: no check of its frames)."""
+    return [
+        orjson.loads(line[6:])
+        for block in body.split(b"\n\n")
+        for line in block.split(b"\n")
+        if line.startswith(b"data: ")
+    ]

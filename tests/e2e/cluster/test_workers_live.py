@@ -17,6 +17,7 @@ from _workers import STARTUP_S, Workers, worker_pid, workers
 from websockets.sync.client import connect
 
 from support.frames import streamed_append_body
+from support.sse import data_events
 
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
 
@@ -30,19 +31,12 @@ def outputs(pause: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def events(body: bytes) -> list[dict[str, Any]]:
-    return [
-        orjson.loads(line[6:])
-        for block in body.split(b"\n\n")
-        for line in block.split(b"\n")
-        if line.startswith(b"data: ")
-    ]
-
-
 def post(w: Workers, path: str, body: Any) -> tuple[int, str, Any]:
     with w.http() as http:
         r = http.post(path, json=body)
-    content = events(r.content) if r.status_code == 200 and b"data: " in r.content else r.json()
+    content = (
+        data_events(r.content) if r.status_code == 200 and b"data: " in r.content else r.json()
+    )
     return r.status_code, r.headers["x-rollout-worker"], content
 
 
@@ -63,7 +57,7 @@ def test_suspended_rollout_resumed_over_http_from_the_other_worker(
                 http.close()
             assert r.status_code == 200, r.text
             landed.add(r.headers["x-rollout-worker"])
-            seen += events(r.content)
+            seen += data_events(r.content)
         assert owner not in landed
         assert seen[-1]["type"] == "response.completed"
         assert [e["sequence_number"] for e in seen] == list(range(len(seen)))
@@ -176,6 +170,6 @@ def test_stream_resumes_from_the_other_worker(redis_url: str, tmp_path: Path) ->
                 lambda r: r.headers["x-rollout-worker"],
             )
         other = next(r for worker, r in resumed.items() if worker != owner)
-        rest = events(other.content)
+        rest = data_events(other.content)
         assert [e["sequence_number"] for e in rest] == list(range(n + 1, n + 1 + len(rest)))
         assert rest[-1]["type"] == "response.completed"

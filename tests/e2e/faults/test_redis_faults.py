@@ -30,6 +30,7 @@ from _workers import ROOT, Workers, free_port, workers
 
 from rollout.store.redis_binary import HOW, redis_server_binary
 from support.frames import streamed_append_body
+from support.sse import data_events
 
 REDIS = redis_server_binary()
 TERMINAL = {"response.completed", "response.failed", "response.incomplete"}
@@ -116,15 +117,6 @@ def script(tmp_path: Path) -> Path:
     return path
 
 
-def events(body: bytes) -> list[dict[str, Any]]:
-    return [
-        orjson.loads(line[6:])
-        for block in body.split(b"\n\n")
-        for line in block.split(b"\n")
-        if line.startswith(b"data: ")
-    ]
-
-
 def outputs(pause: dict[str, Any]) -> dict[str, Any]:
     calls = pause["pending_calls"]
     return {
@@ -156,7 +148,7 @@ def suspend(w: Workers, store: bool = True) -> tuple[str, str, dict[str, Any]]:
     """An append rollout, suspended at its first call: its id, owner, last event."""
     with w.http() as http:
         r = http.post("/responses", json=streamed_append_body(store=store))
-    seen = events(r.content)
+    seen = data_events(r.content)
     assert r.status_code == 200 and seen[-1]["type"] == "response.done", r.text
     return seen[-1]["response_id"], r.headers["x-rollout-worker"], seen[-1]
 
@@ -190,7 +182,7 @@ def test_a_killed_redis_is_ridden_out(redis: RedisServer, script: Path, tmp_path
             finally:
                 http.close()
             assert r.status_code == 200, r.text
-            return events(r.content)
+            return data_events(r.content)
 
         # The append on its owner (relayed through Redis from the other worker, it would need
         # Redis: a 503 when its relay is cut before its first event).
@@ -232,7 +224,7 @@ def test_a_killed_redis_is_ridden_out(redis: RedisServer, script: Path, tmp_path
                 store_unavailable(r)  # the owner is not back yet: retried
                 return None
             assert r.status_code == 200, r.text
-            return events(r.content)
+            return data_events(r.content)
 
         seen = poll(resumed, "the parked rollout to resume on the other worker")
         assert seen[-1]["type"] == "response.completed", seen[-1]
@@ -314,7 +306,7 @@ def test_a_frozen_redis_is_waited_for(redis: RedisServer, script: Path, tmp_path
         finally:
             other.close()
         assert status == 200
-        assert r.status_code == 200 and events(r.content)[-1]["type"] == "response.completed"
+        assert r.status_code == 200 and data_events(r.content)[-1]["type"] == "response.completed"
         assert "rollout_owner_lost" not in w.log.read_text()
         assert worker_ids(w) == before
         assert not outage_lines(w)
@@ -353,7 +345,7 @@ def test_a_stored_stream_in_flight_ends_failed(
         finally:
             http.close()
         assert r.status_code == 200, r.text
-        end = events(r.content)[-1]
+        end = data_events(r.content)[-1]
         assert end["type"] == "response.failed", end
         assert end["response"]["error"]["code"] == "store_unavailable", end
         redis.start()
