@@ -7,6 +7,7 @@
 # Pure: no I/O. Calls are streamed one after another, as OpenAI, vLLM, llama.cpp and Ollama do.
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import attrs
@@ -24,6 +25,11 @@ from rollout.conversation.context import Context
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream.target import UpstreamConfig
+
+
+def undeclared_call(name: str) -> str:
+    return f"The upstream engine called {name!r}, a tool the request did not declare."
+
 
 CUT_SHORT = "The upstream engine's stream ended without a finish reason: its answer was cut short."
 #: Chat finish reasons, as the loop's.
@@ -156,6 +162,14 @@ class ChatStream:
     finish: str | None = None
     usage: dict[str, Any] | None = None
     produced: list[str] = attrs.field(factory=list)  # every delta, for a usage estimate
+    declared: Collection[str] | None = None  # the request's function tools (None: any)
+
+    def undeclared(self, name: object) -> p.Failed | None:
+        """A failure for a call of a tool the request never declared (the real API never
+        returns one), else None."""
+        if self.declared is None or name in self.declared:
+            return None
+        return p.Failed("server_error", undeclared_call(str(name)))
 
     def chunk(self, data: dict[str, Any]) -> list[p.Piece]:
         error = data.get("error")
@@ -207,6 +221,8 @@ class ChatStream:
                     "The upstream engine interleaved the deltas of two tool calls; rollout "
                     "streams calls one after another.",
                 )
+            if (undeclared := self.undeclared(function.get("name"))) is not None:
+                return undeclared
             self.seen.add(index)
             self.open, self.call = "call", index
             out.append(p.CallStart(str(function.get("name") or ""), call.get("id") or None))

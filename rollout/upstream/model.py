@@ -46,7 +46,7 @@ class _Translator(Protocol):
 
 class _Chat:
     def __init__(self, r: Rollout) -> None:
-        self.stream = chat.ChatStream()
+        self.stream = chat.ChatStream(declared=frozenset(r.ctx.function_tools))
         self.prompt = r.ctx.token_count  # if the engine reports no usage: rollout's count
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
@@ -61,8 +61,7 @@ class _Chat:
 
 class _Responses:
     def __init__(self, r: Rollout) -> None:
-        del r
-        self.stream = responses.ResponsesStream()
+        self.stream = responses.ResponsesStream(declared=frozenset(r.ctx.function_tools))
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.event(data)

@@ -6,6 +6,7 @@
 # Pure: no I/O. The engine's hosted tools are not forwarded (rollout runs its own).
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import attrs
@@ -71,6 +72,7 @@ class ResponsesStream:
     without a terminal event (a broken one)."""
 
     done: bool = False
+    declared: Collection[str] | None = None  # the request's function tools (None: any)
 
     def event(self, data: dict[str, Any]) -> list[p.Piece]:
         kind = data.get("type")
@@ -88,7 +90,10 @@ class ResponsesStream:
         item = data.get("item") or {}
         if kind == "response.output_item.added":
             if item.get("type") == "function_call":
-                return [p.CallStart(str(item.get("name", "")), item.get("call_id") or None)]
+                name = str(item.get("name", ""))
+                if self.declared is not None and name not in self.declared:
+                    return [p.Failed("server_error", chat.undeclared_call(name))]
+                return [p.CallStart(name, item.get("call_id") or None)]
             if item.get("type") == "reasoning":
                 return [p.ReasoningStart()]
             return []

@@ -197,6 +197,18 @@ def test_a_whole_response_reads_as_its_events() -> None:
     assert stream.done
 
 
+def test_a_call_of_an_undeclared_tool_fails_the_step() -> None:
+    stream = chat.ChatStream(declared={"f"})
+    declared = {"index": 0, "function": {"name": "f", "arguments": "{}"}}
+    assert stream.chunk({"choices": [{"delta": {"tool_calls": [declared]}}]})[0] == p.CallStart("f")
+    other = {"index": 1, "function": {"name": "rm_rf", "arguments": "{}"}}
+    (failed,) = stream.chunk({"choices": [{"delta": {"tool_calls": [other]}}]})
+    assert failed == p.Failed("server_error", chat.undeclared_call("rm_rf"))
+    item = {"type": "function_call", "name": "rm_rf", "call_id": "call_1"}
+    added = {"type": "response.output_item.added", "item": item}
+    assert responses.ResponsesStream(declared={"f"}).event(added) == [failed]
+
+
 def test_error_replies_map_to_the_documented_codes() -> None:
     limited = refusal(429, {"retry-after": "7", "x-ratelimit-remaining-requests": "0"}, b"{}")
     assert (limited.status, limited.code) == (429, "rate_limit_exceeded")

@@ -2,10 +2,10 @@
 # sockets: a breakable chat-completions engine of our own (a raw-socket HTTP server in a
 # thread) that cuts its stream short, closes an EOF-delimited or chunked body early, stalls
 # before its first event or in the middle, sends garbage or wrong-typed JSON, answers a
-# streamed request with a whole JSON completion, or is not there at all. A response counts as
-# `completed` only when the engine's stream ended properly; a failure before anything reached
-# the client is a retryable 500; a failure after is `response.failed` with a clear message;
-# nothing is logged with a traceback.
+# streamed request with a whole JSON completion, calls a tool the request never declared, or
+# is not there at all. A response counts as `completed` only when the engine's stream ended
+# properly; a failure before anything reached the client is a retryable 500; a failure after
+# is `response.failed` with a clear message; nothing is logged with a traceback.
 from __future__ import annotations
 
 import json
@@ -81,6 +81,12 @@ def _whole(conn: Conn) -> None:  # plain JSON to `stream: true`
     conn.sendall(head % len(body) + body)
 
 
+def _undeclared(conn: Conn) -> None:  # a call of a tool the request never declared
+    call = {"index": 0, "id": "call_1", "function": {"name": "rm_rf", "arguments": "{}"}}
+    events = _chunk({"tool_calls": [call]}) + _chunk({}, "tool_calls") + b"data: [DONE]\n\n"
+    conn.sendall(SSE_HEAD + events)
+
+
 def _proper(conn: Conn) -> None:  # a proper end: a finish reason, then [DONE]
     events = _chunk({"content": "All of it."}) + _chunk({}, "stop") + b"data: [DONE]\n\n"
     conn.sendall(SSE_HEAD + events)
@@ -94,6 +100,7 @@ BEHAVIOURS: dict[str, Callable[[Conn], None]] = {
     "garbage": _garbage,
     "wrong types": _wrong_types,
     "whole": _whole,
+    "undeclared": _undeclared,
     "proper": _proper,
 }
 
@@ -181,6 +188,7 @@ def _streamed(client: OpenAI, said: str) -> tuple[list[str], Any]:
         ("stall mid", "nothing for 0.5 s"),
         ("garbage", "not JSON"),
         ("wrong types", "invalid event"),
+        ("undeclared", "a tool the request did not declare"),
     ],
 )
 def test_a_stream_that_did_not_end_properly_fails(client: OpenAI, said: str, why: str) -> None:
