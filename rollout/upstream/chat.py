@@ -24,6 +24,7 @@ from protocol.items import (
 from rollout.conversation.context import Context
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
+from rollout.upstream import hosted
 from rollout.upstream.target import UpstreamConfig
 
 
@@ -37,8 +38,8 @@ FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length
 
 
 def messages(ctx: Context) -> list[dict[str, Any]]:
-    """The conversation as chat messages (hosted searches and reasoning are the server's own
-    items: a chat engine has no place for them)."""
+    """The conversation as chat messages: hosted searches as their function's call and output
+    (rollout.upstream.hosted); reasoning is the server's own item, with no place here."""
     out: list[dict[str, Any]] = []
     if ctx.instructions:
         out.append({"role": "system", "content": ctx.instructions})
@@ -61,6 +62,15 @@ def messages(ctx: Context) -> list[dict[str, Any]]:
             out.append(
                 {"role": "tool", "tool_call_id": item.call_id, "content": text_of(item.output)}
             )
+        elif (shown := hosted.as_call(item)) is not None:  # a hosted call, as its function's
+            call_id, name, arguments, output = shown
+            call = {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+            out.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            out.append({"role": "tool", "tool_call_id": call_id, "content": output})
     return out
 
 
@@ -79,7 +89,8 @@ def _content(item: Message) -> str | list[dict[str, Any]]:
 
 
 def tools(ctx: Context) -> list[dict[str, Any]]:
-    """The function tools the request allows now, as chat tools."""
+    """The function tools the request allows now, as chat tools, and its hosted tools as
+    functions (rollout.upstream.hosted)."""
     out = []
     for tool in ctx.function_tools.values():
         if ctx.choice.functions is not None and tool.name not in ctx.choice.functions:
@@ -93,7 +104,7 @@ def tools(ctx: Context) -> list[dict[str, Any]]:
         if tool.strict is not None:
             function["strict"] = tool.strict
         out.append({"type": "function", "function": function})
-    return out
+    return [*out, *hosted.offered(ctx)]
 
 
 def tool_choice(ctx: Context) -> str | dict[str, Any]:
@@ -105,8 +116,9 @@ def tool_choice(ctx: Context) -> str | dict[str, Any]:
     if choice.max_calls is not None and ctx.response_calls >= choice.max_calls:
         return "none"
     if ctx.response_steps == 0:
-        if choice.forced is not None:
-            return {"type": "function", "function": {"name": choice.forced}}
+        forced = choice.forced or hosted.forced(ctx)
+        if forced is not None:
+            return {"type": "function", "function": {"name": forced}}
         if choice.mode == "required":
             return "required"
     return "auto"
@@ -163,6 +175,9 @@ class ChatStream:
     usage: dict[str, Any] | None = None
     produced: list[str] = attrs.field(factory=list)  # every delta, for a usage estimate
     declared: Collection[str] | None = None  # the request's function tools (None: any)
+    hosted: Collection[str] = ()  # names the engine calls as hosted tools (rollout runs them)
+    held: list[p.Piece] = attrs.field(factory=list)  # hosted calls, streamed last in the step
+    _hosted_call: list[str] | None = None  # the open hosted call: its name, its argument text
 
     def undeclared(self, name: object) -> p.Failed | None:
         """A failure for a call of a tool the request never declared (the real API never
@@ -206,6 +221,7 @@ class ChatStream:
 
     def _into(self, kind: str, out: list[p.Piece], opener: p.Piece) -> None:
         if self.open != kind:
+            self._close_hosted()
             self.open, self.call = kind, None
             out.append(opener)
 
@@ -221,16 +237,30 @@ class ChatStream:
                     "The upstream engine interleaved the deltas of two tool calls; rollout "
                     "streams calls one after another.",
                 )
-            if (undeclared := self.undeclared(function.get("name"))) is not None:
-                return undeclared
+            name = function.get("name")
+            self._close_hosted()
             self.seen.add(index)
             self.open, self.call = "call", index
-            out.append(p.CallStart(str(function.get("name") or ""), call.get("id") or None))
+            if name in self.hosted:
+                self._hosted_call = [str(name)]
+            elif (undeclared := self.undeclared(name)) is not None:
+                return undeclared
+            else:
+                out.append(p.CallStart(str(name or ""), call.get("id") or None))
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
-            out.append(p.Args(p.Deltas.unbilled(arguments)))
             self.produced.append(arguments)
+            if self._hosted_call is not None:
+                self._hosted_call.append(arguments)
+            else:
+                out.append(p.Args(p.Deltas.unbilled(arguments)))
         return None
+
+    def _close_hosted(self) -> None:
+        if self._hosted_call is not None:
+            name, *arguments = self._hosted_call
+            self.held.append(p.Hosted(hosted.spec_of(name, "".join(arguments))))
+            self._hosted_call = None
 
     def end(self, prompt_tokens: int, count: Any) -> list[p.Piece]:
         """The step's usage (the engine's; else `prompt_tokens` and `count` of what it
@@ -249,7 +279,8 @@ class ChatStream:
             )
         if self.finish is None:  # cut short: what came is not the whole answer
             return [p.Failed("server_error", CUT_SHORT)]
-        return [usage, p.Finish(FINISH.get(self.finish, self.finish))]
+        self._close_hosted()
+        return [*self.held, usage, p.Finish(FINISH.get(self.finish, self.finish))]
 
 
 def as_chunk(completion: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from rollout.conversation import tokens as tok
 from rollout.conversation.work import Work
 from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
-from rollout.upstream import chat, responses
+from rollout.upstream import chat, hosted, responses
 from rollout.upstream.pool import (
     Broken,
     Refused,
@@ -46,7 +46,9 @@ class _Translator(Protocol):
 
 class _Chat:
     def __init__(self, r: Rollout) -> None:
-        self.stream = chat.ChatStream(declared=frozenset(r.ctx.function_tools))
+        self.stream = chat.ChatStream(
+            declared=frozenset(r.ctx.function_tools), hosted=hosted.names(r.ctx)
+        )
         self.prompt = r.ctx.token_count  # if the engine reports no usage: rollout's count
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
@@ -61,7 +63,9 @@ class _Chat:
 
 class _Responses:
     def __init__(self, r: Rollout) -> None:
-        self.stream = responses.ResponsesStream(declared=frozenset(r.ctx.function_tools))
+        self.stream = responses.ResponsesStream(
+            declared=frozenset(r.ctx.function_tools), hosted=hosted.names(r.ctx)
+        )
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.event(data)

@@ -3,7 +3,8 @@
 # request (`store: false`, the items without rollout's ids, function tools, the request's
 # knobs); `ResponsesStream` turns the engine's streamed events into the loop's pieces. What the
 # engine lacks, rollout adds around it: WebSocket mode, the connection cache, the append shape.
-# Pure: no I/O. The engine's hosted tools are not forwarded (rollout runs its own).
+# Pure: no I/O. The engine's hosted tools are not used: the request's are offered to it as
+# functions, and rollout runs them (rollout.upstream.hosted).
 from __future__ import annotations
 
 from collections.abc import Collection
@@ -15,7 +16,7 @@ from protocol import codec
 from protocol.items import FunctionCall, FunctionCallOutput, Message
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
-from rollout.upstream import chat
+from rollout.upstream import chat, hosted
 from rollout.upstream.target import UpstreamConfig
 
 
@@ -28,6 +29,11 @@ def input_items(r: Rollout) -> list[dict[str, Any]]:
             value = codec.to_json(item)
             value.pop("id", None)
             out.append(value)
+        elif (shown := hosted.as_call(item)) is not None:  # a hosted call, as its function's
+            call_id, name, arguments, output = shown
+            call = {"type": "function_call", "call_id": call_id, "name": name}
+            out.append({**call, "arguments": arguments})
+            out.append({"type": "function_call_output", "call_id": call_id, "output": output})
     return out
 
 
@@ -73,12 +79,18 @@ class ResponsesStream:
 
     done: bool = False
     declared: Collection[str] | None = None  # the request's function tools (None: any)
+    hosted: Collection[str] = ()  # names the engine calls as hosted tools (rollout runs them)
+    held: list[p.Piece] = attrs.field(factory=list)  # hosted calls, streamed last in the step
+    _hosted_call: list[str] | None = None  # the open hosted call: its name, its argument text
 
     def event(self, data: dict[str, Any]) -> list[p.Piece]:
         kind = data.get("type")
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
             return [p.Text(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.function_call_arguments.delta":
+            if self._hosted_call is not None:
+                self._hosted_call.append(str(data.get("delta", "")))
+                return []
             return [p.Args(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.reasoning_summary_text.delta":
             return [p.Summary(p.Deltas.unbilled(str(data.get("delta", ""))))]
@@ -91,6 +103,9 @@ class ResponsesStream:
         if kind == "response.output_item.added":
             if item.get("type") == "function_call":
                 name = str(item.get("name", ""))
+                if name in self.hosted:
+                    self._hosted_call = [name]
+                    return []
                 if self.declared is not None and name not in self.declared:
                     return [p.Failed("server_error", chat.undeclared_call(name))]
                 return [p.CallStart(name, item.get("call_id") or None)]
@@ -99,6 +114,12 @@ class ResponsesStream:
             return []
         if kind == "response.output_item.done" and item.get("type") == "reasoning":
             return [p.ReasoningEnd()]
+        if kind == "response.output_item.done" and self._hosted_call is not None:
+            name, *deltas = self._hosted_call
+            self._hosted_call = None
+            arguments = str(item.get("arguments") or "".join(deltas))
+            self.held.append(p.Hosted(hosted.spec_of(name, arguments)))
+            return []
         if kind in ("response.completed", "response.incomplete"):
             self.done = True
             response = data.get("response") or {}
@@ -107,7 +128,7 @@ class ResponsesStream:
             finish = "stop" if kind == "response.completed" else "length"
             if reason == "content_filter":
                 finish = "content_filter"
-            return [_usage(response.get("usage") or {}), p.Finish(finish)]
+            return [*self.held, _usage(response.get("usage") or {}), p.Finish(finish)]
         if kind in ("response.failed", "error"):
             self.done = True
             error = (data.get("response") or {}).get("error") if kind != "error" else data
@@ -133,6 +154,7 @@ def events_of(response: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"type": "response.output_item.added", "item": item})
             delta = item.get("arguments") or ""
             out.append({"type": "response.function_call_arguments.delta", "delta": delta})
+            out.append({"type": "response.output_item.done", "item": item})
     status = response.get("status")
     if status == "failed":
         out.append({"type": "response.failed", "response": response})

@@ -58,7 +58,10 @@ def serve_keyed(aimock: Aimock) -> None:
             )
         assert match, lines
         client = OpenAI(base_url=f"http://127.0.0.1:{match.group(1)}/v1", api_key="x")
-        response = client.responses.create(model="gpt-test", input="run the tests from the cli")
+        exec_tool: Any = {"type": "function", "name": "exec", "parameters": {"type": "object"}}
+        response = client.responses.create(
+            model="gpt-test", input="run the tests from the cli", tools=[exec_tool]
+        )
         assert response.output[0].type == "function_call"
         assert response.model == "gpt-test"  # the client's name; the upstream got its own
     finally:

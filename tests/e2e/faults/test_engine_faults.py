@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from openai import OpenAI
 from rollout.engine.engine import Engine
 from rollout.testing.thread import ServerThread
 from rollout.upstream import UpstreamConfig, UpstreamModel
+from support.breakable import BreakableEngine, said
 
 Conn = socket.socket
 
@@ -105,45 +105,9 @@ BEHAVIOURS: dict[str, Callable[[Conn], None]] = {
 }
 
 
-class BreakableEngine:
-    """Answers each POST by what its last user message says (BEHAVIOURS), then closes."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1"
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
-
-    def _answer(self, conn: Conn) -> None:
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next(
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-            while len(body) < length:
-                body += conn.recv(65536)
-            said = json.loads(body)["messages"][-1]["content"]
-            BEHAVIOURS[said if isinstance(said, str) else said[0]["text"]](conn)
-
-    def close(self) -> None:
-        self.listener.close()
-
-
 @pytest.fixture(scope="module")
 def engine() -> Iterator[BreakableEngine]:
-    e = BreakableEngine()
+    e = BreakableEngine(lambda body, conn: BEHAVIOURS[said(body)](conn))
     yield e
     e.close()
 
