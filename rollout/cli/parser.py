@@ -256,10 +256,10 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """`rollout bench`: the engine limits against their targets."""
     b = sub.add_parser(
         "bench",
-        help="measure the engine's limits against their targets (about 2.5 minutes)",
+        help="measure the engine's limits against their targets (about 3 minutes)",
         description="Measure each engine limit in one run, against a baseline measured side by "
         "side where there is one. Prints one line per figure: name value unit target verdict; "
-        "the exit status is 1 when a figure misses its target. All of them take about 2.5 "
+        "the exit status is 1 when a figure misses its target. All of them take about 3 "
         "minutes on 2 cores; each bench's time is in NAME's help.",
         formatter_class=DefaultsOnceHelpFormatter,
     )
@@ -270,7 +270,9 @@ def _add_bench(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="benches to run (default: all), with roughly how long each takes on 2 cores: "
         "overhead (40 s), events (10 s), concurrency (4 s), memory (7 s), first-token (4 s), "
         "first-token-stages (12 s), ideal (50 s), upstream-client (10 s), aimock (8 s; "
-        "skipped at once without Node and aimock)",
+        "skipped at once without Node and aimock), gateway (25 s; rollout beside agentic-api's "
+        "Rust gateway in front of one aimock, skipped at once without them: `pip install "
+        "'agentic-api==0.9.0'` or set $ROLLOUT_AGENTIC_SERVER)",
     )
 
 

@@ -13,6 +13,7 @@ from rollout.client import HttpClient
 from rollout.experiments.bench.concurrency import first_delta_under_load
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.bench.firsttoken import first_token
+from rollout.experiments.bench.gateway import gateway
 from rollout.experiments.bench.peer import side_by_side
 from rollout.experiments.bench.stages import first_token_stages
 from rollout.experiments.bench.streams import events_per_second
@@ -122,6 +123,7 @@ BENCHES: dict[str, Callable[[Report], Awaitable[None]]] = {
     "ideal": ideal_ratio,
     "upstream-client": upstream_client,
     "aimock": side_by_side,
+    "gateway": gateway,
 }
 
 

@@ -151,7 +151,12 @@ def sse_seconds(port: int) -> float:
 def _ws_frame(payload: bytes) -> bytes:
     """A masked client text frame (mask 0: the payload goes as is)."""
     n = len(payload)
-    head = bytes((0x81, 0x80 | n)) if n < 126 else bytes((0x81, 0xFE)) + n.to_bytes(2, "big")
+    if n < 126:
+        head = bytes((0x81, 0x80 | n))
+    elif n < 1 << 16:
+        head = bytes((0x81, 0xFE)) + n.to_bytes(2, "big")
+    else:
+        head = bytes((0x81, 0xFF)) + n.to_bytes(8, "big")
     return head + b"\0\0\0\0" + payload
 
 
