@@ -56,7 +56,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(raw)
     if args.command == "serve":
         logging.basicConfig(level=args.log_level, format="%(asctime)s %(name)s %(message)s")
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream request
         if args.workers != 1 and args.worker_index is None:
             return _supervise(args, raw)
         return _serve(args)

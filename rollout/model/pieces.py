@@ -192,3 +192,25 @@ Piece = (
     | Finish
     | Failed
 )
+
+_RUNS = (Text, Args, Summary)  # the pieces whose deltas join into one run
+
+
+def merged(pieces: list[Piece]) -> list[Piece]:
+    """`pieces` with each stretch of consecutive Text (or Args, or Summary) pieces joined into
+    one: what arrived together leaves as one run of delta events."""
+    out: list[Piece] = []
+    for piece in pieces:
+        last = out[-1] if out else None
+        if isinstance(piece, _RUNS) and type(last) is type(piece):
+            assert isinstance(last, _RUNS)
+            a, b = last.deltas, piece.deltas
+            counts = None
+            if a.counts is not None or b.counts is not None:
+                counts = [*(a.counts or [1] * len(a)), *(b.counts or [1] * len(b))]
+            out[-1] = attrs.evolve(
+                piece, deltas=Deltas([*a.texts, *b.texts], counts, a.plain and b.plain)
+            )
+        else:
+            out.append(piece)
+    return out

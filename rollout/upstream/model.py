@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any, Protocol
 
-import httpx
 import orjson
 import trio
 
@@ -25,17 +24,17 @@ from rollout.model import pieces as p
 from rollout.upstream import chat, hosted, responses
 from rollout.upstream.pool import (
     Broken,
+    Events,
     Refused,
     UpstreamHttp,
     close,
-    events,
     is_whole,
     whole_body,
 )
 from rollout.upstream.target import UpstreamConfig
+from rollout.upstream.wire import Response
 
 log = logging.getLogger("rollout")
-Events = AsyncGenerator[bytes, None]
 
 
 class _Translator(Protocol):
@@ -141,22 +140,20 @@ class UpstreamModel:
             raise
         return self._read(r, *opened, stage, started)
 
-    async def _opened(
-        self, r: Rollout
-    ) -> tuple[httpx.Response, AsyncGenerator[bytes, None], bytes]:
-        """The step's answer, its events and the first event's data (a whole JSON answer: its
-        body, and no events), within the first-byte deadline."""
+    async def _opened(self, r: Rollout) -> tuple[Response, Events | None, list[bytes]]:
+        """The step's answer, its events and the first batch of their data (a whole JSON
+        answer: its body, and no events), within the first-byte deadline."""
         deadline = self.config.first_byte_timeout_s
         with trio.move_on_after(deadline) as waited:
             response = await self._send(r)
             try:
+                stream: Events | None = None
                 if is_whole(response):
-                    stream = _none()
-                    first = await whole_body(response, self.config.read_timeout_s)
+                    first = [await whole_body(response, self.config.read_timeout_s)]
                 else:
-                    stream = events(response, self.config.read_timeout_s)
-                    first = await anext(stream, b"")
-                if not first:
+                    stream = Events(response, self.config.read_timeout_s)
+                    first = await stream.batch()
+                if not first or not first[0]:
                     raise Broken("The upstream engine's answer ended before its first event.")
                 return response, stream, first
             except BaseException:
@@ -168,7 +165,7 @@ class UpstreamModel:
             "(--upstream-first-byte-timeout)."
         )
 
-    async def _send(self, r: Rollout) -> httpx.Response:
+    async def _send(self, r: Rollout) -> Response:
         body = self._body(r)
         self.requests += 1
         return await self.http.open(body)
@@ -186,27 +183,35 @@ class UpstreamModel:
     async def _read(
         self,
         r: Rollout,
-        response: httpx.Response,
-        stream: AsyncGenerator[bytes, None],
-        first: bytes,
+        response: Response,
+        stream: Events | None,
+        first: list[bytes],
         stage: Any,
         started: float,
     ) -> Pieces:
-        """The engine's answer as pieces, from its `first` event's data (or its whole JSON
-        body) until its end (or until the loop stops reading)."""
+        """The engine's answer as pieces, from its `first` batch of events' data (or its whole
+        JSON body) until its end (or until the loop stops reading): the pieces of one batch
+        (one network read) go out merged, so a burst of deltas is one run of events."""
         translate = self._translator(r)
-        finished = False
-        whole = is_whole(response)
+        finished = ended = False
+        whole = stream is None
         try:
-            data: bytes | None = first
-            async with contextlib.aclosing(stream):
-                while data is not None and data != b"[DONE]":
-                    for piece in _parsed(translate, data, whole):
-                        yield piece
-                        if isinstance(piece, p.Failed):
-                            finished = True
-                            return
-                    data = await anext(stream, None)
+            batch = first
+            while batch:
+                pieces: list[p.Piece] = []
+                for data in batch:
+                    if data == b"[DONE]":
+                        ended = True
+                        break
+                    pieces.extend(_parsed(translate, data, whole))
+                for piece in p.merged(pieces):
+                    yield piece
+                    if isinstance(piece, p.Failed):
+                        finished = True
+                        return
+                if ended or stream is None:
+                    break
+                batch = await stream.batch()
             finished = True
             for piece in _checked(translate.end):
                 yield piece
@@ -216,14 +221,9 @@ class UpstreamModel:
         finally:
             if not finished:
                 self.aborted += 1
-            await close(response)
+            await close(response, drain=ended)
             account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
-
-
-async def _none() -> AsyncGenerator[bytes, None]:
-    return
-    yield
 
 
 def unreached(why: str) -> ProtocolError:

@@ -6,9 +6,7 @@
 # usage and each step's inference time are the engine's, measured.
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncGenerator
 from typing import Any
 
 import orjson
@@ -21,7 +19,7 @@ from rollout.model.policy import Policy
 from rollout.model.profiles import INFERENCE_PROFILES
 from rollout.upstream import chat
 from rollout.upstream.model import account_step
-from rollout.upstream.pool import Broken, Refused, UpstreamHttp, close, events
+from rollout.upstream.pool import Broken, Events, Refused, UpstreamHttp, close
 from rollout.upstream.target import UpstreamConfig
 
 INSTANT = INFERENCE_PROFILES["instant"]
@@ -30,19 +28,21 @@ INSTANT = INFERENCE_PROFILES["instant"]
 class _Engine:
     """The engine's stream, read one decoded token at a time."""
 
-    def __init__(self, stream: AsyncGenerator[bytes, None]) -> None:
+    def __init__(self, stream: Events) -> None:
         self.stream = stream
         self.ended = False
         self.usage: dict[str, Any] | None = None
+        self._batch: list[bytes] = []
 
     async def tokens(self, n: int) -> None:
         """Wait until the engine has streamed `n` more tokens (or its stream ended)."""
         while n > 0 and not self.ended:
-            try:
-                data = await self.stream.__anext__()
-            except StopAsyncIteration:
-                self.ended = True
-                return
+            if not self._batch:
+                self._batch = (await self.stream.batch())[::-1]
+                if not self._batch:
+                    self.ended = True
+                    return
+            data = self._batch.pop()
             if data == b"[DONE]":
                 self.ended = True
                 return
@@ -93,14 +93,14 @@ class EnginePaced:
                 account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
                 yield p.Failed("server_error", message)
                 return
+            engine: _Engine | None = None
             try:
                 idle = self.config.read_timeout_s
-                async with contextlib.aclosing(events(response, idle)) as stream:
-                    engine = _Engine(stream)
-                    for piece in scripted:
-                        async for out in _paced(piece, engine):
-                            yield out
-                    await engine.drain()
+                engine = _Engine(Events(response, idle))
+                for piece in scripted:
+                    async for out in _paced(piece, engine):
+                        yield out
+                await engine.drain()
                 u = engine.usage or {}
                 details = u.get("prompt_tokens_details") or {}
                 yield p.Usage(
@@ -112,7 +112,7 @@ class EnginePaced:
             except Broken as broken:
                 yield p.Failed("server_error", str(broken))
             finally:
-                await close(response)
+                await close(response, drain=engine is not None and engine.ended)
                 account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
 
 

@@ -1,4 +1,4 @@
-# The connection to the real engine: one httpx pool (keep-alive, connect and read timeouts) per
+# The connection to the real engine: one pool of keep-alive connections (rollout.upstream.wire) per
 # trio run, a streamed POST whose response head decides (a refusal raises Refused, carrying what
 # the client should see), and the stream's server-sent events as they arrive (protocol.sse).
 # Also the mapping of the engine's errors onto the documented codes: a 429 stays a retryable 429
@@ -9,16 +9,16 @@
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
 import orjson
 import trio
 
 from protocol.errors import ProtocolError, clip
 from protocol.sse import SSEDecoder, SSEError
 from rollout.upstream.target import UpstreamConfig
+from rollout.upstream.wire import Broken, Idle, Response, Wire
 
 #: Headers of an engine's 429 that reach the client as they are.
 PASSED_ON = ("retry-after", "retry-after-ms")
@@ -33,10 +33,6 @@ class Refused(Exception):
     def __init__(self, error: ProtocolError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-class Broken(Exception):
-    """The engine could not be reached or its stream broke (a timeout, a reset, a cut stream)."""
 
 
 def refusal(status: int, headers: Mapping[str, str], body: bytes) -> ProtocolError:
@@ -86,128 +82,116 @@ def _error_object(body: bytes) -> dict[str, Any]:
 
 
 class UpstreamHttp:
-    """A pool of connections to the engine, made lazily in the trio run that uses it (a pool
-    belongs to one event loop: a server restarted in a new run gets a new one)."""
+    """The connections to the engine (rollout.upstream.wire), made lazily in the trio run that
+    uses them (a pool belongs to one event loop: a server restarted in a new run gets a new
+    one)."""
 
     def __init__(self, config: UpstreamConfig) -> None:
         self.config = config
-        self._client: httpx.AsyncClient | None = None
+        self._wire: Wire | None = None
         self._token: object = None
 
     @property
-    def client(self) -> httpx.AsyncClient:
+    def wire(self) -> Wire:
         token = trio.lowlevel.current_trio_token()
-        if self._client is None or self._token is not token:
+        if self._wire is None or self._token is not token:
             c = self.config
-            headers = {"accept": "text/event-stream", "content-type": "application/json"}
+            headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
             if c.api_key:
-                headers["authorization"] = f"Bearer {c.api_key}"
-            self._client = httpx.AsyncClient(
-                base_url=c.base_url,
-                headers=headers,
-                # httpx's read timeout is only the backstop: the first event's deadline is
-                # UpstreamModel's, the wait between two chunks `events`'.
-                timeout=httpx.Timeout(
-                    max(c.read_timeout_s, c.first_byte_timeout_s),
-                    connect=c.connect_timeout_s,
-                    pool=c.first_byte_timeout_s,
-                ),
-                limits=httpx.Limits(
-                    max_connections=c.max_connections, max_keepalive_connections=c.max_connections
-                ),
-                trust_env=False,  # loopback engines must not go through a proxy from the env
+                headers["Authorization"] = f"Bearer {c.api_key}"
+            self._wire = Wire(
+                c.base_url,
+                headers,
+                max_connections=c.max_connections,
+                connect_timeout_s=c.connect_timeout_s,
             )
             self._token = token
-        return self._client
+        return self._wire
 
     async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
+        wire, self._wire = self._wire, None
+        if wire is not None:
             with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WITHIN_S):
-                await client.aclose()
+                await wire.aclose()
 
-    async def open(self, body: Mapping[str, Any]) -> httpx.Response:
-        """POST `body` to the API's path as a stream; returns once the head is in (status 200).
-        Raises Refused for an error status, Broken when the engine cannot be reached."""
-        request = self.client.build_request("POST", self.config.path, content=orjson.dumps(body))
+    async def open(self, body: Mapping[str, Any]) -> Response:
+        """POST `body` to the API's path; returns once the head is in (status 200). Raises
+        Refused for an error status, Broken when the engine cannot be reached."""
         try:
-            response = await self.client.send(request, stream=True)
-        except httpx.TimeoutException as exc:
-            raise Broken(f"The upstream engine did not answer in time ({_kind(exc)}).") from exc
-        except httpx.HTTPError as exc:
-            raise Broken(f"The upstream engine could not be reached: {_kind(exc)}.") from exc
-        if response.status_code == 200:
+            response = await self.wire.post(self.config.path, orjson.dumps(body))
+        except Broken as exc:
+            raise Broken(f"The upstream engine could not be reached: {exc}.") from exc
+        if response.status == 200:
             return response
+        body_bytes = b""
         try:
-            body_bytes = b""
-            async for chunk in response.aiter_raw():
-                body_bytes += chunk
-                if len(body_bytes) > MAX_ERROR_BODY:
-                    break
-        except httpx.HTTPError:
+            with trio.move_on_after(self.config.read_timeout_s):
+                while len(body_bytes) <= MAX_ERROR_BODY:
+                    data = await response.read(self.config.read_timeout_s)
+                    if not data:
+                        break
+                    body_bytes += data
+        except Broken:
             pass
         finally:
-            await close(response)
-        raise Refused(refusal(response.status_code, response.headers, body_bytes))
+            await response.aclose()
+        raise Refused(refusal(response.status, response.headers, body_bytes))
 
 
-def is_whole(response: httpx.Response) -> bool:
+def is_whole(response: Response) -> bool:
     """A JSON body where an event stream was asked for: the engine answered as if not
     streaming (the whole completion or response at once)."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     return kind == "application/json" or kind.endswith("+json")
 
 
-async def whole_body(response: httpx.Response, idle_s: float) -> bytes:
+async def whole_body(response: Response, idle_s: float) -> bytes:
     """A whole (non-streamed) answer's body, read to its end (at most MAX_WHOLE_BODY)."""
     body = bytearray()
-    async for data in events(response, idle_s, raw=True):
+    while data := await _read(response, idle_s):
         body += data
         if len(body) > MAX_WHOLE_BODY:
             raise Broken(f"The upstream engine's answer is larger than {MAX_WHOLE_BODY} bytes.")
     return bytes(body)
 
 
-async def events(
-    response: httpx.Response, idle_s: float, *, raw: bool = False
-) -> AsyncGenerator[bytes, None]:
-    """The data of each server-sent event of a streamed response, as each arrives (`raw`: the
-    body's chunks as they are); Broken if the stream fails, breaks off, or sends nothing for
-    `idle_s` once its first chunk is in (the wait for that one is the caller's)."""
-    decoder = SSEDecoder()
-    wait = math.inf  # the first chunk: the caller's deadline
-    try:
-        chunks = response.aiter_raw()
+class Events:
+    """The data of a streamed answer's server-sent events, as they arrive: `batch` gives those
+    one network read completed. Broken if the stream fails, breaks off, or sends nothing for
+    `idle_s` once its first batch is in (the wait for that one is the caller's)."""
+
+    def __init__(self, response: Response, idle_s: float) -> None:
+        self.response, self.idle_s = response, idle_s
+        self._decoder = SSEDecoder()
+        self._wait = math.inf  # the first read: the caller's deadline
+
+    async def batch(self) -> list[bytes]:
+        """The next events' data (at least one); [] at the stream's end."""
         while True:
-            with trio.move_on_after(wait) as idle:
-                try:
-                    chunk = await chunks.__anext__()
-                except StopAsyncIteration:
-                    return
-            if idle.cancelled_caught:
-                raise Broken(f"The upstream engine stopped streaming: nothing for {idle_s:g} s.")
-            wait = idle_s
-            if raw:
-                yield chunk
-                continue
-            for message in decoder.feed(chunk):
-                yield message.data
-    except httpx.TimeoutException as exc:
-        raise Broken(f"The upstream engine stopped streaming ({_kind(exc)}).") from exc
-    except httpx.HTTPError as exc:
-        raise Broken(f"The upstream engine's stream broke off: {_kind(exc)}.") from exc
-    except SSEError as exc:
-        raise Broken(f"The upstream engine sent a malformed event stream: {exc}.") from exc
+            data = await _read(self.response, self._wait)
+            self._wait = self.idle_s
+            if not data:
+                return []
+            try:
+                messages = self._decoder.feed(data)
+            except SSEError as exc:
+                raise Broken(f"The upstream engine sent a malformed event stream: {exc}.") from exc
+            if messages:
+                return [m.data for m in messages]
 
 
-async def close(response: httpx.Response) -> None:
+async def _read(response: Response, idle_s: float) -> bytes:
+    try:
+        return await response.read(idle_s)
+    except Idle as exc:
+        raise Broken(f"The upstream engine stopped streaming: {exc}.") from exc
+    except Broken as exc:
+        raise Broken(f"The upstream engine's stream broke off: {exc}.") from exc
+
+
+async def close(response: Response, *, drain: bool = False) -> None:
     """Close a response, also when cancelled: a stream not read to its end drops its
-    connection, which is how the engine learns the request was abandoned."""
+    connection, which is how the engine learns the request was abandoned (`drain`: its end was
+    seen, so the rest of the body is read to keep the connection)."""
     with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WITHIN_S):
-        await response.aclose()
-
-
-def _kind(exc: httpx.HTTPError) -> str:
-    detail = str(exc).strip()
-    name = type(exc).__name__
-    return f"{name}: {clip(detail, 200)}" if detail else name
+        await response.aclose(drain=drain)

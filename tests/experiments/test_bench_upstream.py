@@ -18,7 +18,7 @@ def test_both_clients_read_every_event(monkeypatch: pytest.MonkeyPatch) -> None:
     names = [f.name for f in figures]
     assert names == [
         f"upstream_client.{what}.{who}"
-        for what in ("stream", "requests")
-        for who in ("httpx", "h11", "h11_vs_httpx")
+        for what in ("stream", "requests", "stream_cpu", "requests_cpu")
+        for who in ("httpx", "h11", "wire", "h11_vs_httpx", "wire_vs_httpx")
     ]
     assert all(f.value > 0 and len(f.line().split()) == 5 for f in figures)

@@ -1,9 +1,11 @@
 # `rollout bench upstream-client`: which HTTP client reads a real engine's stream, measured. A
 # chat-completions SSE server in its own process (trio + h11, pre-built chunks, one write per
-# chunk, keep-alive) is read by httpx (the upstream's client) and by the project's own h11 client
-# (rollout.client.HttpClient), interleaved: events per second of one long stream, and requests
-# per second of short ones on one kept-alive connection. Each client decodes the stream with
-# protocol.sse and parses every chunk, as the upstream model does.
+# chunk, keep-alive) is read by httpx, by the project's h11 client (rollout.client.HttpClient)
+# and by the upstream's own client (rollout.upstream.wire, its events a batch per read),
+# interleaved: events per second of one long stream, requests per second of short ones on one
+# kept-alive connection, and each client's CPU per event and per request (the server can cap the
+# rates; the CPU is the client's own). Each client decodes the stream with protocol.sse and
+# parses every chunk, as the upstream model does.
 from __future__ import annotations
 
 import statistics
@@ -17,6 +19,8 @@ from protocol.sse import SSEDecoder
 from rollout.client import HttpClient
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.harness.procs import SERVE_HANDLE, running
+from rollout.upstream.pool import Events
+from rollout.upstream.wire import Wire
 
 _SSE_SERVER = (
     """
@@ -59,6 +63,8 @@ STREAM_EVENTS = 20_000
 SHORT_REQUESTS = 300
 ROUNDS = 5
 
+#: what is reported, and its unit: the rates, and the client's CPU per event and per request
+FIGURES = (("stream", "ev/s"), ("requests", "req/s"), ("stream_cpu", "us"), ("requests_cpu", "us"))
 Read = Callable[[int], Awaitable[int]]  # events asked for -> events read
 
 
@@ -95,12 +101,30 @@ def _h11(client: HttpClient) -> Read:
     return read
 
 
-async def _timed(read: Read, n: int, repeat: int = 1) -> float:
-    start = time.perf_counter()
+def _wire(wire: Wire) -> Read:
+    async def read(n: int) -> int:
+        response = await wire.post("/chat/completions", str(n).encode())
+        events, seen = Events(response, 30.0), 0
+        try:
+            while batch := await events.batch():
+                for data in batch:
+                    if data != b"[DONE]":
+                        orjson.loads(data)
+                        seen += 1
+        finally:
+            await response.aclose()
+        return seen
+
+    return read
+
+
+async def _timed(read: Read, n: int, repeat: int = 1) -> tuple[float, float]:
+    """Seconds, and the client's CPU seconds (this process's: the server has its own)."""
+    start, cpu = time.perf_counter(), time.process_time()
     for _ in range(repeat):
         got = await read(n)
         assert got == n, f"read {got} of {n} events"
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 async def upstream_client(report: Report) -> None:
@@ -109,20 +133,28 @@ async def upstream_client(report: Report) -> None:
         results: dict[tuple[str, str], list[float]] = {}
         async with httpx.AsyncClient(base_url=base, trust_env=False) as hx:
             h = HttpClient(f"{base}/v1")
-            clients = {"httpx": _httpx(hx), "h11": _h11(h)}
+            w = Wire(f"{base}/v1", {}, max_connections=1, connect_timeout_s=10.0)
+            clients = {"httpx": _httpx(hx), "h11": _h11(h), "wire": _wire(w)}
             for read in clients.values():  # warm up: connections, code paths
                 await read(100)
             for i in range(ROUNDS):
                 order = list(clients) if i % 2 == 0 else list(reversed(clients))
                 for name in order:
                     read = clients[name]
-                    stream_s = await _timed(read, STREAM_EVENTS)
-                    short_s = await _timed(read, 1, SHORT_REQUESTS)
+                    stream_s, stream_cpu = await _timed(read, STREAM_EVENTS)
+                    short_s, short_cpu = await _timed(read, 1, SHORT_REQUESTS)
                     results.setdefault((name, "stream"), []).append(STREAM_EVENTS / stream_s)
                     results.setdefault((name, "requests"), []).append(SHORT_REQUESTS / short_s)
+                    per_event = stream_cpu / STREAM_EVENTS * 1e6
+                    results.setdefault((name, "stream_cpu"), []).append(per_event)
+                    per_request = short_cpu / SHORT_REQUESTS * 1e6
+                    results.setdefault((name, "requests_cpu"), []).append(per_request)
             await h.aclose()
-    for what, unit in (("stream", "ev/s"), ("requests", "req/s")):
-        values = {name: statistics.median(results[(name, what)]) for name in ("httpx", "h11")}
+            await w.aclose()
+    for what, unit in FIGURES:
+        values = {name: statistics.median(results[(name, what)]) for name in clients}
         for name, value in values.items():
             report(Figure(f"upstream_client.{what}.{name}", value, unit))
-        report(Figure(f"upstream_client.{what}.h11_vs_httpx", values["h11"] / values["httpx"], "x"))
+        for name in ("h11", "wire"):
+            ratio = values[name] / values["httpx"]
+            report(Figure(f"upstream_client.{what}.{name}_vs_httpx", ratio, "x"))

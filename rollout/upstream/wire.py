@@ -1,0 +1,306 @@
+# The HTTP/1.1 client of the upstream engine, as lean as the one request it makes: a POST whose
+# head is built once per pool (only Content-Length varies), written with its body in one send,
+# over pooled keep-alive connections (plain TCP or TLS), at most `max_connections` at once. The
+# answer's head is parsed when it is in; its body (chunked, sized, or to the connection's close)
+# is de-framed incrementally and handed on one network read at a time, so a burst of streamed
+# events costs one wake-up, not one per event. A connection goes back to the pool only when its
+# answer was read to its end; one reused after the engine closed it (nothing of the answer came)
+# is replaced by a fresh one once. Transport trouble is Broken, with what went wrong.
+from __future__ import annotations
+
+import ssl
+from urllib.parse import urlsplit
+
+import trio
+
+READ_SIZE = 256 * 1024  # bytes asked of the socket per read
+MAX_HEAD = 64 * 1024  # bytes of an answer's status line and headers
+DRAIN_S = 0.05  # how long closing waits for the rest of an answer, to keep its connection
+
+
+_CRLF = -1  # Response._chunk_left: a chunk's data was read, its line end is next
+
+
+class Broken(Exception):
+    """The engine could not be reached or its stream broke (a timeout, a reset, a cut stream)."""
+
+
+class Idle(Broken):
+    """The stream sent nothing for longer than its idle timeout."""
+
+
+class _Stale(Exception):
+    """A pooled connection the engine had closed: nothing of the answer came."""
+
+
+class Conn:
+    """One connection: its stream and the bytes read past what was consumed."""
+
+    __slots__ = ("buf", "stream")
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+
+    async def fill(self) -> bool:
+        """Read once more into `buf`; False at the end of the stream."""
+        try:
+            data = await self.stream.receive_some(READ_SIZE)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            raise Broken(f"the connection broke: {type(exc).__name__}: {exc}") from exc
+        self.buf += data
+        return bool(data)
+
+    async def aclose(self) -> None:
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(self.stream)
+
+
+class Response:
+    """An answer's status and headers (names lowercased), and its body as it arrives."""
+
+    def __init__(self, wire: Wire, conn: Conn, status: int, headers: dict[str, str]) -> None:
+        self.status, self.headers = status, headers
+        self._wire, self._conn = wire, conn
+        coding = headers.get("transfer-encoding", "").lower()
+        self._chunked = "chunked" in coding
+        length = headers.get("content-length")
+        self._left = -1 if self._chunked or length is None else _length(length)
+        self._chunk_left = 0  # data bytes left of the current chunk (chunked)
+        self._trailer = False  # past the last (empty) chunk: reading its trailer (chunked)
+        self.done = not self._chunked and self._left == 0
+        self._closed = False
+        self._keep = headers.get("connection", "").lower() != "close" and (
+            self._chunked or self._left >= 0
+        )
+
+    async def read(self, idle_s: float) -> bytes:
+        """The body's next bytes (what one network read brought); b"" at its end. Broken when
+        the stream fails, is cut short, or sends nothing for `idle_s`."""
+        conn = self._conn
+        while not self.done:
+            data = self._take()
+            if data:
+                return data
+            if self.done:
+                break
+            with trio.move_on_after(idle_s) as idle:
+                more = await conn.fill()
+            if idle.cancelled_caught:
+                raise Idle(f"nothing for {idle_s:g} s")
+            if not more:
+                if self._chunked or self._left > 0:
+                    raise Broken("the answer was cut short (the connection closed)")
+                self.done = True  # the body runs to the connection's close
+                self._keep = False
+        return b""
+
+    def _take(self) -> bytes:
+        """Consume what `buf` holds of the body."""
+        buf = self._conn.buf
+        if not self._chunked:
+            if self._left < 0:
+                data = bytes(buf)
+                buf.clear()
+                return data
+            data = bytes(buf[: self._left])
+            del buf[: self._left]
+            self._left -= len(data)
+            self.done = self._left == 0
+            return data
+        out = bytearray()
+        while buf:
+            if self._chunk_left > 0:  # a chunk's data
+                n = min(self._chunk_left, len(buf))
+                out += buf[:n]
+                del buf[:n]
+                self._chunk_left -= n
+                if self._chunk_left:
+                    break
+                self._chunk_left = _CRLF
+                continue
+            end = buf.find(b"\r\n")
+            if end < 0:
+                if len(buf) > 1024:
+                    raise Broken("the answer's chunked framing is malformed")
+                break
+            line = bytes(buf[:end])
+            del buf[: end + 2]
+            if self._chunk_left == _CRLF:  # the line end after a chunk's data
+                if line:
+                    raise Broken("the answer's chunked framing is malformed")
+                self._chunk_left = 0
+            elif self._trailer:  # trailer fields, to the empty line
+                if not line:
+                    self.done = True
+                    break
+            else:  # a chunk's size line
+                try:
+                    size = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    raise Broken("the answer's chunked framing is malformed") from None
+                if size < 0:
+                    raise Broken("the answer's chunked framing is malformed")
+                self._chunk_left = size
+                self._trailer = size == 0
+        return bytes(out)
+
+    async def aclose(self, *, drain: bool = False) -> None:
+        """Give the connection back to the pool if the answer was read to its end (`drain`:
+        its reader saw its logical end, so wait at most DRAIN_S for the rest), else close it:
+        a stream abandoned midway drops its connection, which is how the engine learns the
+        request was abandoned."""
+        if self._closed:
+            return
+        self._closed = True
+        conn = self._conn
+        with trio.CancelScope(shield=True):
+            if drain and not self.done and self._keep:
+                with trio.move_on_after(DRAIN_S):
+                    try:
+                        while await self.read(DRAIN_S):
+                            pass
+                    except Broken:
+                        self._keep = False
+            await self._wire.release(conn, keep=self.done and self._keep and not conn.buf)
+
+
+class Wire:
+    """A pool of connections to one engine (host and port of its URL), made in the trio run
+    that uses it."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str],
+        *,
+        max_connections: int,
+        connect_timeout_s: float,
+    ) -> None:
+        split = urlsplit(url)
+        self.tls = split.scheme == "https"
+        self.host = split.hostname or "127.0.0.1"
+        self.port = split.port or (443 if self.tls else 80)
+        self.prefix = split.path.rstrip("/")
+        self.connect_timeout_s = connect_timeout_s
+        host = self.host if split.port is None else f"{self.host}:{self.port}"
+        lines = [f"Host: {host}", "User-Agent: rollout", *(f"{k}: {v}" for k, v in headers.items())]
+        self._head = ("\r\n".join(lines) + "\r\nContent-Length: ").encode("latin-1")
+        self._idle: list[Conn] = []
+        self._slots = trio.Semaphore(max_connections)
+        self._ssl: ssl.SSLContext | None = None
+        self.connections = 0  # opened so far (what keep-alive saves)
+
+    async def post(self, path: str, body: bytes) -> Response:
+        """POST `body` to the URL's path + `path`; the answer once its head is in."""
+        await self._slots.acquire()
+        try:
+            head = b"POST %s HTTP/1.1\r\n%s%d\r\n\r\n" % (
+                (self.prefix + path).encode("latin-1"),
+                self._head,
+                len(body),
+            )
+            request = head + body
+            while self._idle:
+                conn = self._idle.pop()
+                try:
+                    return await self._exchange(conn, request, reused=True)
+                except _Stale:
+                    await conn.aclose()
+            return await self._exchange(await self._connect(), request, reused=False)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def release(self, conn: Conn, *, keep: bool) -> None:
+        self._slots.release()
+        if keep:
+            self._idle.append(conn)
+        else:
+            await conn.aclose()
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.aclose()
+
+    async def _connect(self) -> Conn:
+        with trio.move_on_after(self.connect_timeout_s) as waited:
+            try:
+                stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
+                if self.tls:
+                    if self._ssl is None:
+                        self._ssl = ssl.create_default_context()
+                    tls = trio.SSLStream(stream, self._ssl, server_hostname=self.host)
+                    await tls.do_handshake()
+                    stream = tls
+            except (OSError, trio.BrokenResourceError, ssl.SSLError) as exc:
+                raise Broken(f"{type(exc).__name__}: {exc}") from exc
+        if waited.cancelled_caught:
+            raise Broken(f"no connection within {self.connect_timeout_s:g} s")
+        self.connections += 1
+        return Conn(stream)
+
+    async def _exchange(self, conn: Conn, request: bytes, *, reused: bool) -> Response:
+        try:
+            try:
+                await conn.stream.send_all(request)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                if reused:
+                    raise _Stale from exc
+                raise Broken(f"the request could not be sent: {exc}") from exc
+            while True:  # informational answers (1xx) come before the real one
+                status, headers = await _head(conn, reused)
+                if status >= 200:
+                    return Response(self, conn, status, headers)
+                reused = False
+        except _Stale:
+            raise
+        except BaseException:
+            await conn.aclose()
+            raise
+
+
+async def _head(conn: Conn, reused: bool) -> tuple[int, dict[str, str]]:
+    """An answer's status and headers, read from `conn`."""
+    buf = conn.buf
+    while (end := buf.find(b"\r\n\r\n")) < 0:
+        if len(buf) > MAX_HEAD:
+            raise Broken(f"the answer's head is larger than {MAX_HEAD} bytes")
+        try:
+            more = await conn.fill()
+        except Broken:
+            if reused and not buf:
+                raise _Stale from None
+            raise
+        if not more:
+            if reused and not buf:
+                raise _Stale
+            raise Broken("the connection closed before the answer's head")
+    lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+    del buf[: end + 4]
+    version, _, rest = lines[0].partition(" ")
+    code = rest[:3]
+    if not version.startswith("HTTP/1.") or not code.isdigit():
+        raise Broken(f"not an HTTP/1.1 answer: {lines[0][:80]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon:
+            raise Broken(f"a malformed header line: {line[:80]!r}")
+        key = name.strip().lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+        headers["connection"] = "close"
+    return int(code), headers
+
+
+def _length(value: str) -> int:
+    try:
+        n = int(value.split(",")[0].strip())
+    except ValueError:
+        raise Broken(f"a malformed Content-Length: {value[:40]!r}") from None
+    if n < 0:
+        raise Broken(f"a malformed Content-Length: {value[:40]!r}")
+    return n
