@@ -5,6 +5,7 @@
 # `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -42,7 +43,14 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.render import header_tokens, render, render_header, tokens_of
+from rollout.conversation.memo import MEMO
+from rollout.conversation.render import (
+    has_media,
+    header_tokens,
+    render,
+    render_header,
+    tokens_of,
+)
 from rollout.conversation.scan import findings as scan_findings
 from rollout.conversation.work import Work
 
@@ -106,6 +114,9 @@ class Context:
     scan: ScanState = attrs.field(factory=ScanState)
     route: Route | None = None
     model: str = ""  # the model new items are counted for (images cost per model family)
+    # The model is a real engine (it counts and caches the prompt): items' tokens and scan
+    # findings come from the process's memo (rollout.conversation.memo) where it has them.
+    memo: bool = False
     block_hashes: list[int] = attrs.field(factory=list)
     # Conversation state derived incrementally from the items (for validation and policies).
     by_id: dict[str, int] = attrs.field(factory=dict)
@@ -190,6 +201,8 @@ class Context:
         if not items:
             return 0
         texts = [self._render(item) for item in items]
+        if self.memo:
+            return self._extend_memo(items, texts, work, scan)
         with work.stage("tokenize", items=len(items)) as c:
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
@@ -205,6 +218,33 @@ class Context:
             c.tokens = len(new)
         if scan:
             self._scan("".join(texts), len(new), work, items=len(items))
+        self.tokens.extend(new)
+        for item in items:
+            self._note(item)
+        self._hash_blocks()
+        return len(new)
+
+    def _extend_memo(self, items: list[Item], texts: list[str], work: Work, scan: bool) -> int:
+        """`extend` where the memo has the items' tokens and findings (each item's text is
+        framed, so a scan of each one finds what a scan of them joined would)."""
+        with work.stage("tokenize", items=len(items)) as c:
+            new = array("I")
+            body = len(self.tokens) - self.header_len
+            for item, text in zip(items, texts, strict=True):
+                if has_media(item):  # images or files: counted for the model, not remembered
+                    encoded = self._tokens(item)
+                else:
+                    encoded = MEMO.tokens_of(text, functools.partial(self._tokens, item))
+                self.item_tokens.append(len(encoded))
+                new.extend(encoded)
+                mark = _breakpoint(item)
+                if mark is not None:
+                    self.body_breakpoints.append((body + len(new), mark.get("ttl")))
+            c.tokens = len(new)
+        if scan:
+            with work.stage("scan", items=len(items), tokens=len(new)):
+                self.scan.findings += sum(MEMO.findings_of(t, scan_findings) for t in texts)
+            self.scan.tokens_scanned += len(new)
         self.tokens.extend(new)
         for item in items:
             self._note(item)
@@ -327,6 +367,7 @@ class Context:
             hidden=dict(self.hidden),
             route=self.route,
             model=self.model,
+            memo=self.memo,
             scan=attrs.evolve(self.scan),
         )
         ctx.choice, ctx.format = self.choice, self.format

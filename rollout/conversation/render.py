@@ -72,6 +72,13 @@ def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
     raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
 
 
+def has_media(item: Item) -> bool:
+    """Whether the item holds images or files (what `parts` gives as its body)."""
+    if isinstance(item, Message):
+        return bool(_media(item.content))
+    return isinstance(item, FunctionCallOutput) and bool(_media(item.output))
+
+
 def _media(content: str | tuple[ContentPart, ...]) -> Body:
     if isinstance(content, str):
         return ()

@@ -23,11 +23,17 @@ log = logging.getLogger("rollout")
 
 
 async def context_of(
-    items: Sequence[Item], work: Work, secret: bytes, thoughts: dict[str, str], model: str = ""
+    items: Sequence[Item],
+    work: Work,
+    secret: bytes,
+    thoughts: dict[str, str],
+    model: str = "",
+    *,
+    memo: bool = False,
 ) -> Context:
     """A context rebuilt from stored items: re-scanned and re-rendered (its images and files
-    counted for `model`, the one that continues it)."""
-    ctx = Context(model=model)
+    counted for `model`, the one that continues it; `memo`: Context.memo)."""
+    ctx = Context(model=model, memo=memo)
     ctx.hidden.update(hidden_reasoning(items, secret, thoughts))
     await extend(ctx, items, work)
     return ctx

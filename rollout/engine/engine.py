@@ -133,6 +133,12 @@ class Engine:
             )
         return env
 
+    @property
+    def memo(self) -> bool:
+        """Whether contexts count from the process's memo: the model is a real engine that
+        counts and caches the prompt itself (rollout.conversation.memo)."""
+        return bool(getattr(self.model, "counts_prompt", False))
+
     def profile(self, model: str) -> profiles.ModelProfile:
         """The profile of a model name in `models` (its lookups remembered: Lookups)."""
         lookups = self._lookups
@@ -176,9 +182,11 @@ class Engine:
         conv_id = conversation_id_of(req.conversation)
         if conv_id is not None:
             items = await bound.conversation_items(self.store, conv_id, work, owner)
-            return await bound.context_of(items, work, self.secret, self.thoughts, req.model)
+            return await bound.context_of(
+                items, work, self.secret, self.thoughts, req.model, memo=self.memo
+            )
         if not parent:
-            return Context()
+            return Context(memo=self.memo)
         if cached is not None and (ctx := cached(parent)) is not None:
             return ctx
         return await self.restore(parent, work, owner, req.model)
@@ -189,7 +197,9 @@ class Engine:
         """Rebuild a context from the store: the whole history, re-scanned and re-rendered.
         A response stored under another API key is not found."""
         items = await bound.chain_items(self.store, previous_response_id, work, owner)
-        return await bound.context_of(items, work, self.secret, self.thoughts, model)
+        return await bound.context_of(
+            items, work, self.secret, self.thoughts, model, memo=self.memo
+        )
 
     async def prepare(
         self,

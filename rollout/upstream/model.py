@@ -81,6 +81,8 @@ class _Responses:
 class UpstreamModel:
     """`Engine(model=UpstreamModel(UpstreamConfig(url=...)))`: inference by a real engine."""
 
+    counts_prompt = True  # the engine prefills and caches the prompt: rollout only counts it
+
     def __init__(self, config: UpstreamConfig) -> None:
         self.config = config
         self.http = UpstreamHttp(config)
