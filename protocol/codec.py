@@ -60,19 +60,23 @@ MAX_DEPTH = 64  # nesting of objects and arrays a request may have
 
 def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
     """Refuse JSON nested deeper than `limit` (it could not be encoded back, and no real
-    request needs it)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
+    request needs it). Level by level: each container is visited once, with no generator."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
         if depth > limit:
             raise ProtocolError(
                 message=f"The JSON is nested more than {limit} levels deep.",
                 code="invalid_value",
             )
-        if isinstance(v, dict):
-            stack.extend((x, depth + 1) for x in v.values() if isinstance(x, dict | list))
-        elif isinstance(v, list):
-            stack.extend((x, depth + 1) for x in v if isinstance(x, dict | list))
+        below: list[Any] = []
+        add = below.append
+        for v in level:
+            for x in v.values() if isinstance(v, dict) else v:
+                if isinstance(x, dict | list):
+                    add(x)
+        level = below
+        depth += 1
 
 
 def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
