@@ -282,10 +282,15 @@ class OtherTool:
 Tool = FunctionTool | OtherTool
 
 
+_TEXT_PARTS = (InputText, OutputText)
+
+
 def text_of(content: str | tuple[ContentPart, ...]) -> str:
     """The plain text of a message or tool output body, for tokenizing and scanning."""
     if isinstance(content, str):
         return content
+    if len(content) == 1 and type(content[0]) in _TEXT_PARTS:  # the commonest body: one text
+        return content[0].text  # type: ignore[union-attr]
     parts: list[str] = []
     for part in content:
         if isinstance(part, InputText | OutputText):

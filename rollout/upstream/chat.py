@@ -7,6 +7,7 @@
 # Pure: no I/O. Calls are streamed one after another, as OpenAI, vLLM, llama.cpp and Ollama do.
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection
 from typing import Any
 
@@ -17,6 +18,7 @@ from protocol.items import (
     FunctionCallOutput,
     InputImage,
     InputText,
+    Item,
     Message,
     OutputText,
     text_of,
@@ -39,11 +41,34 @@ FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length
 
 def messages(ctx: Context) -> list[dict[str, Any]]:
     """The conversation as chat messages: hosted searches as their function's call and output
-    (rollout.upstream.hosted); reasoning is the server's own item, with no place here."""
-    out: list[dict[str, Any]] = []
-    if ctx.instructions:
-        out.append({"role": "system", "content": ctx.instructions})
-    for item in ctx.items:
+    (rollout.upstream.hosted); reasoning is the server's own item, with no place here. A
+    context's messages are remembered (its items only grow), so a turn renders its new items
+    only."""
+    items = ctx.items
+    seen = _rendered.get(ctx)
+    if seen is not None and seen[0] == ctx.instructions and 0 < seen[1] <= len(items):
+        if items[seen[1] - 1] is seen[2]:
+            out = list(seen[3])
+            _render(out, items, seen[1])
+            _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
+            return list(out)
+    out = [{"role": "system", "content": ctx.instructions}] if ctx.instructions else []
+    _render(out, items, 0)
+    if items:
+        _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
+    return list(out)
+
+
+#: Each context's messages as last rendered: its instructions, how many of its items, the last
+#: of them, the messages (never changed in place: a call joining an assistant message replaces
+#: the message).
+_rendered: weakref.WeakKeyDictionary[Context, tuple[str | None, int, Item, list[Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _render(out: list[dict[str, Any]], items: list[Item], start: int) -> None:
+    for item in items[start:] if start else items:
         if isinstance(item, Message):
             role = "system" if item.role == "developer" else item.role
             out.append({"role": role, "content": _content(item)})
@@ -55,7 +80,7 @@ def messages(ctx: Context) -> list[dict[str, Any]]:
             }
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":
-                last.setdefault("tool_calls", []).append(call)
+                out[-1] = {**last, "tool_calls": [*last.get("tool_calls", ()), call]}
             else:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif isinstance(item, FunctionCallOutput):
@@ -71,12 +96,16 @@ def messages(ctx: Context) -> list[dict[str, Any]]:
             }
             out.append({"role": "assistant", "content": None, "tool_calls": [call]})
             out.append({"role": "tool", "tool_call_id": call_id, "content": output})
-    return out
 
 
 def _content(item: Message) -> str | list[dict[str, Any]]:
     content = item.content
-    if isinstance(content, str) or not any(isinstance(c, InputImage) for c in content):
+    if isinstance(content, str):
+        return content
+    for c in content:
+        if type(c) is InputImage:
+            break
+    else:
         return text_of(content)
     parts: list[dict[str, Any]] = []
     for part in content:

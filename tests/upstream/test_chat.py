@@ -49,6 +49,22 @@ async def test_chat_messages_of_a_context() -> None:
     assert sent[5] == {"role": "tool", "tool_call_id": "c2", "content": "two"}
 
 
+async def test_a_growing_context_renders_its_new_items_only() -> None:
+    """Messages remembered per context: after each extension they are what a fresh rendering
+    of the same items gives, and the earlier result is not changed (a call joining the last
+    assistant message replaces it)."""
+    r = await rollout_for({"instructions": "You help.", "input": HISTORY[:3], "tools": [TOOL]})
+    ctx = r.ctx
+    first = chat.messages(ctx)
+    kept = [dict(m) for m in first]
+    for item in HISTORY[3:]:
+        ctx.extend(codec.decode_create({"model": "m", "input": [item]}).input, Work())
+        fresh = Context(instructions=ctx.instructions, items=list(ctx.items))
+        assert chat.messages(ctx) == chat.messages(fresh)
+    assert first == kept
+    assert chat.messages(ctx)[3]["tool_calls"][1]["id"] == "c2"
+
+
 async def test_chat_request_knobs() -> None:
     r = await rollout_for(
         {
