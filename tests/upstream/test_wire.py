@@ -247,6 +247,33 @@ async def test_a_sized_body_keeps_its_connection() -> None:
         assert wire.connections == 1 and server.requests == [(0, b"{}"), (0, b"{}")]
 
 
+async def test_repeated_equal_content_lengths_are_that_length() -> None:
+    async with serving(answering((sized(b"abc", b"Content-Length: 3"),))) as (_, wire):
+        for _ in range(2):
+            response = await wire.post("/x", b"{}")
+            assert response.headers["content-length"] == "3, 3"
+            assert await body_of(response) == b"abc"
+        assert wire.connections == 1
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n",
+        b"HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n",
+    ],
+    ids=["204", "304-with-length", "204-chunked"],
+)
+async def test_a_204_or_304_has_no_body_whatever_its_headers(head: bytes) -> None:
+    async with serving(answering((head,), (sized(b"next"),))) as (_, wire):
+        response = await wire.post("/x", b"{}")
+        assert response.status in (204, 304)
+        assert await body_of(response) == b""
+        assert await body_of(await wire.post("/x", b"{}")) == b"next"
+        assert wire.connections == 1
+
+
 async def test_a_sized_body_split_inside_its_length_header() -> None:
     sent = sized(b"0123456789" * 3)
     cut = sent.index(b"Length: ") + 9
@@ -275,9 +302,10 @@ async def test_a_close_delimited_body_runs_to_the_close_and_is_not_reused() -> N
     [
         sized(b"bye", b"Connection: close"),
         sized(b"bye", b"connection: Close"),
+        sized(b"bye", b"Connection: keep-alive, close"),
         sized(b"bye", version=b"HTTP/1.0"),
     ],
-    ids=["connection-close", "connection-close-any-case", "http-1.0"],
+    ids=["connection-close", "connection-close-any-case", "close-among-options", "http-1.0"],
 )
 async def test_an_answer_that_ends_its_connection_is_not_reused(answer: bytes) -> None:
     # The server keeps the connection open: only the client's framing rules decide.
@@ -412,12 +440,30 @@ async def test_a_refused_connection_is_broken() -> None:
         ((OK + b"X-Big: " + b"a" * (MAX_HEAD + 10),), f"larger than {MAX_HEAD}"),
         ((b"SSH-2.0-OpenSSH_9.6\r\n\r\n",), "not an HTTP/1.1 answer: 'SSH-2.0"),
         ((b"HTTP/1.1 OK\r\n\r\n",), "not an HTTP/1.1 answer"),
+        ((b"HTTP/1.1 099 Low\r\n\r\n",), "not an HTTP/1.1 answer: 'HTTP/1.1 099 Low'"),
+        ((b"HTTP/1.1 2000 OK\r\n\r\n",), "not an HTTP/1.1 answer: 'HTTP/1.1 2000 OK'"),
+        (("HTTP/1.1 ²00 OK\r\n\r\n".encode("latin-1"),), "not an HTTP/1.1 answer"),
         ((b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",), "malformed header line"),
         ((OK + b"Content-Length: ten\r\n\r\n",), "malformed Content-Length: 'ten'"),
         ((OK + b"Content-Length: -1\r\n\r\n",), "malformed Content-Length"),
+        ((OK + b"Content-Length: +1\r\n\r\n",), "malformed Content-Length"),
+        ((OK + b"Content-Length: 2\r\nContent-Length: 5\r\n\r\n",), "Length: '2, 5'"),
         ((OK + b"Content-Le",), "closed before the answer's head"),
     ],
-    ids=["head-too-large", "not-http", "no-status", "header", "length", "negative", "cut-head"],
+    ids=[
+        "head-too-large",
+        "not-http",
+        "no-status",
+        "status-under-100",
+        "status-four-digits",
+        "status-not-ascii",
+        "header",
+        "length",
+        "length-negative",
+        "length-signed",
+        "lengths-differ",
+        "cut-head",
+    ],
 )
 async def test_a_bad_head_is_broken(writes: tuple[bytes, ...], match: str) -> None:
     answer = answering(writes, (sized(b"ok"),), keep=False)
@@ -434,6 +480,8 @@ async def test_a_bad_head_is_broken(writes: tuple[bytes, ...], match: str) -> No
         ((CHUNKED + b"zz\r\n",), "chunked framing is malformed"),
         ((CHUNKED + b"\r\n",), "chunked framing is malformed"),
         ((CHUNKED + b"-5\r\n",), "chunked framing is malformed"),
+        ((CHUNKED + b"0x5\r\n",), "chunked framing is malformed"),
+        ((CHUNKED + b"1_0\r\n",), "chunked framing is malformed"),
         ((CHUNKED + b"3\r\nabcX\r\n",), "chunked framing is malformed"),
         ((CHUNKED + b"1" * 2000,), "chunked framing is malformed"),
         ((CHUNKED + chunk(b"part"),), "cut short"),
@@ -445,6 +493,8 @@ async def test_a_bad_head_is_broken(writes: tuple[bytes, ...], match: str) -> No
         "size-not-hex",
         "size-empty",
         "size-negative",
+        "size-0x",
+        "size-underscore",
         "no-crlf-after-data",
         "size-line-endless",
         "no-last-chunk",
