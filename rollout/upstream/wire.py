@@ -192,6 +192,7 @@ class Wire:
         self._slots = trio.Semaphore(max_connections)
         self._ssl: ssl.SSLContext | None = None
         self.connections = 0  # opened so far (what keep-alive saves)
+        self._closed = False  # aclose'd: answers that end later close their connections
 
     async def post(self, path: str, body: bytes) -> Response:
         """POST `body` to the URL's path + `path`; the answer once its head is in."""
@@ -216,12 +217,13 @@ class Wire:
 
     async def release(self, conn: Conn, *, keep: bool) -> None:
         self._slots.release()
-        if keep:
+        if keep and not self._closed:
             self._idle.append(conn)
         else:
             await conn.aclose()
 
     async def aclose(self) -> None:
+        self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.aclose()

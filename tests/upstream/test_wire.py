@@ -397,6 +397,15 @@ async def test_leftover_bytes_after_a_sized_body_drop_the_connection() -> None:
         assert wire.connections == 2
 
 
+async def test_an_answer_ending_after_the_pool_closed_closes_its_connection() -> None:
+    async with serving(answering((CHUNKED + chunk(b"late"), b"0\r\n\r\n"))) as (server, wire):
+        response = await wire.post("/x", b"{}")
+        await wire.aclose()
+        assert await body_of(response) == b"late"
+        await settle()
+        assert server.ended == [0]
+
+
 # A pooled connection the server closed while idle.
 
 
