@@ -5,12 +5,14 @@
 # gives the same body; sized, close-delimited, `Connection: close` and HTTP/1.0 answers frame
 # and pool as they should; connections are reused only after an answer's end, a stale pooled one
 # is replaced, an abandoned answer drops its connection; every transport fault is Broken; at
-# most `max_connections` answers are open. Last, rollout in front of aimock reuses one upstream
-# connection for consecutive responses.
+# most `max_connections` answers are open; events split anywhere come whole, one batch per read
+# that completes any. Last, rollout in front of aimock reuses one upstream connection for
+# consecutive responses.
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import re
 import socket
 import struct
@@ -550,6 +552,56 @@ async def test_informational_answers_before_the_answer_are_skipped() -> None:
 
 
 # Events: one batch per network read.
+
+
+async def read_batches(answer: bytes, cuts: list[int]) -> list[list[bytes]]:
+    """The batches of the events of `answer`, written cut at `cuts`, to the [] at its end."""
+    writes = [answer[a:b] for a, b in itertools.pairwise([0, *cuts, len(answer)]) if b > a]
+    batches: list[list[bytes]] = []
+    async with serving(answering(tuple(writes))) as (_, wire):
+        response = await wire.post("/x", b"{}")
+        events = Events(response, TIMEOUT)
+        while batch := await events.batch():
+            batches.append(batch)
+        await response.aclose()
+    return batches
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.text(
+                st.characters(codec="utf-8", exclude_characters="\r\n"), min_size=1, max_size=30
+            ),
+            st.sampled_from(["\n", "\r\n"]),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.lists(st.integers(0, 2000), max_size=8),
+)
+def test_events_split_anywhere_come_whole_a_batch_per_read(
+    events: list[tuple[str, str]], cuts: list[int]
+) -> None:
+    body, ends, sent = b"", [], []
+    for text, eol in events:
+        data = text.encode()
+        body += b"data: %s%s%s" % (data, eol.encode(), eol.encode())
+        ends.append(len(body) - (eol == "\r\n"))  # a lone CR already ends the blank line
+        sent.append(data)  # a leading space of its own stays: only the one after ":" goes
+    answer = sized(body)
+    head = len(answer) - len(body)
+    cuts = sorted({c % (len(answer) + 1) for c in cuts})
+    # A read completes the events whose ends it brings: one batch per read that completes any.
+    reads = [max(c - head, 0) for c in cuts if c > head] + [len(body)]
+    expected, at = [], 0
+    for read in reads:
+        batch = [d for d, end in zip(sent, ends, strict=True) if at < end <= read]
+        at = max(at, read)
+        if batch:
+            expected.append(batch)
+    assert trio.run(read_batches, answer, cuts) == expected
 
 
 async def test_events_come_a_batch_per_read() -> None:
