@@ -239,6 +239,21 @@ async def test_a_chunked_answer_in_one_write_with_the_next_answer_behind_it() ->
     assert bodies == [b"abc", b"next"] and wire.connections == 1
 
 
+async def test_bodies_larger_than_a_read_come_in_pieces_to_their_end() -> None:
+    big = bytes(range(256)) * 4000  # 1 MB, in one write: several reads of READ_SIZE
+    answers = (CHUNKED + chunk(big) + chunk(big[:5]) + b"0\r\n\r\n",), (sized(big),)
+    async with serving(answering(*answers)) as (_, wire):
+        response = await wire.post("/x", b"{}")
+        pieces = []
+        while data := await response.read(TIMEOUT):
+            pieces.append(data)
+        await response.aclose()
+        assert b"".join(pieces) == big + big[:5]
+        assert len(pieces) > 1 and max(map(len, pieces)) <= wire_module.READ_SIZE
+        assert await body_of(await wire.post("/x", b"{}")) == big
+        assert wire.connections == 1
+
+
 # Sized and close-delimited bodies; answers that end their connection.
 
 
