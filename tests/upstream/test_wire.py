@@ -108,7 +108,11 @@ class Server:
         try:
             while (body := await peer.request()) is not None:
                 self.requests.append((peer.index, body))
-                if not await self.answer(peer, len(self.requests) - 1, body):
+                try:
+                    keep = await self.answer(peer, len(self.requests) - 1, body)
+                except trio.BrokenResourceError:  # the client hung up on the answer
+                    break
+                if not keep:
                     self.closed.append(peer.index)
                     return
             self.ended.append(peer.index)
