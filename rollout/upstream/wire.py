@@ -8,6 +8,7 @@
 # is replaced by a fresh one once. Transport trouble is Broken, with what went wrong.
 from __future__ import annotations
 
+import re
 import ssl
 from urllib.parse import urlsplit
 
@@ -19,6 +20,8 @@ DRAIN_S = 0.05  # how long closing waits for the rest of an answer, to keep its 
 
 
 _CRLF = -1  # Response._chunk_left: a chunk's data was read, its line end is next
+_STATUS = re.compile(r"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: |$)")
+_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
 
 
 class Broken(Exception):
@@ -63,14 +66,15 @@ class Response:
         self.status, self.headers = status, headers
         self._wire, self._conn = wire, conn
         coding = headers.get("transfer-encoding", "").lower()
-        self._chunked = "chunked" in coding
-        length = headers.get("content-length")
+        bodiless = status in (204, 304)  # no content, whatever the headers say (RFC 9112 6.3)
+        self._chunked = not bodiless and "chunked" in coding
+        length = "0" if bodiless else headers.get("content-length")
         self._left = -1 if self._chunked or length is None else _length(length)
         self._chunk_left = 0  # data bytes left of the current chunk (chunked)
         self._trailer = False  # past the last (empty) chunk: reading its trailer (chunked)
         self.done = not self._chunked and self._left == 0
         self._closed = False
-        self._keep = headers.get("connection", "").lower() != "close" and (
+        self._keep = "close" not in _tokens(headers.get("connection", "")) and (
             self._chunked or self._left >= 0
         )
 
@@ -135,12 +139,10 @@ class Response:
                     self.done = True
                     break
             else:  # a chunk's size line
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise Broken("the answer's chunked framing is malformed") from None
-                if size < 0:
+                digits = line.split(b";", 1)[0].strip()
+                if not _HEX.fullmatch(digits):
                     raise Broken("the answer's chunked framing is malformed")
+                size = int(digits, 16)
                 self._chunk_left = size
                 self._trailer = size == 0
         return bytes(out)
@@ -190,6 +192,7 @@ class Wire:
         self._slots = trio.Semaphore(max_connections)
         self._ssl: ssl.SSLContext | None = None
         self.connections = 0  # opened so far (what keep-alive saves)
+        self._closed = False  # aclose'd: answers that end later close their connections
 
     async def post(self, path: str, body: bytes) -> Response:
         """POST `body` to the URL's path + `path`; the answer once its head is in."""
@@ -214,12 +217,13 @@ class Wire:
 
     async def release(self, conn: Conn, *, keep: bool) -> None:
         self._slots.release()
-        if keep:
+        if keep and not self._closed:
             self._idle.append(conn)
         else:
             await conn.aclose()
 
     async def aclose(self) -> None:
+        self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
             await conn.aclose()
@@ -279,10 +283,10 @@ async def _head(conn: Conn, reused: bool) -> tuple[int, dict[str, str]]:
             raise Broken("the connection closed before the answer's head")
     lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
     del buf[: end + 4]
-    version, _, rest = lines[0].partition(" ")
-    code = rest[:3]
-    if not version.startswith("HTTP/1.") or not code.isdigit():
+    status = _STATUS.match(lines[0])
+    if status is None:
         raise Broken(f"not an HTTP/1.1 answer: {lines[0][:80]!r}")
+    version, code = status.groups()
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, colon, value = line.partition(":")
@@ -291,16 +295,20 @@ async def _head(conn: Conn, reused: bool) -> tuple[int, dict[str, str]]:
         key = name.strip().lower()
         value = value.strip()
         headers[key] = f"{headers[key]}, {value}" if key in headers else value
-    if version == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+    if version == "HTTP/1.0" and "keep-alive" not in _tokens(headers.get("connection", "")):
         headers["connection"] = "close"
     return int(code), headers
 
 
 def _length(value: str) -> int:
-    try:
-        n = int(value.split(",")[0].strip())
-    except ValueError:
-        raise Broken(f"a malformed Content-Length: {value[:40]!r}") from None
-    if n < 0:
+    """A Content-Length: digits, or a list of the same digits (RFC 9110 8.6)."""
+    values = {v.strip() for v in value.split(",")}
+    n = values.pop()
+    if values or not n.isascii() or not n.isdigit():
         raise Broken(f"a malformed Content-Length: {value[:40]!r}")
-    return n
+    return int(n)
+
+
+def _tokens(value: str) -> set[str]:
+    """A Connection header's options, lowercased."""
+    return {t.strip().lower() for t in value.split(",")}
