@@ -38,6 +38,7 @@ def test_cli_bench_refuses_unknown_names(capsys: pytest.CaptureFixture[str]) -> 
         "ideal",
         "upstream-client",
         "aimock",
+        "gateway",
     }
 
 
