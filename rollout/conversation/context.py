@@ -42,7 +42,12 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.render import header_tokens, render, render_header, tokens_of
+from rollout.conversation.render import (
+    header_tokens,
+    render,
+    render_header,
+    rendered,
+)
 from rollout.conversation.scan import findings as scan_findings
 from rollout.conversation.work import Work
 
@@ -189,14 +194,13 @@ class Context:
         items = list(items)
         if not items:
             return 0
-        texts = [self._render(item) for item in items]
         with work.stage("tokenize", items=len(items)) as c:
+            done = [rendered(item, self.model, self._hidden(item)) for item in items]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
             new = array("I")
             body = len(self.tokens) - self.header_len
-            for item in items:
-                encoded = self._tokens(item)
+            for item, (_, encoded) in zip(items, done, strict=True):
                 self.item_tokens.append(len(encoded))
                 new.extend(encoded)
                 mark = _breakpoint(item)
@@ -204,7 +208,7 @@ class Context:
                     self.body_breakpoints.append((body + len(new), mark.get("ttl")))
             c.tokens = len(new)
         if scan:
-            self._scan("".join(texts), len(new), work, items=len(items))
+            self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
             self._note(item)
@@ -218,9 +222,6 @@ class Context:
 
     def _render(self, item: Item) -> str:
         return render(item, self._hidden(item))
-
-    def _tokens(self, item: Item) -> array[int]:
-        return tokens_of(item, self.model, self._hidden(item))
 
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
