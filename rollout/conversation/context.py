@@ -49,6 +49,7 @@ from rollout.conversation.render import (
     header_tokens,
     render,
     render_header,
+    rendered,
     tokens_of,
 )
 from rollout.conversation.scan import findings as scan_findings
@@ -200,16 +201,15 @@ class Context:
         items = list(items)
         if not items:
             return 0
-        texts = [self._render(item) for item in items]
         if self.memo:
-            return self._extend_memo(items, texts, work, scan)
+            return self._extend_memo(items, [self._render(item) for item in items], work, scan)
         with work.stage("tokenize", items=len(items)) as c:
+            done = [rendered(item, self.model, self._hidden(item)) for item in items]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
             new = array("I")
             body = len(self.tokens) - self.header_len
-            for item in items:
-                encoded = self._tokens(item)
+            for item, (_, encoded) in zip(items, done, strict=True):
                 self.item_tokens.append(len(encoded))
                 new.extend(encoded)
                 mark = _breakpoint(item)
@@ -217,7 +217,7 @@ class Context:
                     self.body_breakpoints.append((body + len(new), mark.get("ttl")))
             c.tokens = len(new)
         if scan:
-            self._scan("".join(texts), len(new), work, items=len(items))
+            self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
             self._note(item)

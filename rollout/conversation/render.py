@@ -92,10 +92,20 @@ def render(item: Item, hidden: str = "") -> str:
     return f"<|start|>{role}<|message|>{text}<|end|>"
 
 
+def rendered(item: Item, model: str = "", hidden: str = "") -> tuple[str, array[int]]:
+    """`render` and `tokens_of` of an item, from one look at its parts."""
+    found = parts(item, hidden)
+    return f"<|start|>{found[0]}<|message|>{found[1]}<|end|>", _tokens(found, model)
+
+
 def tokens_of(item: Item, model: str = "", hidden: str = "") -> array[int]:
     """An item's prompt tokens: the chat format's framing (tokens.framed) around its text and
     the tokens its images and files cost for `model` (rollout.conversation.media)."""
-    role, text, body = parts(item, hidden)
+    return _tokens(parts(item, hidden), model)
+
+
+def _tokens(found: tuple[str, str, Body], model: str) -> array[int]:
+    role, text, body = found
     if not body:
         return tok.framed(role, tok.encoded(text))
     tokens = array("I", tok.encoded(text))
@@ -137,4 +147,12 @@ def header_tokens(instructions: str | None, tools: Sequence[Tool]) -> array[int]
     return out
 
 
-__all__ = ["header_tokens", "media_tokens", "parts", "render", "render_header", "tokens_of"]
+__all__ = [
+    "header_tokens",
+    "media_tokens",
+    "parts",
+    "render",
+    "render_header",
+    "rendered",
+    "tokens_of",
+]

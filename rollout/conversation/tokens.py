@@ -137,11 +137,23 @@ REPLY_PRIMING = 3  # tokens: <|start|>assistant<|message|>, counted in every pro
 MEDIA_FIRST, MEDIA_SPAN, MEDIA_PAD = 201_000, 1 << 20, 200_999
 
 
+#: Each role's opening tokens (`<|start|>{role}<|message|>`), by role: a handful of roles and
+#: one per tool name ("assistant to=NAME"), bounded all the same.
+_openings: dict[str, array[int]] = {}
+OPENINGS_KEPT = 4096
+
+
 def framed(role: str, body: Sequence[int]) -> array[int]:
     """One message's tokens: the framing, its role and its body."""
-    out = array("I", (START,))
-    out.extend(encoded(role))
-    out.append(MESSAGE)
+    opening = _openings.get(role)
+    if opening is None:
+        opening = array("I", (START,))
+        opening.extend(encoding().encode_ordinary(role))
+        opening.append(MESSAGE)
+        if len(_openings) >= OPENINGS_KEPT:
+            _openings.clear()
+        _openings[role] = opening
+    out = array("I", opening)
     out.extend(body)
     out.append(END)
     return out

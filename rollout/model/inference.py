@@ -226,9 +226,30 @@ def _ascii_texts(ids: Sequence[int]) -> list[str]:
     return cast(list[str], texts)
 
 
+#: The deltas of long texts streamed lately, beside the tokenizer's memo of their ids
+#: (rollout.conversation.tokens): a script streams its answers again and again, and splitting
+#: 20,000 tokens costs about a millisecond. A few entries, of bounded size; read only.
+_recent_deltas: dict[str, p.Deltas] = {}
+
+
 def token_deltas(text: str) -> p.Deltas:
     """`text` split at token boundaries as a model streams it, a delta per token, or several
-    tokens where one character's UTF-8 spans them."""
+    tokens where one character's UTF-8 spans them (shared with the recent-texts memo where it
+    is kept there: read only)."""
+    if len(text) < tok.RECENT_MIN_CHARS:
+        return _token_deltas(text)
+    deltas = _recent_deltas.pop(text, None)
+    if deltas is None:
+        deltas = _token_deltas(text)
+        if len(deltas) > tok.RECENT_TOKENS // tok.RECENT_ENTRIES:
+            return deltas
+    _recent_deltas[text] = deltas  # the newest
+    while len(_recent_deltas) > tok.RECENT_ENTRIES:
+        del _recent_deltas[next(iter(_recent_deltas))]
+    return deltas
+
+
+def _token_deltas(text: str) -> p.Deltas:
     ids = tok.encoded(text)
     clean = plain(text)  # the deltas split the text: they are plain if it is
     if text.isascii():  # every token is whole characters

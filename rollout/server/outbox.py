@@ -114,14 +114,17 @@ class Outbox:
                 await self.wake.wait()
                 self.wake = trio.Event()
                 if not self.sending:  # else the task sending now takes what was queued
-                    await self._send_queued()
+                    await self._send_queued(now=True)
                 if self.broken or (self.ending and not self.parts and not self.sending):
                     return
         finally:
             self.done.set()
 
-    async def _send_queued(self) -> None:
-        """Write the head and the queued parts until none is left (one task at a time)."""
+    async def _send_queued(self, *, now: bool = False) -> None:
+        """Write the head and the queued parts until none is left (one task at a time). `now`
+        (the writer): each write is first tried without waiting (`write_now`), and what the
+        socket takes at once needs no pass through the scheduler after it (the writer's next
+        wait is one); the rest is written as a flush writes it."""
         self.sending = True
         try:
             while self.head or self.parts:
@@ -131,7 +134,13 @@ class Outbox:
                     batch, self.writing = self.parts, self.size
                     self.parts, self.size = [], 0
                     parts += self._frame(batch, self.writing)
-                await self._write(parts[0] if len(parts) == 1 else b"".join(parts))
+                data = parts[0] if len(parts) == 1 else b"".join(parts)
+                if now and self._write_now is not None:
+                    written = self._write_now(data)
+                    if written < len(data):
+                        await self._write(data[written:])
+                else:
+                    await self._write(data)
                 self.writes += 1
                 self.writing = 0
         except self._broken_by:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -60,21 +60,23 @@ class Relay:
     target: Sink | None = None
     holder: object | None = None  # who attached `target` (a connection or a request)
 
+    # (each event goes to the client holding the rollout, if any; a client gone detaches it)
+
     async def emit(self, event: Event) -> None:
-        await self._forward(lambda target: target.emit(event))
+        target = self.target
+        if target is not None:
+            try:
+                await target.emit(event)
+            except Disconnected:
+                self.live.detach()
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
-        await self._forward(lambda target: target.emit_run(run))
-
-    async def _forward(self, send: Callable[[Sink], Awaitable[None]]) -> None:
-        """`send` to the client holding the rollout, if any; a client gone detaches it."""
         target = self.target
-        if target is None:
-            return
-        try:
-            await send(target)
-        except Disconnected:
-            self.live.detach()
+        if target is not None:
+            try:
+                await target.emit_run(run)
+            except Disconnected:
+                self.live.detach()
 
     async def flush(self) -> None:
         if self.target is not None:

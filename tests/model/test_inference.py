@@ -232,3 +232,14 @@ def test_pieces_rebuild_the_text_and_count_its_tokens() -> None:
         assert deltas.tokens == len(tok.encode(text))
         assert sum(deltas.count(i) for i in range(len(deltas))) == deltas.tokens
         assert deltas.plain == (orjson.dumps(text) == b'"' + text.encode() + b'"')
+
+
+def test_a_long_text_streamed_again_splits_the_same() -> None:
+    # (the second split comes from the recent-texts memo; a text of another length, not)
+    long = " ".join(f"word{i % 97} 日本" for i in range(2000))
+    first = token_deltas(long)
+    again = token_deltas(long)
+    other = token_deltas(long + " end")
+    assert list(again.texts) == list(first.texts) and again.counts == first.counts
+    assert "".join(again.texts) == long and "".join(other.texts) == long + " end"
+    assert again.tokens == len(tok.encode(long)) and again.plain == first.plain

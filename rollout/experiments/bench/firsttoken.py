@@ -199,7 +199,7 @@ async def first_token(report: Report, samples: int = 200, warmup: int = 20) -> N
     o, r, m, f = (median[k] for k in ("ours", "echo", "minimal", "replay"))
     report(Figure("first_token.warm_connection", o * 1000, "ms"))
     report(Figure("first_token.raw_round_trip", r * 1000, "ms"))
-    report(Figure("first_token.ratio", o / r, "x", "<=2", o / r <= 2))
+    report(Figure("first_token.ratio", o / r, "x", "<=1.5", o / r <= 1.5))
     report(Figure("first_token.minimal_echo_round_trip", m * 1000, "ms"))
     report(Figure("first_token.ratio_vs_minimal_echo", o / m, "x"))
     report(Figure("first_token.replayed_frames", f * 1000, "ms"))

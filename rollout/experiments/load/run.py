@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import resource
 import statistics
 import sys
@@ -25,6 +26,7 @@ from rollout.experiments.load.client import Conn, Phase, run_connection
 from rollout.service.config import ServerConfig
 
 BATCH = 50  # connections opened at once; the next batch waits for their handshakes
+CPU_PER_TURN_MS = 0.3  # the target of the server's CPU per append turn
 FD_MARGIN = 64  # descriptors beyond one per connection (listener, pipes, logs, imports)
 
 
@@ -98,6 +100,14 @@ class LoadResult:
     peak_open: int = 0  # connections open at the same moment, at most
     open_seconds: float = float("nan")  # opening every connection, before the rollouts start
     server_cpu_s: float = float("nan")  # nan when the server is not ours (--url)
+    rollouts_cpu_s: float = float("nan")  # the server's, once every connection was open
+
+    @property
+    def cpu_per_turn_ms(self) -> float:
+        """The server's CPU per append turn: its CPU while the rollouts ran (every connection
+        open: creates, appends and the events of every step) over the append turns."""
+        turns = len(self.overheads_ms)
+        return self.rollouts_cpu_s * 1000 / turns if turns else float("nan")
 
     @property
     def completed(self) -> int:
@@ -140,6 +150,8 @@ class LoadResult:
         samples = self.overheads_ms
         p50 = _percentile(samples, 50)
         p99 = _percentile(samples, 99)
+        per_turn = self.cpu_per_turn_ms
+        cpu_ok = None if math.isnan(per_turn) else per_turn <= CPU_PER_TURN_MS
         return [
             Figure("load.connections", n, "connections"),
             Figure("load.peak_open", self.peak_open, "connections", f"={n}", self.peak_open == n),
@@ -155,6 +167,8 @@ class LoadResult:
             Figure("load.seconds", self.seconds, "s", f"<={self.timeout:g}"),
             Figure("load.client_cpu", self.client_cpu_s, "s"),
             Figure("load.server_cpu", self.server_cpu_s, "s"),
+            Figure("load.server_cpu_rollouts", self.rollouts_cpu_s, "s"),
+            Figure("load.server_cpu_per_turn", per_turn, "ms", f"<={CPU_PER_TURN_MS:g}", cpu_ok),
         ]
 
     def summary(self) -> list[str]:
@@ -198,17 +212,28 @@ async def run_load(
         server, url = await _start_server(calls, connections)
     conns = [Conn(index=i) for i in range(connections)]
     server_errors: list[str] = []
-    server_cpu = float("nan")
+    server_cpu = rollouts_cpu = float("nan")
     cpu_before = server.cpu_seconds() if server is not None else float("nan")
+    cpu_at_go = float("nan")
+
+    def opened() -> None:
+        nonlocal cpu_at_go
+        if server is not None:
+            cpu_at_go = server.cpu_seconds()
+
     client_cpu = time.process_time()
     start = time.perf_counter()
     try:
-        phase, open_seconds = await _run_all(url, conns, calls, timeout, batch, api_key, start)
+        phase, open_seconds = await _run_all(
+            url, conns, calls, timeout, batch, api_key, start, opened
+        )
         seconds = time.perf_counter() - start
         client_cpu = time.process_time() - client_cpu
     finally:
         if server is not None:
-            server_cpu = server.cpu_seconds() - cpu_before
+            cpu_after = server.cpu_seconds()
+            server_cpu = cpu_after - cpu_before
+            rollouts_cpu = cpu_after - cpu_at_go
             server_errors = _stop_server(server)
     return LoadResult(
         url=url,
@@ -222,6 +247,7 @@ async def run_load(
         peak_open=phase.peak,
         open_seconds=open_seconds,
         server_cpu_s=server_cpu,
+        rollouts_cpu_s=rollouts_cpu,
     )
 
 
@@ -255,10 +281,12 @@ async def _run_all(
     batch: int,
     api_key: str | None,
     start: float,
+    on_open: Callable[[], None] = lambda: None,
 ) -> tuple[Phase, float]:
     """Every connection opened, `batch` at a time, then all their rollouts at once, within
-    `timeout`. Returns the shared phase and the seconds from `start` until every connection was
-    open (nan if the time ran out first)."""
+    `timeout`; `on_open` is called once every connection is open, just before they start.
+    Returns the shared phase and the seconds from `start` until every connection was open (nan
+    if the time ran out first)."""
     open_seconds = float("nan")
     with trio.move_on_after(timeout) as deadline:
         phase = Phase(deadline=deadline)
@@ -274,6 +302,7 @@ async def _run_all(
                 for event in opened:
                     await event.wait()
             open_seconds = time.perf_counter() - start
+            on_open()
             phase.go.set()
     if deadline.cancelled_caught:
         for conn in conns:

@@ -38,6 +38,10 @@ async def test_100_connections_complete_with_contiguous_events() -> None:
     for name in ("load.completed", "load.errors", "load.events_lost", "load.events_duplicated"):
         assert names[name] == "pass"
     assert "load.turn_overhead.p50" in names and "load.turn_overhead.p99" in names
+    # The server's CPU while the rollouts ran: part of its whole run, judged against the target.
+    assert 0 < result.rollouts_cpu_s < result.server_cpu_s
+    assert result.cpu_per_turn_ms == result.rollouts_cpu_s * 1000 / 1000
+    assert names["load.server_cpu_per_turn"] in ("pass", "fail")
 
 
 # -- the checks catch what they are meant to catch -----------------------------------------------
@@ -90,6 +94,9 @@ async def test_a_clean_fake_stream_passes() -> None:
     )
     assert result.ok, result.summary()
     assert result.conns[0].overheads and result.conns[0].pauses == 1
+    # A server that is not the run's own: its CPU is unknown, and the figure says so.
+    verdicts = {f.name: f.line().split()[4] for f in result.figures()}
+    assert verdicts["load.server_cpu_per_turn"] == "info"
 
 
 async def test_lost_duplicated_and_repeated_terminal_events_are_counted() -> None:
