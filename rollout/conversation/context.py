@@ -201,10 +201,8 @@ class Context:
         items = list(items)
         if not items:
             return 0
-        if self.memo:
-            return self._extend_memo(items, [self._render(item) for item in items], work, scan)
         with work.stage("tokenize", items=len(items)) as c:
-            done = [rendered(item, self.model, self._hidden(item)) for item in items]
+            done = [self._counted(item) for item in items]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
             new = array("I")
@@ -216,7 +214,11 @@ class Context:
                 if mark is not None:
                     self.body_breakpoints.append((body + len(new), mark.get("ttl")))
             c.tokens = len(new)
-        if scan:
+        if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
+            with work.stage("scan", items=len(items), tokens=len(new)):
+                self.scan.findings += sum(MEMO.findings_of(t, scan_findings) for t, _ in done)
+            self.scan.tokens_scanned += len(new)
+        elif scan:
             self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
@@ -224,32 +226,13 @@ class Context:
         self._hash_blocks()
         return len(new)
 
-    def _extend_memo(self, items: list[Item], texts: list[str], work: Work, scan: bool) -> int:
-        """`extend` where the memo has the items' tokens and findings (each item's text is
-        framed, so a scan of each one finds what a scan of them joined would)."""
-        with work.stage("tokenize", items=len(items)) as c:
-            new = array("I")
-            body = len(self.tokens) - self.header_len
-            for item, text in zip(items, texts, strict=True):
-                if has_media(item):  # images or files: counted for the model, not remembered
-                    encoded = self._tokens(item)
-                else:
-                    encoded = MEMO.tokens_of(text, functools.partial(self._tokens, item))
-                self.item_tokens.append(len(encoded))
-                new.extend(encoded)
-                mark = _breakpoint(item)
-                if mark is not None:
-                    self.body_breakpoints.append((body + len(new), mark.get("ttl")))
-            c.tokens = len(new)
-        if scan:
-            with work.stage("scan", items=len(items), tokens=len(new)):
-                self.scan.findings += sum(MEMO.findings_of(t, scan_findings) for t in texts)
-            self.scan.tokens_scanned += len(new)
-        self.tokens.extend(new)
-        for item in items:
-            self._note(item)
-        self._hash_blocks()
-        return len(new)
+    def _counted(self, item: Item) -> tuple[str, array[int]]:
+        """An item's rendered text and its tokens: from the memo where the context counts from
+        it (not for images or files: those are counted for the model), else made now."""
+        if not self.memo or has_media(item):
+            return rendered(item, self.model, self._hidden(item))
+        text = self._render(item)
+        return text, MEMO.tokens_of(text, functools.partial(self._tokens, item))
 
     def _hidden(self, item: Item) -> str:
         if isinstance(item, Reasoning | Compaction) and item.id is not None:
