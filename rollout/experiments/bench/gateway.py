@@ -244,9 +244,11 @@ async def gateway(
         file.flush()
         async with peer.aimock(file.name) as port:
             upstream = f"http://127.0.0.1:{port}/v1"
-            with rollout_gateway(upstream) as ours, agentic_gateway(upstream) as theirs:
-                got = await trio.to_thread.run_sync(
-                    lambda: _measure([ours, theirs], rounds, **sizes)
-                )
+
+            def measured() -> tuple[Samples, Rounds]:  # (all of it blocks: off the loop)
+                with rollout_gateway(upstream) as ours, agentic_gateway(upstream) as theirs:
+                    return _measure([ours, theirs], rounds, **sizes)
+
+            got = await trio.to_thread.run_sync(measured)
     for figure in figures(*got):
         report(figure)

@@ -70,15 +70,20 @@ class Gateway:
         return time.clock_gettime((~self.proc.pid << 3) | 2)
 
     def wait_listening(self, timeout: float = 60.0) -> None:
+        """Until the process accepts a connection (run off the event loop: it blocks); between
+        two tries it waits on the process itself, so an exit is seen at once."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 return
             except OSError:
-                time.sleep(0.05)
+                pass
+            try:
+                self.proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                continue
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
         raise RuntimeError(f"{self.name} did not listen on {self.port} within {timeout:g} s")
 
 
