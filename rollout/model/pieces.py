@@ -198,19 +198,29 @@ _RUNS = (Text, Args, Summary)  # the pieces whose deltas join into one run
 
 def merged(pieces: list[Piece]) -> list[Piece]:
     """`pieces` with each stretch of consecutive Text (or Args, or Summary) pieces joined into
-    one: what arrived together leaves as one run of delta events."""
+    one: what arrived together leaves as one run of delta events. Linear in the deltas: a
+    stretch is joined once, at its end (a network read can hold thousands of them)."""
     out: list[Piece] = []
-    for piece in pieces:
-        last = out[-1] if out else None
-        if isinstance(piece, _RUNS) and type(last) is type(piece):
-            assert isinstance(last, _RUNS)
-            a, b = last.deltas, piece.deltas
-            counts = None
-            if a.counts is not None or b.counts is not None:
-                counts = [*(a.counts or [1] * len(a)), *(b.counts or [1] * len(b))]
-            out[-1] = attrs.evolve(
-                piece, deltas=Deltas([*a.texts, *b.texts], counts, a.plain and b.plain)
-            )
-        else:
+    i, n = 0, len(pieces)
+    while i < n:
+        piece = pieces[i]
+        j = i + 1
+        if isinstance(piece, _RUNS):
+            kind = type(piece)
+            while j < n and type(pieces[j]) is kind:
+                j += 1
+        if j == i + 1:
             out.append(piece)
+        else:
+            out.append(_joined(pieces[i:j]))  # type: ignore[arg-type]
+        i = j
     return out
+
+
+def _joined(stretch: list[Text | Args | Summary]) -> Piece:
+    texts = [t for q in stretch for t in q.deltas.texts]
+    counts = None
+    if any(q.deltas.counts is not None for q in stretch):
+        counts = [c for q in stretch for c in (q.deltas.counts or [1] * len(q.deltas))]
+    plain = all(q.deltas.plain for q in stretch)
+    return attrs.evolve(stretch[-1], deltas=Deltas(texts, counts, plain))
