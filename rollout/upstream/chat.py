@@ -248,6 +248,29 @@ class ChatStream:
                 self.finish = str(choice["finish_reason"])
         return out
 
+    def plain_text(self, data: dict[str, Any]) -> str | None:
+        """The text of a chunk that only continues the open message (no usage, no finish, no
+        other delta): what `chunk` would make one Text piece of; else None (use `chunk`)."""
+        if self.open != "text" or data.get("error") is not None or data.get("usage") is not None:
+            return None
+        choices = data.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("index", 0) != 0 or choice.get("finish_reason"):
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict:
+            return None
+        text = delta.get("content")
+        if type(text) is not str or not text:
+            return None
+        for other in ("reasoning_content", "reasoning", "refusal", "tool_calls"):
+            if delta.get(other):
+                return None
+        self.produced.append(text)
+        return text
+
     def _into(self, kind: str, out: list[p.Piece], opener: p.Piece) -> None:
         if self.open != kind:
             self._close_hosted()

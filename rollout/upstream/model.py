@@ -39,6 +39,7 @@ log = logging.getLogger("rollout")
 
 class _Translator(Protocol):
     def feed(self, data: dict[str, Any]) -> list[p.Piece]: ...
+    def text(self, data: dict[str, Any]) -> str | None: ...
     def whole(self, data: dict[str, Any]) -> list[p.Piece]: ...
     def end(self) -> list[p.Piece]: ...
 
@@ -52,6 +53,9 @@ class _Chat:
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.chunk(data)
+
+    def text(self, data: dict[str, Any]) -> str | None:
+        return self.stream.plain_text(data)
 
     def whole(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.chunk(chat.as_chunk(data))
@@ -68,6 +72,10 @@ class _Responses:
 
     def feed(self, data: dict[str, Any]) -> list[p.Piece]:
         return self.stream.event(data)
+
+    def text(self, data: dict[str, Any]) -> str | None:
+        del data
+        return None
 
     def whole(self, data: dict[str, Any]) -> list[p.Piece]:
         return [piece for event in responses.events_of(data) for piece in self.stream.event(event)]
@@ -200,12 +208,7 @@ class UpstreamModel:
         try:
             batch = first
             while batch:
-                pieces: list[p.Piece] = []
-                for data in batch:
-                    if data == b"[DONE]":
-                        ended = True
-                        break
-                    pieces.extend(_parsed(translate, data, whole))
+                pieces, ended = _batch(translate, batch, whole)
                 for piece in p.merged(pieces):
                     yield piece
                     if isinstance(piece, p.Failed):
@@ -235,13 +238,51 @@ def unreached(why: str) -> ProtocolError:
     return ProtocolError(message=why, type="server_error", code="server_error", status=500)
 
 
-def _parsed(translate: _Translator, data: bytes, whole: bool) -> list[p.Piece]:
+def _batch(translate: _Translator, batch: list[bytes], whole: bool) -> tuple[list[p.Piece], bool]:
+    """The pieces of one batch of events' data (one network read), and whether it held the
+    stream's end (`[DONE]`). A stretch of chunks that only continue the open message becomes one
+    Text piece, with no piece made per chunk (the common chunk of a long answer)."""
+    pieces: list[p.Piece] = []
+    texts: list[str] = []
+    for data in batch:
+        if data == b"[DONE]":
+            _flush(texts, pieces)
+            return pieces, True
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            _flush(texts, pieces)
+            pieces.append(
+                p.Failed("server_error", "The upstream engine sent an event that is not JSON.")
+            )
+            continue
+        if not whole and isinstance(value, dict):
+            text = _checked_text(translate, value)
+            if text is not None:
+                texts.append(text)
+                continue
+        _flush(texts, pieces)
+        pieces.extend(_parsed(translate, data, value, whole))
+    _flush(texts, pieces)
+    return pieces, False
+
+
+def _flush(texts: list[str], pieces: list[p.Piece]) -> None:
+    if texts:
+        pieces.append(p.Text(p.Deltas(texts[:], [0] * len(texts))))
+        texts.clear()
+
+
+def _checked_text(translate: _Translator, value: dict[str, Any]) -> str | None:
+    try:
+        return translate.text(value)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        return None  # the slow path says what is wrong with it
+
+
+def _parsed(translate: _Translator, data: bytes, value: object, whole: bool) -> list[p.Piece]:
     """One event's (or a `whole` answer's) pieces; a failure for one that is not a JSON object
     or whose fields have the wrong types (logged once, with what was sent)."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return [p.Failed("server_error", "The upstream engine sent an event that is not JSON.")]
     if not isinstance(value, dict):
         return [_invalid(data)]
     return _checked(lambda: translate.whole(value) if whole else translate.feed(value), data)
