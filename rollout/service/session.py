@@ -25,7 +25,7 @@ from rollout.conversation.work import Work
 from rollout.engine.loop import Disconnected, Sink
 from rollout.service import frames
 from rollout.service.inject import inject
-from rollout.service.service import Hold, Service, off_loop
+from rollout.service.service import Hold, Service, input_items, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
 from rollout.service.transport import After, Read, Transport
@@ -147,7 +147,7 @@ class Session:
                 row = EVENTS[frames.event_type(frame, EVENTS)]
                 if row.params is not None and not self.service.config.lenient:
                     row.params(frame)
-                request = await off_loop(row.decode, frame, size)
+                request = await off_loop(row.decode, frame, size, input_items(frame))
             return await row.handle(self, request, work, size)
         except ProtocolError as exc:
             if row is None and isinstance(value, dict):  # its type may be known, if not its lane
