@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from array import array
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
@@ -37,6 +37,7 @@ def _items(texts: list[str]) -> list[Item]:
     return out
 
 
+@settings(deadline=None)  # the first example loads the tokenizer
 @given(st.lists(st.lists(TEXTS, min_size=1, max_size=6), min_size=1, max_size=4))
 def test_a_memo_context_counts_what_a_plain_one_does(batches: list[list[str]]) -> None:
     plain, memo = Context(), Context(memo=True)
@@ -90,3 +91,4 @@ def test_short_texts_and_findings() -> None:
 
     assert memo.findings_of(long, scan) == 4 and memo.findings_of(long, scan) == 4
     assert calls == [long]  # scanned once
+
