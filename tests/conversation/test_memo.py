@@ -91,4 +91,3 @@ def test_short_texts_and_findings() -> None:
 
     assert memo.findings_of(long, scan) == 4 and memo.findings_of(long, scan) == 4
     assert calls == [long]  # scanned once
-
