@@ -141,6 +141,7 @@ class Context:
     format: OutputFormat = TEXT_FORMAT
     response_steps: int = 0
     response_calls: int = 0
+    agent: str | None = None  # the subagent whose context this is (a multi-agent response)
     # MCP servers' tools listed for the current request (by server label), not yet in the
     # response's output (set by the engine before the loop, which emits them first).
     mcp_listed: dict[str, McpListTools] = attrs.field(factory=dict)

@@ -10,6 +10,7 @@ import random
 import attrs
 
 from rollout.conversation.calls import (
+    AgentCallSpec,
     CallSpec,
     ClientCallSpec,
     CustomCallSpec,
@@ -35,6 +36,8 @@ def _allowed(spec: CallSpec, ctx: Context) -> bool:
     """Whether the request rules the call out (a script may call what the request did not
     declare; only `tool_choice` forbids)."""
     choice = ctx.choice
+    if isinstance(spec, AgentCallSpec):
+        return True  # (the multi-agent actions are not tools a tool_choice names)
     if isinstance(spec, HostedSpec):
         return choice.allows_hosted(spec.tool.offered_as)
     if isinstance(spec, ClientCallSpec):
