@@ -15,6 +15,7 @@ import attrs
 import orjson
 
 from protocol import codec, errors
+from protocol.agentitems import MultiAgentCall
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.clientitems import (
     BUILTIN_CLIENT_TYPES,
@@ -65,6 +66,7 @@ _MODEL_ITEMS: tuple[type, ...] = (
     *CLIENT_CALLS,
     *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
     Reasoning,
+    MultiAgentCall,  # (a multi-agent action; its output is the server's, as a hosted call's)
 )
 
 

@@ -157,8 +157,9 @@ def constrain(step: Step, ctx: Context) -> Step:
         calls = [c for c in calls if _is_forced_hosted(c, ctx)]
     if budget is not None:
         calls = calls[:budget]
-    if not choice.parallel:
-        calls = calls[:1]
+    if not choice.parallel:  # (a team's actions are not tool calls: a step makes them all)
+        tools = [c for c in calls if not isinstance(c, AgentCallSpec)]
+        calls = [c for c in calls if isinstance(c, AgentCallSpec) or c in tools[:1]]
     if not calls:
         return _answer(step, ctx)
     if len(calls) == len(step.calls):
