@@ -51,16 +51,32 @@ class Numbered:
     lock: trio.Lock = attrs.field(factory=trio.Lock)
 
     async def emit(self, event: Event) -> None:
-        async with self.lock:
+        await self._take()
+        try:
             numbered = attrs.evolve(event, sequence_number=self.seq)
             self.seq += 1
             await self.inner.emit(numbered)
+        finally:
+            self.lock.release()
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
-        async with self.lock:
+        await self._take()
+        try:
             numbered = attrs.evolve(run, sequence_number=self.seq)
             self.seq += len(run)
             await self.inner.emit_run(numbered)
+        finally:
+            self.lock.release()
+
+    async def _take(self) -> None:
+        """The lock, without a checkpoint when it is free (as a sink's emit has none when its
+        client keeps up), and shielded when it is not: an event whose item is in the output
+        is never dropped by a cancel on its way to the wire (the holder's own emit can be)."""
+        try:
+            self.lock.acquire_nowait()
+        except trio.WouldBlock:
+            with trio.CancelScope(shield=True):
+                await self.lock.acquire()
 
     async def flush(self) -> None:
         await self.inner.flush()
@@ -70,6 +86,44 @@ class Numbered:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+@attrs.define(eq=False)
+class Slots:
+    """At most `limit` agents running at once; the others wait, first come first served."""
+
+    limit: int
+    holders: set[str] = attrs.field(factory=set)
+    queue: dict[str, trio.Event] = attrs.field(factory=dict)  # waiting agents, in order
+
+    def take_now(self, agent: Agent) -> bool:
+        if agent.name in self.holders:
+            return True
+        if len(self.holders) < self.limit and not self.queue:
+            self.holders.add(agent.name)
+            return True
+        return False
+
+    async def take(self, agent: Agent) -> None:
+        if self.take_now(agent):
+            return
+        granted = self.queue.setdefault(agent.name, trio.Event())
+        try:
+            await granted.wait()
+        finally:
+            if agent.name not in self.holders:
+                self.queue.pop(agent.name, None)
+
+    def give_back(self, agent: Agent) -> None:
+        self.queue.pop(agent.name, None)
+        if agent.name not in self.holders:
+            return
+        self.holders.discard(agent.name)
+        if self.queue:  # the slot goes to the agent waiting longest
+            name, granted = next(iter(self.queue.items()))
+            del self.queue[name]
+            self.holders.add(name)
+            granted.set()
 
 
 @attrs.define(eq=False)
@@ -118,7 +172,10 @@ class Agents:
     _client: Executor | None = None
     _sink: Numbered | None = None
     _nursery: trio.Nursery | None = None
-    _slots: trio.Semaphore | None = None
+    _slots: Slots = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._slots = Slots(self.limit)
 
     @classmethod
     def of(cls, req: CreateRequest) -> Agents:
@@ -131,7 +188,6 @@ class Agents:
     async def run(self, r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         self._root, self._env, self._client = r, env, client
         self._sink = Numbered(r.sink, seq=r.stream.next_sequence_number)
-        self._slots = trio.Semaphore(self.limit)
         r.sink = self._sink
         r.stream.agent = AgentRef(agent_name=ROOT_AGENT)
         error: BaseException | None = None
@@ -252,6 +308,8 @@ class Agents:
         )
         agent = Agent(name=name, rollout=sub)
         self.agents[name] = agent
+        if self._slots.take_now(agent):  # (in spawn order: the first `limit` run at once)
+            agent.status = "running"
         self._nursery.start_soon(self._drive, agent)
         return {"agent_name": name, "status": agent.status}
 
@@ -259,24 +317,26 @@ class Agents:
         """The subagent's loop, one task after another (its spawn's, then each follow-up's),
         each in a slot of the team's limit; it never raises (an agent's failure is its
         status)."""
-        assert self._slots is not None and self._env is not None and self._client is not None
+        assert self._env is not None and self._client is not None
         r = agent.rollout
         while True:
             status = "interrupted"
             with trio.CancelScope() as scope:
                 agent.scope = scope
-                async with self._slots:
+                try:
+                    await self._slots.take(agent)
                     agent.status = "running"
-                    try:
-                        outcome = await run_loop(r, self._env, self._client)
-                        status = outcome.status
-                        if status == "completed" and r.ctx.open_calls - r.ctx.async_calls:
-                            status = "waiting_for_client"  # (HTTP: its call ended it)
-                    except EndRollout:
-                        status = "failed"
-                    except Exception:
-                        log.exception("subagent %s failed", agent.name)
-                        status = "failed"
+                    outcome = await run_loop(r, self._env, self._client)
+                    status = outcome.status
+                    if status == "completed" and r.ctx.open_calls - r.ctx.async_calls:
+                        status = "waiting_for_client"  # (HTTP: its call ended it)
+                except EndRollout:
+                    status = "failed"
+                except Exception:
+                    log.exception("subagent %s failed", agent.name)
+                    status = "failed"
+                finally:
+                    self._slots.give_back(agent)
             agent.scope = None
             agent.status, agent.answer = status, _answer(r.ctx)
             if not agent.tasks:
