@@ -32,8 +32,7 @@ READ_TOOL: dict[str, Any] = {
 FILES = {"reader_1": "a.py", "reader_2": "b.py", "reader_3": "c.py"}
 
 
-def team_policy(names: list[str], *, limit_note: str = "") -> ScriptedPolicy:
-    del limit_note
+def team_policy(names: list[str]) -> ScriptedPolicy:
     return ScriptedPolicy(
         steps(
             [
@@ -165,7 +164,93 @@ def test_subagents_call_the_client_and_each_resumes_on_its_own_inject(
     }
     spawn_outputs = [i for i in final.output if i.type == "multi_agent_call_output"][:2]
     assert {orjson.loads(i.output[0].text)["agent_name"] for i in spawn_outputs} == set(calls)
-    # The response's usage is its three agents' together (each one prefilled at least its task).
-    team = server.engine  # (the usage of a sum is checked on the wire)
-    del team
-    assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0
+    assert final.usage.input_tokens > 0 and final.usage.output_tokens > 0  # (summed: tests/engine)
+
+
+def test_an_inject_for_an_unknown_or_answered_call_fails_and_the_agents_go_on(
+    server: ServerThread,
+) -> None:
+    client = sdk(server.http_base_url)
+    failed: list[Any] = []
+    calls: list[Any] = []
+    final: Any = None
+    with client.beta.responses.connect(extra_headers=BETA) as conn:
+        create(conn)
+        rid = ""
+        for event in conn:
+            check_beta(event)
+            strict_items(event)
+            if event.type == "response.created":
+                rid = event.response.id
+            elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                calls.append(event.item)
+                body = [output(event.item.call_id, "read")]
+                conn.response.inject(response_id=rid, input=body)
+                if len(calls) == 1:  # the same output again, and one for no call at all
+                    conn.response.inject(response_id=rid, input=body)
+                    conn.response.inject(response_id=rid, input=[output("call_nope", "x")])
+            elif event.type == "response.inject.failed":
+                failed.append(event)
+            elif event.type == "response.completed":
+                final = event.response
+            if final is not None and len(failed) == 2:
+                break
+    assert [f.error.code for f in failed] == ["invalid_input", "invalid_input"]
+    assert [f.input[0].call_id for f in failed] == [calls[0].call_id, "call_nope"]
+    assert final.status == "completed" and final.output[-1].content[0].text == "final answer"
+
+
+def test_cancel_ends_every_agent(server: ServerThread) -> None:
+    client = sdk(server.http_base_url)
+    kinds: list[str] = []
+    final: Any = None
+    with client.beta.responses.connect(extra_headers=BETA) as conn:
+        create(conn)
+        rid = ""
+        waiting = 0
+        for event in conn:
+            check_beta(event)
+            kinds.append(event.type)
+            if event.type == "response.created":
+                rid = event.response.id
+            elif event.type == "response.output_item.done" and event.item.type == "function_call":
+                waiting += 1
+                if waiting == 2:  # both subagents wait for the client: cancel instead
+                    conn.send({"type": "response.cancel", "response_id": rid})
+            elif event.type == "response.incomplete":
+                final = event.response
+                break
+        conn.response.inject(response_id=rid, input=[output("call_x", "late")])
+        late = next(e for e in conn if e.type == "response.inject.failed")
+    assert final.status == "cancelled"
+    assert late.error.code == "response_already_completed"
+    assert [i.type for i in final.output].count("message") == 0  # nobody answered
+    live = server.service.live
+    assert rid not in live.rollouts and live.finished[rid] is None
+
+
+def test_over_http_subagents_stop_at_client_calls_and_the_chain_answers_them(
+    server: ServerThread,
+) -> None:
+    client = sdk(server.http_base_url)
+    kw: dict[str, Any] = {
+        "model": MODEL,
+        "tools": [READ_TOOL],
+        "betas": ["responses_multi_agent=v1"],
+        "multi_agent": {"enabled": True},
+    }
+    first = client.beta.responses.create(input="Read a.py and b.py.", **kw)
+    assert first.status == "completed"
+    calls = [i for i in first.output if i.type == "function_call"]
+    assert sorted(agent_of(c) or "" for c in calls) == ["reader_1", "reader_2"]
+    wait = [i for i in first.output if i.type == "multi_agent_call_output"][-1]
+    statuses = {k: v["status"] for k, v in orjson.loads(wait.output[0].text).items()}
+    assert statuses == {"reader_1": "waiting_for_client", "reader_2": "waiting_for_client"}
+    assert first.output[-1].type == "message" and agent_of(first.output[-1]) == "root"
+    # The chain carries every agent's items; its continuation answers the open calls.
+    second = client.beta.responses.create(
+        previous_response_id=first.id,
+        input=[output(c.call_id, f"{c.arguments} read") for c in calls],
+        **kw,
+    )
+    assert second.status == "completed" and second.output[-1].type == "message"
