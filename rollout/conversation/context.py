@@ -144,6 +144,7 @@ class Context:
     response_steps: int = 0
     response_calls: int = 0
     agent: str | None = None  # the subagent whose context this is (a multi-agent response)
+    team: bool = False  # the root's context of a multi-agent response (it may spawn agents)
     # MCP servers' tools listed for the current request (by server label), not yet in the
     # response's output (set by the engine before the loop, which emits them first).
     mcp_listed: dict[str, McpListTools] = attrs.field(factory=dict)

@@ -30,36 +30,11 @@ from rollout.model.grammars import GrammarUnsupported
 from rollout.model.grounding import Grounding, ground
 from rollout.model.hosted import HOSTED
 from rollout.model.hosted.web_search import WebSearchSpec
+from rollout.model.orchestrate import orchestrate
+from rollout.model.steps import CallStep, ErrorStep, Step, TextStep
 from rollout.model.toolpick import Ranked, candidates, rank_tools
 
-
-@attrs.frozen(kw_only=True)
-class TextStep:
-    text: str
-    citations: tuple[Citation, ...] = ()
-    delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
-    refusal: bool = False  # the message is a `refusal` content part
-    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
-
-
-@attrs.frozen(kw_only=True)
-class CallStep:
-    """Tool calls, optionally preceded by a message (commentary) in the same step."""
-
-    calls: tuple[CallSpec, ...]
-    text: str = ""
-    delay_s: float = 0.0
-    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
-
-
-@attrs.frozen(kw_only=True)
-class ErrorStep:
-    code: str = "server_error"
-    message: str = "The model failed to generate a response."
-    delay_s: float = 0.0
-
-
-Step = TextStep | CallStep | ErrorStep
+__all__ = ["CallStep", "DefaultPolicy", "ErrorStep", "Policy", "ScriptedPolicy", "Step", "TextStep"]
 
 
 class Policy(Protocol):
@@ -242,6 +217,10 @@ class DefaultPolicy:
         return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
 
     def next_step(self, ctx: Context) -> Step:
+        if ctx.team and ctx.agent is None:  # the root of a multi-agent response
+            led = orchestrate(ctx)
+            if led is not None:
+                return led
         rng = self._rng(ctx)
         g = ground(ctx)
         u = g.understanding

@@ -254,3 +254,48 @@ def test_over_http_subagents_stop_at_client_calls_and_the_chain_answers_them(
         **kw,
     )
     assert second.status == "completed" and second.output[-1].type == "message"
+
+
+def test_the_default_model_spawns_a_reader_per_file_and_answers_from_them() -> None:
+    with ServerThread(Engine()) as s:
+        client = sdk(s.http_base_url)
+        final: Any = None
+        injected = acked = 0
+        with client.beta.responses.connect(extra_headers=BETA) as conn:
+            conn.response.create(
+                model=MODEL,
+                input="Read src/a.py and src/b.py and tell me what they do.",
+                tools=[READ_TOOL],
+                store=False,
+                multi_agent={"enabled": True},
+            )
+            rid = ""
+            for event in conn:
+                check_beta(event)
+                strict_items(event)
+                if event.type == "response.created":
+                    rid = event.response.id
+                elif (
+                    event.type == "response.output_item.done" and event.item.type == "function_call"
+                ):
+                    path = orjson.loads(event.item.arguments)["path"]
+                    body = [output(event.item.call_id, f"def main(): print('{path} says hi')")]
+                    conn.response.inject(response_id=rid, input=body)
+                    injected += 1
+                elif event.type == "response.inject.created":
+                    acked += 1
+                elif event.type == "response.completed":
+                    final = event.response
+                if final is not None and acked == injected:
+                    break
+    spawns = [i for i in final.output if i.type == "multi_agent_call" and i.action == "spawn_agent"]
+    assert [orjson.loads(i.arguments)["agent_name"] for i in spawns] == ["reader_1", "reader_2"]
+    reads = sorted(
+        (agent_of(i), orjson.loads(i.arguments)["path"])
+        for i in final.output
+        if i.type == "function_call"
+    )
+    assert reads == [("reader_1", "src/a.py"), ("reader_2", "src/b.py")]
+    answer = final.output[-1]
+    assert agent_of(answer) == "root" and "reader_1" in answer.content[0].text
+    assert "reader_2" in answer.content[0].text
