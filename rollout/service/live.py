@@ -105,6 +105,9 @@ class Live:
     cancel: Cancel = attrs.field(factory=Cancel)
     resumed: trio.Event = attrs.field(factory=trio.Event)
     answered: trio.Event = attrs.field(factory=trio.Event)  # set (and made anew) at each accept
+    #: A multi-agent response's agents waiting for client calls: each wait's scope, and the
+    #: append timeout it had before a disconnect shortened it to the grace period.
+    agent_waits: dict[trio.CancelScope, float] = attrs.field(factory=dict)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
     wait_scope: trio.CancelScope | None = None
@@ -138,6 +141,9 @@ class Live:
         if self.wait_scope is not None:
             self.wait_scope.deadline = self.append_deadline
             self.timeout_reason = "append_timeout"
+        for scope, deadline in self.agent_waits.items():
+            scope.deadline = deadline
+            self.timeout_reason = "append_timeout"
 
     def check_free(self, holder: object) -> None:
         """Another client holds the rollout: it is not found from here (nothing about another
@@ -170,14 +176,13 @@ class Live:
             self.cancel.cancel("client_disconnected")
 
     def park(self) -> None:
-        """No client while waiting: finish the rollout after the grace period."""
-        scope = self.wait_scope
-        if scope is None:
-            return
+        """No client while waiting: finish the rollout after the grace period (in a
+        multi-agent response, every agent's wait)."""
         grace = trio.current_time() + self.config.append_grace_s
-        if grace < scope.deadline:
-            scope.deadline = grace
-            self.timeout_reason = "client_disconnected"
+        for scope in [*([self.wait_scope] if self.wait_scope else []), *self.agent_waits]:
+            if grace < scope.deadline:
+                scope.deadline = grace
+                self.timeout_reason = "client_disconnected"
 
 
 @attrs.define(eq=False)
@@ -231,16 +236,22 @@ class AgentTools:
         r.work.mark("paused")
         live.boundary.set()
         outputs: list[Item] | None = None
+        deadline = trio.current_time() + live.config.append_timeout_s
+        scope = trio.CancelScope(deadline=deadline)
         try:
             with r.work.stage("client_tool", items=len(items)):
-                with trio.move_on_after(live.config.append_timeout_s):
+                with scope:
+                    live.agent_waits[scope] = deadline
+                    if live.relay.target is None and live.state is State.PARKED:
+                        live.park()
                     while (outputs := live.lifetime.take_answers(mine.keys())) is None:
                         await live.answered.wait()
         finally:
+            live.agent_waits.pop(scope, None)
             if outputs is None and live.state is not State.FINISHED:
                 live.lifetime.take_answers(mine.keys(), drop=True)  # it stopped waiting
         if outputs is None:
-            raise EndRollout("append_timeout")
+            raise EndRollout(live.timeout_reason)
         return outputs
 
 

@@ -12,6 +12,7 @@ import attrs
 import orjson
 import pytest
 import trio
+import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -375,3 +376,53 @@ def test_interleaved_spawns_messages_injects_and_cancels(plan: dict[str, Any]) -
     # Messages went out once each, to the agent named.
     sent = [i for i in run.done_items() if isinstance(i, AgentMessage)]
     assert len({m.id for m in sent}) == len(sent)
+
+
+def test_a_parked_team_ends_after_the_grace_period() -> None:
+    """A client gone while two subagents wait: the response is parked; when the grace period
+    is over (every agent's wait is shortened to it, not left at the append timeout) the waiting
+    agents fail and the root answers without them."""
+    engine = Engine(
+        policy=policy(
+            [
+                {"spawn": [{"agent": "a", "task": "x"}, {"agent": "b", "task": "y"}]},
+                {"wait": ["a", "b"]},
+            ],
+            {"a": reads("a"), "b": reads("b")},
+        )
+    )
+    ended_at: list[float] = []
+
+    async def body(run: Run) -> None:
+        await run.wait_for(lambda: len(run.calls()) == 2)
+        assert run.live is not None
+        run.live.detach()
+        await run.live.done.wait()
+        ended_at.append(trio.current_time())
+
+    config = ServerConfig()
+    run = trio.run(
+        drive, engine, {"input": "go"}, body, clock=trio.testing.MockClock(autojump_threshold=0)
+    )
+    assert config.append_grace_s <= ended_at[0] < config.append_timeout_s
+    assert {a.name: a.status for a in run.team} == {"a": "failed", "b": "failed"}
+    terminal = run.live.prepared.rollout.stream.terminal  # type: ignore[union-attr]
+    assert terminal is not None and terminal.response.status == "completed"  # (nobody got it)
+
+
+def test_subagents_share_the_roots_prefix_in_the_cache() -> None:
+    engine = Engine(
+        policy=policy(
+            [{"spawn": [{"agent": "a", "task": "x"}]}, {"wait": ["a"]}, {"text": "ok"}],
+            {"a": [{"text": "hi"}]},
+        )
+    )
+    run = trio.run(
+        drive,
+        engine,
+        {"input": "go", "instructions": "Be careful and thorough. " * 200},
+        lambda r: trio.sleep(0),
+    )
+    sub = run.team.agents["a"].rollout
+    header = run.live.prepared.rollout.ctx.header_len  # type: ignore[union-attr]
+    assert sub.cached_tokens >= header - header % 128 > 0  # the header's whole blocks hit
