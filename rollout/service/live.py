@@ -239,13 +239,12 @@ class AgentTools:
         deadline = trio.current_time() + live.config.append_timeout_s
         scope = trio.CancelScope(deadline=deadline)
         try:
-            with r.work.stage("client_tool", items=len(items)):
-                with scope:
-                    live.agent_waits[scope] = deadline
-                    if live.relay.target is None and live.state is State.PARKED:
-                        live.park()
-                    while (outputs := live.lifetime.take_answers(mine.keys())) is None:
-                        await live.answered.wait()
+            with r.work.stage("client_tool", items=len(items)), scope:
+                live.agent_waits[scope] = deadline
+                if live.relay.target is None and live.state is State.PARKED:
+                    live.park()
+                while (outputs := live.lifetime.take_answers(mine.keys())) is None:
+                    await live.answered.wait()
         finally:
             live.agent_waits.pop(scope, None)
             if outputs is None and live.state is not State.FINISHED:
