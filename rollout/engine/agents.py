@@ -39,6 +39,7 @@ from rollout.engine.step import Outcome
 log = logging.getLogger("rollout.engine.agents")
 
 DEFAULT_LIMIT = 6  # max_concurrent_subagents when unset (the SDK's MultiAgentConfig)
+FLUSH_S = 5.0  # how long a flush may hold off a cancel (a client that reads nothing)
 
 
 @attrs.define(eq=False)
@@ -79,7 +80,11 @@ class Numbered:
                 await self.lock.acquire()
 
     async def flush(self) -> None:
-        await self.inner.flush()
+        """Let what is queued leave now, shielded (for at most FLUSH_S): a flush writes what
+        every agent queued, and a cancel in the middle of the write (one agent's task ends
+        when the root answers) must not lose the others' events."""
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + FLUSH_S):
+            await self.inner.flush()
 
     def push(self) -> None:
         self.inner.push()
