@@ -28,6 +28,7 @@ from protocol.deltas import DeltaRun
 from protocol.events import Event
 from protocol.items import InputText, Item, Message, OutputText, text_of
 from protocol.request import CreateRequest
+from protocol.response import Usage
 from protocol.stream import ResponseStream
 from rollout.conversation.context import Context
 from rollout.conversation.ids import new_id
@@ -147,9 +148,10 @@ class Agent:
     scope: trio.CancelScope | None = None  # its current task's (interrupt_agent cancels it)
 
     @property
-    def usage(self) -> dict[str, int]:
-        r = self.rollout
-        return {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens}
+    def usage(self) -> Usage:
+        """What this agent's own steps cost (the response's usage sums every agent's); its
+        stages are `rollout.work`."""
+        return self.rollout.usage
 
 
 def _answer(ctx: Context) -> str:

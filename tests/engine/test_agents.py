@@ -194,6 +194,7 @@ def test_spawned_agents_run_and_the_root_answers_from_what_they_said() -> None:
         s.ctx.tokens[: root.ctx.header_len] == root.ctx.tokens[: root.ctx.header_len] for s in subs
     )
     assert all(s.work.counts["tokenize"].calls > 0 for s in subs)  # each agent's own work
+    assert [a.usage.input_tokens for a in team] == [s.input_tokens for s in subs]
 
 
 def test_over_the_limit_an_agent_waits_for_a_slot() -> None:

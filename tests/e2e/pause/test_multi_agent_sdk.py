@@ -254,6 +254,17 @@ def test_over_http_subagents_stop_at_client_calls_and_the_chain_answers_them(
         **kw,
     )
     assert second.status == "completed" and second.output[-1].type == "message"
+    # The same history sent whole (every agent's items as input items) continues alike.
+    history = [i.model_dump(mode="json", exclude_none=True) for i in first.output]
+    whole = client.beta.responses.create(
+        input=[
+            {"role": "user", "content": "Read a.py and b.py."},
+            *history,
+            *[output(c.call_id, "read") for c in calls],
+        ],
+        **kw,
+    )
+    assert whole.status == "completed" and whole.output[-1].type == "message"
 
 
 def test_the_default_model_spawns_a_reader_per_file_and_answers_from_them() -> None:
