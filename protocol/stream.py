@@ -374,16 +374,6 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
 
     # -- function calls -------------------------------------------------------------------------
 
-    def whole_item(self, item: Item) -> list[Event]:
-        """An item made whole at once (a multi-agent call or its output, an agent message):
-        `output_item.added` and `.done`."""
-        index = self.next_output_index
-        self.response.output.append(item)
-        return [
-            self._item_event("response.output_item.added", index, item),
-            self._item_event("response.output_item.done", index, self.response.output[index]),
-        ]
-
     def begin_call(
         self, item_id: str, call_id: str, name: str, async_: bool | None = None
     ) -> list[Event]:

@@ -307,6 +307,7 @@ class Agents:
             route=root.route,
             work=work,
             sink=self._sink,
+            max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
             reasoning=root.reasoning,
             window=root.window,
             truncation=root.truncation,
