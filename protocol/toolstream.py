@@ -2,8 +2,8 @@
 # custom tool's call streams its input as `response.custom_tool_call_input.delta` events and
 # ends with `.done`; a shell call streams each command (`response.shell_call_command.added`,
 # `.delta`, `.done`); local shell and apply_patch calls, and a multi-agent response's own items
-# (protocol.agentitems), are their `output_item.added` and `.done` alone. The server's (protocol.hosted.HOSTED_TOOLS): the events each row names, around its
-# item. Two mixins of ResponseStream (protocol.stream), which supplies the response and the
+# (protocol.agentitems), are their `output_item.added` and `.done` alone. The server's
+# (protocol.hosted.HOSTED_TOOLS): the events each row names, around its item. Two mixins of ResponseStream (protocol.stream), which supplies the response and the
 # numbering.
 from __future__ import annotations
 

@@ -197,7 +197,6 @@ class Agents:
         self._sink = Numbered(r.sink, seq=r.stream.next_sequence_number)
         r.sink = self._sink
         r.stream.agent = AgentRef(agent_name=ROOT_AGENT)
-        r.ctx.team = True
         error: BaseException | None = None
         outcome = Outcome("completed")
         try:

@@ -316,6 +316,7 @@ class Engine:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         if r.team is None and r.request is not None and r.request.waits_for_inject:
             r.team = Agents.of(r.request)  # a multi-agent response: its root may spawn agents
+        r.ctx.team = r.team is not None  # (a chained context was maybe a team's root before)
         outcome = CANCELLED
         try:
             with cancel.scope:

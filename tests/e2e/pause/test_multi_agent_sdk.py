@@ -310,3 +310,47 @@ def test_the_default_model_spawns_a_reader_per_file_and_answers_from_them() -> N
     answer = final.output[-1]
     assert agent_of(answer) == "root" and "reader_1" in answer.content[0].text
     assert "reader_2" in answer.content[0].text
+
+
+def test_a_chained_response_without_multi_agent_does_not_spawn() -> None:
+    """The root's context is cached for the chain; the next response, without multi_agent,
+    is one agent again (the default model does not spawn there)."""
+    with ServerThread(Engine()) as s:
+        client = sdk(s.http_base_url)
+        prompt = "Read src/a.py and src/b.py and tell me what they do."
+        with client.beta.responses.connect(extra_headers=BETA) as conn:
+            conn.response.create(
+                model=MODEL,
+                input=prompt,
+                tools=[READ_TOOL],
+                store=False,
+                multi_agent={"enabled": True},
+            )
+            first: Any = None
+            rid, injected, acked = "", 0, 0
+            for event in conn:
+                if event.type == "response.created":
+                    rid = event.response.id
+                elif (
+                    event.type == "response.output_item.done" and event.item.type == "function_call"
+                ):
+                    conn.response.inject(response_id=rid, input=[output(event.item.call_id, "x")])
+                    injected += 1
+                elif event.type == "response.inject.created":
+                    acked += 1
+                elif event.type == "response.completed":
+                    first = event.response
+                if first is not None and acked == injected:
+                    break
+            assert any(i.type == "multi_agent_call" for i in first.output)
+            conn.response.create(
+                model=MODEL,
+                input=prompt,
+                tools=[READ_TOOL],
+                store=False,
+                previous_response_id=first.id,
+            )
+            second = next(e for e in conn if e.type in ("response.completed", "response.failed"))
+    assert second.type == "response.completed"
+    assert not any(i.type == "multi_agent_call" for i in second.response.output)
+    assert all(getattr(i, "agent", None) is None for i in second.response.output)
