@@ -3,8 +3,8 @@
 # ends with `.done`; a shell call streams each command (`response.shell_call_command.added`,
 # `.delta`, `.done`); local shell and apply_patch calls, and a multi-agent response's own items
 # (protocol.agentitems), are their `output_item.added` and `.done` alone. The server's
-# (protocol.hosted.HOSTED_TOOLS): the events each row names, around its item. Two mixins of ResponseStream (protocol.stream), which supplies the response and the
-# numbering.
+# (protocol.hosted.HOSTED_TOOLS): the events each row names, around its item. Two mixins of
+# ResponseStream (protocol.stream), which supplies the response and the numbering.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
