@@ -230,6 +230,9 @@ class Agents:
             r.output_tokens += sub.output_tokens
             r.reasoning_tokens += sub.reasoning_tokens
             r.work.merge(sub.work)
+            if r.work.agents is None:
+                r.work.agents = {}
+            r.work.agents[agent.name] = sub.work
 
     # -- the actions ----------------------------------------------------------------------------
 

@@ -195,6 +195,7 @@ def test_spawned_agents_run_and_the_root_answers_from_what_they_said() -> None:
     )
     assert all(s.work.counts["tokenize"].calls > 0 for s in subs)  # each agent's own work
     assert [a.usage.input_tokens for a in team] == [s.input_tokens for s in subs]
+    assert root.work.agents == {"a": subs[0].work, "b": subs[1].work}  # per agent, measurable
 
 
 def test_over_the_limit_an_agent_waits_for_a_slot() -> None:
