@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -287,7 +287,7 @@ class Agents:
         agent.woken.set()
         return {"agent_name": target, "status": "queued" if agent.scope else "running"}
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Agent]:
         return iter(self.agents.values())
 
     def _name_of(self, r: Rollout) -> str:
