@@ -1,10 +1,10 @@
 # The event builders of the tools other than functions. The client's (protocol.clientitems): a
 # custom tool's call streams its input as `response.custom_tool_call_input.delta` events and
 # ends with `.done`; a shell call streams each command (`response.shell_call_command.added`,
-# `.delta`, `.done`); local shell and apply_patch calls are their `output_item.added` and `.done`
-# alone. The server's (protocol.hosted.HOSTED_TOOLS): the events each row names, around its
-# item. Two mixins of ResponseStream (protocol.stream), which supplies the response and the
-# numbering.
+# `.delta`, `.done`); local shell and apply_patch calls, and a multi-agent response's own items
+# (protocol.agentitems), are their `output_item.added` and `.done` alone. The server's
+# (protocol.hosted.HOSTED_TOOLS): the events each row names, around its item. Two mixins of
+# ResponseStream (protocol.stream), which supplies the response and the numbering.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -77,6 +77,16 @@ class ClientToolEvents:
         ]
 
     # -- shell, local shell, apply_patch ----------------------------------------------------------
+
+    def whole_item(self, item: Item) -> list[Event]:
+        """An item made whole at once (a multi-agent call or its output, an agent message):
+        `output_item.added` and `.done`."""
+        index = len(self.response.output)
+        self.response.output.append(item)
+        return [
+            self._item_event("response.output_item.added", index, item),
+            self._item_event("response.output_item.done", index, self.response.output[index]),
+        ]
 
     def client_call(self, done: ClientCallItem) -> list[Event]:
         """A whole call of a built-in client tool: added in progress, a shell call's commands,

@@ -86,6 +86,9 @@ class Work:
     # Points on a response's timeline (kept with spans): "received" (a request or an append
     # arrived), "first_token", "sampled" (a step's last token), "paused", "terminal".
     marks: list[tuple[str, float]] = attrs.field(factory=list)
+    #: A multi-agent response's subagents' own work, by agent (each also merged into this);
+    #: None for every other response.
+    agents: dict[str, Work] | None = None
 
     def mark(self, name: str, at: float | None = None) -> None:
         if self.keep_spans:

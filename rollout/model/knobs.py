@@ -80,6 +80,8 @@ KNOBS: dict[str, str] = {
     "`chain`.",
     "multi_agent": '`{"enabled": true}` (with the header `OpenAI-Beta: '
     "responses_multi_agent=v1`): over WebSocket the response waits for `response.inject` at a "
-    "client call, without a pause event; over HTTP it completes there. "
-    "`max_concurrent_subagents` is checked; the simulated model runs one agent.",
+    "client call, without a pause event; over HTTP it completes there. The root agent may "
+    "spawn subagents (a script's `spawn`/`wait`/... steps and `agents`; the default model, "
+    "one per file or test the prompt names), at most `max_concurrent_subagents` (default 6) "
+    "running at once; every item carries its `agent`.",
 }

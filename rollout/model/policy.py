@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -30,36 +30,11 @@ from rollout.model.grammars import GrammarUnsupported
 from rollout.model.grounding import Grounding, ground
 from rollout.model.hosted import HOSTED
 from rollout.model.hosted.web_search import WebSearchSpec
+from rollout.model.orchestrate import orchestrate
+from rollout.model.steps import CallStep, ErrorStep, Step, TextStep
 from rollout.model.toolpick import Ranked, candidates, rank_tools
 
-
-@attrs.frozen(kw_only=True)
-class TextStep:
-    text: str
-    citations: tuple[Citation, ...] = ()
-    delay_s: float = 0.0  # waited before the step is sampled (scripts for test rigs)
-    refusal: bool = False  # the message is a `refusal` content part
-    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
-
-
-@attrs.frozen(kw_only=True)
-class CallStep:
-    """Tool calls, optionally preceded by a message (commentary) in the same step."""
-
-    calls: tuple[CallSpec, ...]
-    text: str = ""
-    delay_s: float = 0.0
-    reasoning_tokens: int | None = None  # a reasoning model's tokens for this step (None: plan)
-
-
-@attrs.frozen(kw_only=True)
-class ErrorStep:
-    code: str = "server_error"
-    message: str = "The model failed to generate a response."
-    delay_s: float = 0.0
-
-
-Step = TextStep | CallStep | ErrorStep
+__all__ = ["CallStep", "DefaultPolicy", "ErrorStep", "Policy", "ScriptedPolicy", "Step", "TextStep"]
 
 
 class Policy(Protocol):
@@ -198,8 +173,16 @@ class ScriptedPolicy:
     steps: Sequence[Step] | Callable[[Context], Step]
     final: str = "Done."
     first_turn: int = 0  # model turns already in the first request's history (not scripted)
+    #: The subagents' own steps, by agent name (a multi-agent response: rollout.engine.agents);
+    #: a subagent past its script (or without one) answers "<name>: done.".
+    agents: Mapping[str, Sequence[Step]] = attrs.field(factory=dict)
 
     def next_step(self, ctx: Context) -> Step:
+        if ctx.agent is not None:
+            own = self.agents.get(ctx.agent, ())
+            if ctx.model_turns < len(own):
+                return own[ctx.model_turns]
+            return TextStep(text=f"{ctx.agent}: done.")
         if callable(self.steps):
             return self.steps(ctx)
         k = ctx.model_turns - self.first_turn
@@ -234,6 +217,10 @@ class DefaultPolicy:
         return random.Random(f"{self.seed}:{ctx.model_turns}:{ctx.last_user_text[:64]}")
 
     def next_step(self, ctx: Context) -> Step:
+        if ctx.team and ctx.agent is None:  # the root of a multi-agent response
+            led = orchestrate(ctx)
+            if led is not None:
+                return led
         rng = self._rng(ctx)
         g = ground(ctx)
         u = g.understanding

@@ -104,6 +104,10 @@ class Live:
     relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
     resumed: trio.Event = attrs.field(factory=trio.Event)
+    answered: trio.Event = attrs.field(factory=trio.Event)  # set (and made anew) at each accept
+    #: A multi-agent response's agents waiting for client calls: each wait's scope, and the
+    #: append timeout it had before a disconnect shortened it to the grace period.
+    agent_waits: dict[trio.CancelScope, float] = attrs.field(factory=dict)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
     wait_scope: trio.CancelScope | None = None
@@ -137,6 +141,9 @@ class Live:
         if self.wait_scope is not None:
             self.wait_scope.deadline = self.append_deadline
             self.timeout_reason = "append_timeout"
+        for scope, deadline in self.agent_waits.items():
+            scope.deadline = deadline
+            self.timeout_reason = "append_timeout"
 
     def check_free(self, holder: object) -> None:
         """Another client holds the rollout: it is not found from here (nothing about another
@@ -169,14 +176,13 @@ class Live:
             self.cancel.cancel("client_disconnected")
 
     def park(self) -> None:
-        """No client while waiting: finish the rollout after the grace period."""
-        scope = self.wait_scope
-        if scope is None:
-            return
+        """No client while waiting: finish the rollout after the grace period (in a
+        multi-agent response, every agent's wait)."""
         grace = trio.current_time() + self.config.append_grace_s
-        if grace < scope.deadline:
-            scope.deadline = grace
-            self.timeout_reason = "client_disconnected"
+        for scope in [*([self.wait_scope] if self.wait_scope else []), *self.agent_waits]:
+            if grace < scope.deadline:
+                scope.deadline = grace
+                self.timeout_reason = "client_disconnected"
 
 
 @attrs.define(eq=False)
@@ -211,6 +217,41 @@ class AppendTools:
         await r.send_notes()
         live.resumed = trio.Event()
         return live.lifetime.take_outputs()
+
+
+@attrs.define(eq=False)
+class AgentTools:
+    """A multi-agent response's client-tool executor: the calling agent (the root or a
+    subagent, `r`) waits for the outputs of its own calls, without a pause event, while the
+    other agents run on; an inject resumes exactly the agent whose calls it completes."""
+
+    live: Live
+    scans = True
+
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
+        live = self.live
+        items = [c.item for c in calls if isinstance(c.item, PAUSING_ITEMS)]
+        mine = {pending_id(c): pending_name(c) for c in items}
+        live.lifetime.wait_also(mine)
+        r.work.mark("paused")
+        live.boundary.set()
+        outputs: list[Item] | None = None
+        deadline = trio.current_time() + live.config.append_timeout_s
+        scope = trio.CancelScope(deadline=deadline)
+        try:
+            with r.work.stage("client_tool", items=len(items)), scope:
+                live.agent_waits[scope] = deadline
+                if live.relay.target is None and live.state is State.PARKED:
+                    live.park()
+                while (outputs := live.lifetime.take_answers(mine.keys())) is None:
+                    await live.answered.wait()
+        finally:
+            live.agent_waits.pop(scope, None)
+            if outputs is None and live.state is not State.FINISHED:
+                live.lifetime.take_answers(mine.keys(), drop=True)  # it stopped waiting
+        if outputs is None:
+            raise EndRollout(live.timeout_reason)
+        return outputs
 
 
 @attrs.define(eq=False)
@@ -263,10 +304,9 @@ class LiveRollouts:
         return live
 
     async def _drive(self, live: Live, billing: trio.Nursery | None) -> None:
+        tools = AppendTools(live) if live.announces else AgentTools(live)
         try:
-            await self.engine.run(
-                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel
-            )
+            await self.engine.run(live.prepared, tools, billing=billing, cancel=live.cancel)
         finally:
             live.lifetime.handle(Move.FINISH)
             self.rollouts.pop(live.id, None)
@@ -312,6 +352,8 @@ class LiveRollouts:
         r.work.merge(work)
         live.prepared.input_items.extend(stored)
         r.mailbox.post(note, late)
+        live.answered.set()  # (each agent waiting in a multi-agent response looks for its own)
+        live.answered = trio.Event()
         if resumed:
             live.boundary = trio.Event()
             live.resumed.set()
