@@ -1,0 +1,145 @@
+"""The shape tests behind an upstream engine (`ROLLOUT_TEST_BEHIND_UPSTREAM=1 pytest ...`).
+
+Every server a test starts in-process goes through `rollout.serve` (ServerThread, the
+`rollout_server` plugin, `support.servers`, the tests' own `nursery.start(rollout.serve, ...)`);
+`install` wraps it so that a server whose engine has no model of its own is put in front of a
+second rollout server, started in the same trio run on its own loopback port, as its upstream
+engine: the front's engine gets an UpstreamModel speaking the Responses dialect
+(`--upstream-api responses`) to the back's `/v1/responses` over real sockets. The back plays the
+model the test asked for: each of its steps is the simulated model built from the front
+engine's *current* policy, inference profile, prefix cache and shared accelerator (`Played`), so
+a test that scripts `server.engine.policy` after the start scripts the engine behind, and the
+scripted position, which comes from the context, is the same in the stateless request the
+front sends. The back is strict (it refuses what the real API refuses), so a front that sent
+the engine a field the API does not know fails the test; its limits are wide, so that only the
+front's limits are the ones under test. Everything else (validation, tools, the shapes, the
+store, faults, lanes, metrics) stays the front's, as with any real engine.
+
+Why this and not a stub: the point is rollout's real upstream path (UpstreamModel, the
+Responses translator, the pooled wire client, the engine's streamed events) under every shape
+test; the back is an OpenAI-compatible Responses server, so the chain is what a user gets with
+`rollout serve --upstream http://back/v1 --upstream-api responses`.
+
+Tests that cannot hold behind an engine are marked `simulated_only(reason)` and skipped with
+the reason when the switch is on (tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+import rollout
+import rollout.server.listen
+import rollout.testing.plugin
+import rollout.testing.thread
+from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.context import Context
+from rollout.engine.engine import Engine
+from rollout.engine.loop import Pieces, Rollout
+from rollout.engine.simulated import SimulatedModel
+from rollout.model.hosted.web_search import WebSearchSpec
+from rollout.model.policy import CallStep, Policy, Step
+from rollout.service.config import ServerConfig
+from rollout.service.service import Service
+from rollout.upstream import UpstreamConfig, UpstreamModel
+from rollout.upstream.hosted import WEB_SEARCH
+
+ENV = "ROLLOUT_TEST_BEHIND_UPSTREAM"
+#: The back server's limits: wide, so that the front's are the ones a test exercises.
+BACK = ServerConfig(
+    max_body_bytes=1 << 30,
+    max_body_bytes_in_flight=1 << 32,
+    max_in_flight=1 << 16,
+    max_queued=1 << 16,
+    max_queued_bytes=1 << 32,
+)
+_serve = rollout.server.listen.serve  # the real one
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "") not in ("", "0")
+
+
+@attrs.define(eq=False)
+class Played:
+    """The back server's model: the simulated model the front engine would have run, as the
+    front engine is now (its policy, profile, cache and accelerator may be replaced by the
+    test at any time)."""
+
+    front: Engine
+
+    async def open(self, r: Rollout) -> Pieces | None:
+        del r
+        return None
+
+    def sample(self, r: Rollout) -> Pieces:
+        f = self.front
+        policy = AsEngine(f.policy)
+        return SimulatedModel(policy, f.inference, f.cache, f.accelerator).sample(r)
+
+
+@attrs.define(eq=False)
+class AsEngine:
+    """The test's policy as an engine behind rollout plays it: an engine knows only functions,
+    so a hosted web search it would run is a call of the `web_search` function rollout offers
+    for it (rollout.upstream.hosted), which rollout then runs."""
+
+    policy: Policy
+
+    def next_step(self, ctx: Context) -> Step:
+        step = self.policy.next_step(ctx)
+        if not isinstance(step, CallStep) or WEB_SEARCH["name"] not in ctx.function_tools:
+            return step
+        calls = tuple(
+            FunctionCallSpec(name=WEB_SEARCH["name"], arguments=_query(c.query))
+            if isinstance(c, WebSearchSpec)
+            else c
+            for c in step.calls
+        )
+        return attrs.evolve(step, calls=calls)
+
+
+def _query(query: str) -> str:
+    return orjson.dumps({"query": query}).decode()
+
+
+async def serve_behind(
+    engine: Engine | None = None,
+    *,
+    config: ServerConfig | None = None,
+    service: Service | None = None,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+    **kwargs: Any,
+) -> None:
+    """`rollout.serve`, in front of a back server playing the front engine's model (the
+    front is served as given when its engine already has a model: a real upstream)."""
+    if service is None:
+        service = Service(engine or Engine(), config or ServerConfig())
+    front = service.engine
+    if front.model is not None:
+        await _serve(service=service, task_status=task_status, **kwargs)
+        return
+    config = attrs.evolve(BACK, lenient=service.config.lenient)  # as strict as the front
+    back = Service(Engine(model=Played(front), models=front.models), config)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(functools.partial(_serve, service=back))
+        url = f"http://127.0.0.1:{port}/v1"
+        front.model = UpstreamModel(UpstreamConfig(url=url, api="responses"))
+        try:
+            await _serve(service=service, task_status=task_status, **kwargs)
+        finally:
+            front.model = None
+            nursery.cancel_scope.cancel()
+
+
+def install() -> None:
+    """Route every in-process server through `serve_behind` (each module that bound
+    `rollout.serve` by name at import)."""
+    for module in (rollout, rollout.server.listen, rollout.testing.thread, rollout.testing.plugin):
+        module.serve = serve_behind  # type: ignore[attr-defined]
