@@ -12,7 +12,8 @@ a test that scripts `server.engine.policy` after the start scripts the engine be
 scripted position, which comes from the context, is the same in the stateless request the
 front sends. The back is strict (it refuses what the real API refuses), so a front that sent
 the engine a field the API does not know fails the test; its limits are wide, so that only the
-front's limits are the ones under test. Everything else (validation, tools, the shapes, the
+front's limits are the ones under test; its access log and informational lines are not the
+test's to see (warnings and errors are). Everything else (validation, tools, the shapes, the
 store, faults, lanes, metrics) stays the front's, as with any real engine.
 
 Why this and not a stub: the point is rollout's real upstream path (UpstreamModel, the
@@ -26,7 +27,9 @@ the reason when the switch is on (tests/conftest.py).
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import logging
 import os
 from typing import Any
 
@@ -51,6 +54,31 @@ from rollout.upstream import UpstreamConfig, UpstreamModel
 from rollout.upstream.hosted import WEB_SEARCH
 
 ENV = "ROLLOUT_TEST_BEHIND_UPSTREAM"
+
+# Why a test is `simulated_only`, by category (docs/real-inference.md lists them).
+#: Tools the engine path never offers an engine (rollout/upstream/chat.py `tools`).
+CLIENT_TOOLS = (
+    "the engine path offers an engine function tools only (and web search as one): computer, "
+    "shell, local_shell, apply_patch and custom (grammar) tools are never offered, so an "
+    "engine never calls them"
+)
+HOSTED_TOOLS = (
+    "code interpreter, file search and image generation are hosted tools the engine path does "
+    "not offer an engine (web search alone is offered, as a function)"
+)
+MCP = (
+    "MCP tools (their listing, calls and approval requests) are not offered to an engine: "
+    "the simulated model alone calls them"
+)
+DEFAULT_SEARCH = (
+    "the default simulated model decides on a web search, and cites its sources, from the "
+    "hosted web_search_call items of its context; an engine sees the search as a function's "
+    "call and output (rollout/upstream/hosted.py), so what it decides is its own"
+)
+THINK_TIME = (
+    "a steer cuts a scripted think time short even before any output (the step then samples "
+    "at once); an engine's latency is its own, nothing the client sends shortens it"
+)
 #: The back server's limits: wide, so that the front's are the ones a test exercises.
 BACK = ServerConfig(
     max_body_bytes=1 << 30,
@@ -128,7 +156,11 @@ async def serve_behind(
     config = attrs.evolve(BACK, lenient=service.config.lenient)  # as strict as the front
     back = Service(Engine(model=Played(front), models=front.models), config)
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(functools.partial(_serve, service=back))
+        token = _in_back.set(True)  # the back's tasks inherit it (trio copies the context)
+        try:
+            port = await nursery.start(functools.partial(_serve, service=back))
+        finally:
+            _in_back.reset(token)
         url = f"http://127.0.0.1:{port}/v1"
         front.model = UpstreamModel(UpstreamConfig(url=url, api="responses"))
         try:
@@ -138,8 +170,24 @@ async def serve_behind(
             nursery.cancel_scope.cancel()
 
 
+_in_back: contextvars.ContextVar[bool] = contextvars.ContextVar("in_back", default=False)
+
+
+def _front_only(record: logging.LogRecord) -> bool:
+    """The back server's informational lines (its access log, `serving on`) are dropped."""
+    return record.levelno >= logging.WARNING or not _in_back.get()
+
+
+#: The loggers rollout logs on (the back's lines among them are filtered: `_front_only`).
+LOGGERS = ("rollout", "rollout.access", "rollout.server.httpconn", "rollout.server.wsmode")
+
+#: The modules that bind `rollout.serve` by name (at import): where `install` replaces it.
+MODULES = (rollout, rollout.server.listen, rollout.testing.thread, rollout.testing.plugin)
+
+
 def install() -> None:
-    """Route every in-process server through `serve_behind` (each module that bound
-    `rollout.serve` by name at import)."""
-    for module in (rollout, rollout.server.listen, rollout.testing.thread, rollout.testing.plugin):
+    """Route every in-process server through `serve_behind`."""
+    for module in MODULES:
         module.serve = serve_behind  # type: ignore[attr-defined]
+    for name in LOGGERS:
+        logging.getLogger(name).addFilter(_front_only)
