@@ -112,11 +112,14 @@ class UpstreamModel:
         if left is not None and left <= 0:  # the budget is spent: nothing to ask the engine
             yield p.Finish("length")
             return
-        with _steerable(r, bool(r.stream.response.output)) as steered:
+        if not r.stream.response.output:  # nothing to end the response at: no steer ends it
             stream = await self._step(r, refuse=False)
-        if steered.cancelled_caught:
-            yield p.Wait(0)  # given up for a steer before the step's first output
-            return
+        else:
+            with _steerable(r) as steered:
+                stream = await self._step(r, refuse=False)
+            if steered.cancelled_caught:
+                yield p.Wait(0)  # given up for a steer before the step's first output
+                return
         async with contextlib.aclosing(stream):
             async for piece in stream:
                 yield piece
@@ -221,7 +224,10 @@ class UpstreamModel:
                         return
                 if ended or stream is None:
                     break
-                with _steerable(r, quiet) as steered:
+                if not quiet:
+                    batch = await stream.batch()
+                    continue
+                with _steerable(r) as steered:
                     batch = await stream.batch()
                 if steered.cancelled_caught:
                     yield p.Wait(0)  # given up for a steer before the step's first output
@@ -241,14 +247,10 @@ class UpstreamModel:
 
 
 @contextlib.contextmanager
-def _steerable(r: Rollout, active: bool) -> Iterator[trio.CancelScope]:
-    """A wait for the engine that a steer ends (the rollout's mailbox cancels it), when
-    `active`; `cancelled_caught` says whether one did. One cancel scope: nothing else is
-    started."""
+def _steerable(r: Rollout) -> Iterator[trio.CancelScope]:
+    """A wait for the engine that a steer ends (the rollout's mailbox cancels it);
+    `cancelled_caught` says whether one did. One cancel scope: nothing else is started."""
     scope = trio.CancelScope()
-    if not active:
-        yield scope
-        return
     box = r.mailbox
     if box.stop is not None:
         scope.cancel()

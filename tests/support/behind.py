@@ -1,28 +1,19 @@
-"""The shape tests behind an upstream engine (`ROLLOUT_TEST_BEHIND_UPSTREAM=1 pytest ...`).
+"""The shape tests behind an upstream engine: `ROLLOUT_TEST_BEHIND_UPSTREAM=1 pytest ...`.
 
-Every server a test starts in-process goes through `rollout.serve` (ServerThread, the
-`rollout_server` plugin, `support.servers`, the tests' own `nursery.start(rollout.serve, ...)`);
-`install` wraps it so that a server whose engine has no model of its own is put in front of a
-second rollout server, started in the same trio run on its own loopback port, as its upstream
-engine: the front's engine gets an UpstreamModel speaking the Responses dialect
-(`--upstream-api responses`) to the back's `/v1/responses` over real sockets. The back plays the
-model the test asked for: each of its steps is the simulated model built from the front
-engine's *current* policy, inference profile, prefix cache and shared accelerator (`Played`), so
-a test that scripts `server.engine.policy` after the start scripts the engine behind, and the
-scripted position, which comes from the context, is the same in the stateless request the
-front sends. The back is strict (it refuses what the real API refuses), so a front that sent
-the engine a field the API does not know fails the test; its limits are wide, so that only the
-front's limits are the ones under test; its access log and informational lines are not the
-test's to see (warnings and errors are). Everything else (validation, tools, the shapes, the
-store, faults, lanes, metrics) stays the front's, as with any real engine.
-
-Why this and not a stub: the point is rollout's real upstream path (UpstreamModel, the
-Responses translator, the pooled wire client, the engine's streamed events) under every shape
-test; the back is an OpenAI-compatible Responses server, so the chain is what a user gets with
-`rollout serve --upstream http://back/v1 --upstream-api responses`.
-
-Tests that cannot hold behind an engine are marked `simulated_only(reason)` and skipped with
-the reason when the switch is on (tests/conftest.py).
+The choice: a real two-server chain over real sockets, not a stub. Every in-process server
+goes through `rollout.serve` (ServerThread, the `rollout_server` plugin, `support.servers`,
+`nursery.start(rollout.serve, ...)`); `install` wraps it so that a server whose engine has no
+model of its own is put in front of a second rollout server (same trio run, its own loopback
+port) as its `--upstream-api responses` engine: rollout's real upstream path (UpstreamModel,
+the Responses translator, the pooled client) to the back's `/v1/responses`. The back plays the
+test's model: each step is the simulated model made of the front engine's *current* policy,
+profile, cache and accelerator (`Played`), so scripting `server.engine.policy` after the start
+scripts the engine, and a script's position (from the context) is the same in the stateless
+request. The back is as strict as the front (a strict one refuses fields the API does not
+know), its limits wide (the front's are under test), its informational log lines dropped.
+Servers started as processes (`rollout serve`, workers, benches) are not put behind one.
+Tests that cannot hold behind an engine are marked `simulated_only(reason)` (the reasons
+below, by category) and skipped with it under the switch (tests/conftest.py).
 """
 
 from __future__ import annotations
