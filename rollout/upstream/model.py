@@ -115,9 +115,11 @@ class UpstreamModel:
         if not r.stream.response.output:  # nothing to end the response at: no steer ends it
             stream = await self._step(r, refuse=False)
         else:
+            sent = self.requests
             with _steerable(r) as steered:
                 stream = await self._step(r, refuse=False)
             if steered.cancelled_caught:
+                self.aborted += self.requests - sent  # its request, if it went, is dropped
                 yield p.Wait(0)  # given up for a steer before the step's first output
                 return
         async with contextlib.aclosing(stream):
