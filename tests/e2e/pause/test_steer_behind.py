@@ -56,7 +56,8 @@ def test_a_steer_ends_the_wait_for_the_engines_first_output(server: ServerThread
     kinds = [e.type for e in seen]
     assert kinds.index("response.steer.accepted") < kinds.index("response.incomplete")
     assert seen[-1].response.incomplete_details.reason == "steered"
-    assert [o.type for o in seen[-1].response.output] == ["function_call"]  # nothing sampled
-    assert model.aborted == 1  # the second step's request was dropped, not waited out
+    # Nothing of the second step was sampled: its 60 s were not waited out (the read timeout
+    # is 60 s too: without the steer ending the wait the response would have failed).
+    assert [o.type for o in seen[-1].response.output] == ["function_call"]
     final = successor[-1].response
     assert final.status == "completed" and final.output[-1].content[0].text == f"Steered: {STEER}"
