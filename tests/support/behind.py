@@ -66,6 +66,10 @@ DEFAULT_SEARCH = (
     "hosted web_search_call items of its context; an engine sees the search as a function's "
     "call and output (rollout/upstream/hosted.py), so what it decides is its own"
 )
+SIMULATED_ENGINE = (
+    "it is about the simulated engine itself (that it never uses the prompt memo, the shared "
+    "simulated accelerator's KV memory figures); behind an upstream those are the engine's"
+)
 THINK_TIME = (
     "a steer cuts a scripted think time short even before any output (the step then samples "
     "at once); an engine's latency is its own, nothing the client sends shortens it"
