@@ -18,10 +18,12 @@ below, by category) and skipped with it under the switch (tests/conftest.py).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -32,6 +34,16 @@ import rollout
 import rollout.server.listen
 import rollout.testing.plugin
 import rollout.testing.thread
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    Item,
+    Message,
+    SearchAction,
+    UrlSource,
+    WebSearchCall,
+    text_of,
+)
 from rollout.conversation.calls import FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
@@ -60,11 +72,6 @@ HOSTED_TOOLS = (
 MCP = (
     "MCP tools (their listing, calls and approval requests) are not offered to an engine: "
     "the simulated model alone calls them"
-)
-DEFAULT_SEARCH = (
-    "the default simulated model decides on a web search, and cites its sources, from the "
-    "hosted web_search_call items of its context; an engine sees the search as a function's "
-    "call and output (rollout/upstream/hosted.py), so what it decides is its own"
 )
 SIMULATED_ENGINE = (
     "it is about the simulated engine itself (that it never uses the prompt memo, the shared "
@@ -111,13 +118,20 @@ class Played:
 class AsEngine:
     """The test's policy as an engine behind rollout plays it: an engine knows only functions,
     so a hosted web search it would run is a call of the `web_search` function rollout offers
-    for it (rollout.upstream.hosted), which rollout then runs."""
+    for it (rollout.upstream.hosted), which rollout then runs. The policy decides on the
+    context as rollout has it (`_hosted_view`): the search offered as the hosted tool, and each
+    search made as its `web_search_call` item with its sources (what the function's output
+    lists), so the default model searches, and cites, as it does in front."""
 
     policy: Policy
 
     def next_step(self, ctx: Context) -> Step:
-        step = self.policy.next_step(ctx)
-        if not isinstance(step, CallStep) or WEB_SEARCH["name"] not in ctx.function_tools:
+        offered = ctx.function_tools.get(WEB_SEARCH["name"])
+        if offered is None or offered.description != WEB_SEARCH["description"]:
+            return self.policy.next_step(ctx)
+        with _hosted_view(ctx):
+            step = self.policy.next_step(ctx)
+        if not isinstance(step, CallStep):
             return step
         calls = tuple(
             FunctionCallSpec(name=WEB_SEARCH["name"], arguments=_query(c.query))
@@ -130,6 +144,39 @@ class AsEngine:
 
 def _query(query: str) -> str:
     return orjson.dumps({"query": query}).decode()
+
+
+@contextlib.contextmanager
+def _hosted_view(ctx: Context) -> Iterator[None]:
+    """`ctx` (the back's own, made for this one request) as rollout has it while the policy
+    decides: web search a hosted tool, its calls and outputs `web_search_call` items."""
+    name = WEB_SEARCH["name"]
+    saved = (ctx.hosted, ctx.function_tools, ctx.hosted_since_user, ctx.items)
+    queries: dict[str, str] = {}
+    items: list[Item] = []
+    since_user = 0
+    for item in ctx.items:
+        if isinstance(item, FunctionCall) and item.name == name:
+            queries[item.call_id] = str(orjson.loads(item.arguments or "{}").get("query", ""))
+            continue
+        if isinstance(item, FunctionCallOutput) and item.call_id in queries:
+            lines = text_of(item.output).splitlines()
+            sources = tuple(UrlSource(url=line[2:]) for line in lines if line.startswith("- "))
+            action = SearchAction(query=queries[item.call_id], sources=sources)
+            item = WebSearchCall(id=item.call_id, status="completed", action=action)
+            since_user += 1
+        elif isinstance(item, Message) and item.role == "user":
+            since_user = 0
+        items.append(item)
+    ctx.hosted = ctx.hosted | {name}
+    ctx.function_tools = {k: v for k, v in ctx.function_tools.items() if k != name}
+    if since_user:
+        ctx.hosted_since_user = {**ctx.hosted_since_user, name: since_user}
+    ctx.items = items
+    try:
+        yield
+    finally:
+        ctx.hosted, ctx.function_tools, ctx.hosted_since_user, ctx.items = saved
 
 
 async def serve_behind(

@@ -6,11 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from rollout.conversation.calls import FunctionCallSpec
 from rollout.model.policy import CallStep, DefaultPolicy, ScriptedPolicy, call, search, text
-from support import behind
 from support.knobs import Serve, calls, kinds, tool
 
 TOOLS = [tool("alpha"), tool("beta"), tool("gamma")]
@@ -158,7 +155,6 @@ def test_max_tool_calls_bounds_the_calls_of_a_response(serve: Serve) -> None:
     assert response.max_tool_calls == 2
 
 
-@pytest.mark.simulated_only(behind.DEFAULT_SEARCH)
 def test_max_tool_calls_counts_hosted_calls(serve: Serve) -> None:
     s = serve(policy=DefaultPolicy(tool_calls=3))
     response = s.create(input="News?", tools=[*TOOLS, SEARCH], max_tool_calls=1)

@@ -6,7 +6,6 @@ import http.client
 
 import httpx2 as httpx
 import orjson
-import pytest
 from openai import OpenAI
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -23,7 +22,6 @@ from openai.types.responses import (
 from rollout.conversation import tokens
 from rollout.model.policy import ScriptedPolicy, text
 from rollout.testing.thread import ServerThread
-from support import behind
 from support.processes import finish, serve_process
 from support.sdk import assert_event_class, raw_client, stream_event_classes
 from support.sse import parse_sse
@@ -227,7 +225,6 @@ def test_sdk_stream_helper_accumulates_the_same_response(client: OpenAI) -> None
     assert stored.usage == final.usage
 
 
-@pytest.mark.simulated_only(behind.DEFAULT_SEARCH)
 def test_sdk_stream_helper_with_tools(serve) -> None:
     from rollout.model.policy import DefaultPolicy
 

@@ -21,7 +21,6 @@ from openai.types.responses import (
 from rollout.conversation import tokens
 from rollout.model.policy import DefaultPolicy, ScriptedPolicy, call, text
 from rollout.testing.thread import ServerThread
-from support import behind
 from support.sdk import assert_event_class, function_calls
 from support.tools import EXEC_TOOL, MODEL, function_tool
 
@@ -313,7 +312,6 @@ def test_parallel_calls_in_one_response(serve) -> None:
 # -- hosted web search --------------------------------------------------------------------------
 
 
-@pytest.mark.simulated_only(behind.DEFAULT_SEARCH)
 def test_web_search_streamed_with_citations(client: OpenAI) -> None:
     events = list(
         client.responses.create(
@@ -367,7 +365,6 @@ def test_web_search_streamed_with_citations(client: OpenAI) -> None:
         assert len(prefix) >= a.end_index
 
 
-@pytest.mark.simulated_only(behind.DEFAULT_SEARCH)
 def test_web_search_non_streaming(client: OpenAI) -> None:
     resp = client.responses.create(
         model=MODEL, input="weather in Paris", tools=[{"type": "web_search"}]
