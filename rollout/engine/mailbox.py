@@ -28,6 +28,8 @@ class Mailbox:
     stop: str | None = None  # the incomplete reason to end with at the next boundary
     changed: trio.Event | None = None  # made when first waited on or woken (most never are)
     closed: bool = False  # the response's last event is sent: nothing more goes through here
+    # A wait of the model's that a steer ends (a real engine's step, before its first output).
+    interruptible: trio.CancelScope | None = None
 
     def post(self, note: Note | None = None, items: Sequence[Item] = ()) -> None:
         if note is not None:
@@ -37,6 +39,8 @@ class Mailbox:
 
     def stop_at_boundary(self, reason: str) -> None:
         self.stop = reason
+        if self.interruptible is not None:
+            self.interruptible.cancel()
         self.wake()
 
     def wake(self) -> None:

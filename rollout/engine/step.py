@@ -119,8 +119,11 @@ class StepRunner:
                         finish = piece.reason
                     elif isinstance(piece, p.Failed):
                         return Outcome("failed", reason=piece.code, message=piece.message)
+                    elif isinstance(piece, p.Cited):
+                        await self._cite(piece.citation)
                     elif isinstance(piece, p.Wait):
-                        await scripted_wait(r, piece.seconds)
+                        if piece.seconds > 0:
+                            await scripted_wait(r, piece.seconds)
                         if r.mailbox.stop is not None and r.stream.response.output:
                             sampled = False  # steered during the wait: nothing was sampled
                             return Outcome("incomplete", reason=r.mailbox.stop)
@@ -179,6 +182,15 @@ class StepRunner:
                 await r.emit(r.stream.annotate(annotation))
         if deltas:  # no citation is left to place: the characters need not be counted
             await self._deltas(deltas, r.stream.text_run)
+
+    async def _cite(self, c: Citation) -> None:
+        """An engine's citation of the text streamed so far (of an open message only)."""
+        if self.kind != "text":
+            return
+        annotation = UrlCitation(
+            url=c.url, title=c.title, start_index=c.start_index, end_index=c.end_index
+        )
+        await self.r.emit(self.r.stream.annotate(annotation))
 
     async def _args(self, deltas: p.Deltas) -> None:
         self.buffer.extend(deltas.texts)

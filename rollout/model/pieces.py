@@ -53,7 +53,8 @@ class Deltas:
 
 @attrs.frozen
 class Wait:
-    """The model takes `seconds` before it samples (a script's think time; a steer ends it)."""
+    """The model takes `seconds` before it samples (a script's think time; a steer ends it).
+    `Wait(0)`: a real engine's step was given up for a steer before its first output."""
 
     seconds: float
 
@@ -109,6 +110,14 @@ class Text:
     """Text of the open message."""
 
     deltas: Deltas
+
+
+@attrs.frozen
+class Cited:
+    """A citation of the open message's text so far (a real engine's URL citation, streamed
+    after the text it cites; the simulated model places its own by MessageStart)."""
+
+    citation: Citation
 
 
 @attrs.frozen
@@ -191,6 +200,7 @@ Piece = (
     | MessageStart
     | Text
     | AgentCall
+    | Cited
     | CallStart
     | CustomStart
     | ClientCall

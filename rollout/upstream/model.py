@@ -4,13 +4,15 @@
 # engine's refusal is the client's (a 429 stays a retryable 429 with its Retry-After); later
 # refusals, timeouts and broken streams end the response `failed`. Closing a step's stream (a
 # cancel, a client gone) drops its connection, which aborts the engine's request. The step's
-# time from request to last chunk is its inference time (what compare calls ideal).
+# time from request to last chunk is its inference time (what compare calls ideal). A steer
+# that arrives before a later step's first output ends the wait for the engine at once (its
+# request is dropped, nothing was sampled), as it ends a scripted step's think time.
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import orjson
@@ -118,7 +120,16 @@ class UpstreamModel:
         if left is not None and left <= 0:  # the budget is spent: nothing to ask the engine
             yield p.Finish("length")
             return
-        stream = await self._step(r, refuse=False)
+        if not r.stream.response.output:  # nothing to end the response at: no steer ends it
+            stream = await self._step(r, refuse=False)
+        else:
+            sent = self.requests
+            with _steerable(r) as steered:
+                stream = await self._step(r, refuse=False)
+            if steered.cancelled_caught:
+                self.aborted += self.requests - sent  # its request, if it went, is dropped
+                yield p.Wait(0)  # given up for a steer before the step's first output
+                return
         async with contextlib.aclosing(stream):
             async for piece in stream:
                 yield piece
@@ -205,18 +216,27 @@ class UpstreamModel:
         translate = self._translator(r)
         finished = ended = False
         whole = stream is None
+        quiet = bool(r.stream.response.output)  # a steer may end it until its first output
         try:
             batch = first
             while batch:
                 pieces, ended = _batch(translate, batch, whole)
                 for piece in p.merged(pieces):
+                    quiet = False
                     yield piece
                     if isinstance(piece, p.Failed):
                         finished = True
                         return
                 if ended or stream is None:
                     break
-                batch = await stream.batch()
+                if not quiet:
+                    batch = await stream.batch()
+                    continue
+                with _steerable(r) as steered:
+                    batch = await stream.batch()
+                if steered.cancelled_caught:
+                    yield p.Wait(0)  # given up for a steer before the step's first output
+                    return
             finished = True
             for piece in _checked(translate.end):
                 yield piece
@@ -229,6 +249,22 @@ class UpstreamModel:
             await close(response, drain=ended)
             account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def _steerable(r: Rollout) -> Iterator[trio.CancelScope]:
+    """A wait for the engine that a steer ends (the rollout's mailbox cancels it);
+    `cancelled_caught` says whether one did. One cancel scope: nothing else is started."""
+    scope = trio.CancelScope()
+    box = r.mailbox
+    if box.stop is not None:
+        scope.cancel()
+    with scope:
+        box.interruptible = scope
+        try:
+            yield scope
+        finally:
+            box.interruptible = None
 
 
 def unreached(why: str) -> ProtocolError:

@@ -1,7 +1,9 @@
 # The Responses dialect of an upstream engine (OpenAI's API, or an engine that serves
 # /v1/responses). rollout keeps the state, so each step forwards the whole context as a stateless
 # request (`store: false`, the items without rollout's ids, function tools, the request's
-# knobs); `ResponsesStream` turns the engine's streamed events into the loop's pieces. What the
+# knobs, only by the API's own names: what a lenient rollout accepted beyond them stays
+# rollout's); `ResponsesStream` turns the engine's streamed events into the loop's pieces (URL
+# citations included). What the
 # engine lacks, rollout adds around it: WebSocket mode, the connection cache, the append shape.
 # Pure: no I/O. The engine's hosted tools are not used: the request's are offered to it as
 # functions, and rollout runs them (rollout.upstream.hosted).
@@ -14,10 +16,18 @@ import attrs
 
 from protocol import codec
 from protocol.items import FunctionCall, FunctionCallOutput, Message
+from rollout.conversation.calls import Citation
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream import chat, hosted
 from rollout.upstream.target import UpstreamConfig
+
+#: The fields the API knows of `reasoning`, `text` and `text.format` (openai's
+#: shared_params/reasoning.py, responses/response_text_config_param.py and
+#: response_format_text_json_schema_config_param.py): only these are forwarded.
+REASONING_KEYS = ("context", "effort", "generate_summary", "mode", "summary")
+TEXT_KEYS = ("format", "verbosity")
+FORMAT_KEYS = ("type", "name", "schema", "strict", "description")
 
 
 def input_items(r: Rollout) -> list[dict[str, Any]]:
@@ -60,16 +70,32 @@ def request(r: Rollout, config: UpstreamConfig) -> dict[str, Any]:
         body["tool_choice"] = tool_choice(r)
         if not r.ctx.choice.parallel:
             body["parallel_tool_calls"] = False
+        max_calls = r.ctx.choice.max_calls
+        if max_calls is not None:  # what is left of it, when it is not spent (then: none)
+            left_calls = max_calls - r.ctx.response_calls
+            if left_calls > 0:
+                body["max_tool_calls"] = left_calls
     left = r.budget_left
     if left is not None:
         body["max_output_tokens"] = max(16, left) if config.official else max(1, left)
     req = r.request
     if req is not None:
-        for key in ("temperature", "top_p", "text", "reasoning", "prompt_cache_key"):
+        for key in ("temperature", "top_p", "prompt_cache_key"):
             value = getattr(req, key)
             if value is not None:
                 body[key] = value
+        if req.reasoning is not None:
+            body["reasoning"] = _known(req.reasoning, REASONING_KEYS)
+        if req.text is not None:
+            text = _known(req.text, TEXT_KEYS)
+            if isinstance(text.get("format"), dict):
+                text["format"] = _known(text["format"], FORMAT_KEYS)
+            body["text"] = text
     return body
+
+
+def _known(value: dict[str, Any], keys: Collection[str]) -> dict[str, Any]:
+    return {k: v for k, v in value.items() if k in keys}
 
 
 @attrs.define
@@ -96,6 +122,8 @@ class ResponsesStream:
             return [p.Summary(p.Deltas.unbilled(str(data.get("delta", ""))))]
         if kind == "response.reasoning_text.delta":
             return [p.Thought(0, str(data.get("delta", "")))]
+        if kind == "response.output_text.annotation.added":
+            return _cited(data.get("annotation"))
         if kind == "response.content_part.added":
             part = data.get("part") or {}
             return [p.MessageStart(refusal=part.get("type") == "refusal")]
@@ -150,6 +178,9 @@ def events_of(response: dict[str, Any]) -> list[dict[str, Any]]:
                 text = part.get("text") if part.get("type") == "output_text" else None
                 text = part.get("refusal") if part.get("type") == "refusal" else text
                 out.append({"type": "response.output_text.delta", "delta": text or ""})
+                for annotation in part.get("annotations") or ():
+                    event = "response.output_text.annotation.added"
+                    out.append({"type": event, "annotation": annotation})
         elif kind == "function_call":
             out.append({"type": "response.output_item.added", "item": item})
             delta = item.get("arguments") or ""
@@ -161,6 +192,19 @@ def events_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     elif status in ("completed", "incomplete"):
         out.append({"type": f"response.{status}", "response": response})
     return out
+
+
+def _cited(annotation: Any) -> list[p.Piece]:
+    """A URL citation of the open message (the engine's other annotations name its files)."""
+    if not isinstance(annotation, dict) or annotation.get("type") != "url_citation":
+        return []
+    citation = Citation(
+        url=str(annotation["url"]),
+        title=str(annotation.get("title") or ""),
+        start_index=int(annotation["start_index"]),
+        end_index=int(annotation["end_index"]),
+    )
+    return [p.Cited(citation)]
 
 
 def _usage(u: dict[str, Any]) -> p.Usage:

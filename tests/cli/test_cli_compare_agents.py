@@ -14,6 +14,7 @@ import pytest
 from rollout.cli import main
 from rollout.experiments.sweeps import agents_report
 from rollout.model.accel.profile import DEFAULT_ENGINE, engine_profile
+from support import behind
 
 TINY = ["compare", "--agents", "2,3", "--modes", "ws-append", "--kv-policy", "evict,pin"]
 HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
@@ -30,6 +31,7 @@ def agents_json(out: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.simulated_only(behind.SIMULATED_ENGINE)
 def test_a_tiny_agents_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main([*TINY, "--calls", "2", "--jobs", "1", "--out", str(tmp_path)])
     out = capsys.readouterr().out

@@ -33,7 +33,8 @@ async def server(
 
 
 def create(**extra: object) -> str:
-    return orjson.dumps({"type": "response.create", "model": "m", "input": "go", **extra}).decode()
+    body = {"type": "response.create", "model": "m", "input": "go", "tools": [TOOL], **extra}
+    return orjson.dumps(body).decode()
 
 
 async def settle(service: Service) -> None:

@@ -77,6 +77,7 @@ async def test_suspended_append_rollout_ends_and_websocket_closes_1001() -> None
         open_websocket_url(server.ws_url) as ws,
     ):
         create = {"type": "response.create", "shape": "append", "model": "m", "input": "go"}
+        create["tools"] = [BARE_EXEC_TOOL]
         await ws.send_message(orjson.dumps(create).decode())
         while True:
             frames.append(orjson.loads(await ws.get_message()))
@@ -116,6 +117,7 @@ async def test_suspended_rollouts_alone_do_not_hold_the_grace_period() -> None:
             assert paused[-1].type == "response.done"
             async with open_websocket_url(server.ws_url) as ws:
                 create = {"type": "response.create", "shape": "append", "model": "m"}
+                create["tools"] = [BARE_EXEC_TOOL]
                 await ws.send_message(orjson.dumps({**create, "input": "go"}).decode())
                 while not ws_frames or ws_frames[-1]["type"] != "response.done":
                     ws_frames.append(orjson.loads(await ws.get_message()))

@@ -8,6 +8,7 @@ from typing import Any
 
 from protocol import codec
 from protocol.choices import ToolChoice
+from rollout.conversation.calls import Citation
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
@@ -236,3 +237,50 @@ def test_error_replies_map_to_the_documented_codes() -> None:
     assert (bad.status, bad.code, bad.message) == (400, "context_length_exceeded", "too long")
     keyless = refusal(401, {}, b'{"error": {"message": "bad key"}}')
     assert keyless.status == 500  # the server's upstream key, not the client's
+
+
+async def test_responses_request_sends_only_the_apis_own_fields() -> None:
+    """What a lenient rollout accepted beyond the API's fields of `reasoning`, `text` and its
+    format stays rollout's; `max_tool_calls` is what is left of it (none once spent)."""
+    r = await rollout_for(
+        {
+            "input": "hi",
+            "tools": [TOOL],
+            "max_tool_calls": 3,
+            "reasoning": {"effort": "low", "x": 1},
+            "text": {
+                "verbosity": "low",
+                "bogus": True,
+                "format": {"type": "json_schema", "name": "o", "schema": {}, "extra": 1},
+            },
+        }
+    )
+    body = responses.request(r, CONFIG)
+    assert body["reasoning"] == {"effort": "low"}
+    assert body["text"] == {
+        "verbosity": "low",
+        "format": {"type": "json_schema", "name": "o", "schema": {}},
+    }
+    assert body["max_tool_calls"] == 3
+    r.ctx.response_calls = 2
+    assert responses.request(r, CONFIG)["max_tool_calls"] == 1
+    r.ctx.response_calls = 3
+    spent = responses.request(r, CONFIG)
+    assert "max_tool_calls" not in spent and spent["tool_choice"] == "none"
+
+
+def test_an_engines_url_citation_is_a_cited_piece() -> None:
+    """A URL citation streamed (or in a whole answer's text part) cites the open message; the
+    engine's file annotations are not rollout's to place."""
+    cited = {"type": "url_citation", "url": "https://x.test/", "title": "X"}
+    cited |= {"start_index": 0, "end_index": 3}
+    event = {"type": "response.output_text.annotation.added", "annotation": cited}
+    want = p.Cited(Citation(url="https://x.test/", title="X", start_index=0, end_index=3))
+    assert responses.ResponsesStream().event(event) == [want]
+    files = {"type": "file_citation", "file_id": "f", "index": 0, "filename": "a"}
+    assert responses.ResponsesStream().event({**event, "annotation": files}) == []
+    part = {"type": "output_text", "text": "Hi.", "annotations": [cited]}
+    whole = {"status": "completed", "output": [{"type": "message", "content": [part]}]}
+    stream = responses.ResponsesStream()
+    got = [piece for e in responses.events_of(whole) for piece in stream.event(e)]
+    assert got[:3] == [p.MessageStart(), p.Text(p.Deltas.unbilled("Hi.")), want]

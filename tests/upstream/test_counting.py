@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from openai import OpenAI
 
 from rollout.conversation.memo import MEMO
 from rollout.engine.engine import Engine
 from rollout.testing.thread import ServerThread
+from support import behind
 
 HISTORY: list[Any] = [
     {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}: " + "words " * 40}
@@ -34,6 +36,7 @@ def test_a_resent_history_is_counted_from_the_memo(upstream: Any) -> None:
     assert second.usage.input_tokens == first.usage.input_tokens
 
 
+@pytest.mark.simulated_only(behind.SIMULATED_ENGINE)
 def test_a_simulated_engine_never_uses_the_memo() -> None:
     server = ServerThread(Engine()).start()
     try:

@@ -16,6 +16,7 @@ from openai import OpenAI
 from rollout.client import HttpClient
 from rollout.model.policy import DefaultPolicy
 from rollout.testing.plugin import RolloutServer
+from support import behind
 from support.appendhttp import create, sse, stream
 from support.frames import append_frame, create_frame
 from support.mcpserver import serve_mcp
@@ -123,6 +124,7 @@ def assert_refused(error: dict[str, Any], param: str) -> None:
     assert "call_wrong" in error["error"]["message"]
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 def test_a_computer_call_pauses_and_its_output_resumes_ws(serve: Serve) -> None:
     _, client = serve()
     frame = create_frame(input=SCREEN_PROMPT, tools=[COMPUTER], instructions=None)
@@ -132,6 +134,7 @@ def test_a_computer_call_pauses_and_its_output_resumes_ws(serve: Serve) -> None:
     assert final.output[0].call_id == pause["pending_calls"][0]["call_id"]
 
 
+@pytest.mark.simulated_only(behind.MCP)
 def test_an_approved_mcp_call_runs_after_the_pause_ws(serve: Serve, mcp_url: str) -> None:
     _, client = serve()
     frame = create_frame(input=ADD_PROMPT, tools=[mcp_tool(mcp_url)], instructions=None)
@@ -146,6 +149,7 @@ def test_an_approved_mcp_call_runs_after_the_pause_ws(serve: Serve, mcp_url: str
     assert call.output == str(args["a"] + args["b"])  # the MCP server's own sum
 
 
+@pytest.mark.simulated_only(behind.MCP)
 def test_a_denied_mcp_call_is_skipped_ws(serve: Serve, mcp_url: str) -> None:
     _, client = serve()
     frame = create_frame(input=ADD_PROMPT, tools=[mcp_tool(mcp_url)], instructions=None)
@@ -154,6 +158,7 @@ def test_a_denied_mcp_call_is_skipped_ws(serve: Serve, mcp_url: str) -> None:
     assert [o.type for o in final.output] == ["mcp_list_tools", "mcp_approval_request", "message"]
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 def test_chain_shape_still_ends_on_them(client: OpenAI) -> None:
     response = client.responses.create(model="sim-1", input=SCREEN_PROMPT, tools=[COMPUTER])  # type: ignore[list-item]
     assert response.status == "completed"
@@ -190,6 +195,7 @@ async def http_rollout(http: HttpClient, answer: Answer, **body: Any) -> list[di
     return first + rest
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 async def test_a_scripted_computer_call_pauses_and_its_output_resumes_http(
     rollout_server: RolloutServer, http: HttpClient
 ) -> None:
@@ -201,6 +207,7 @@ async def test_a_scripted_computer_call_pauses_and_its_output_resumes_http(
     assert output[1]["content"][0]["text"] == "Clicked."
 
 
+@pytest.mark.simulated_only(behind.MCP)
 async def test_an_approval_pauses_then_the_call_runs_http(http: HttpClient, mcp_url: str) -> None:
     events = await http_rollout(
         http, answer_approval(True), input=ADD_PROMPT, tools=[mcp_tool(mcp_url)]
@@ -213,6 +220,7 @@ async def test_an_approval_pauses_then_the_call_runs_http(http: HttpClient, mcp_
     assert output[2]["output"] == str(args["a"] + args["b"])
 
 
+@pytest.mark.simulated_only(behind.MCP)
 async def test_a_denied_approval_resumes_to_an_answer_http(http: HttpClient, mcp_url: str) -> None:
     events = await http_rollout(
         http, answer_approval(False), input=ADD_PROMPT, tools=[mcp_tool(mcp_url)]

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from rollout.model.policy import ScriptedPolicy, text
+from support import behind
 from support.events import TERMINAL
 from support.frames import append_frame, create_frame
 from support.sdk import ended
@@ -94,6 +97,7 @@ def test_sdk_parallel_calls_and_an_error_event_on_the_way(serve: Serve) -> None:
     assert errors[0]["error"]["param"] == "input[0].call_id"
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 def test_client_tools_other_than_functions_pause_the_append_rollout(serve: Serve) -> None:
     """A shell call and a custom tool's call pause the rollout like function calls; their
     outputs, appended, resume it to an answer."""

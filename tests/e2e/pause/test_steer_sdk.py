@@ -19,6 +19,7 @@ from rollout.engine.engine import Engine
 from rollout.model.policy import CallStep, Step, TextStep
 from rollout.service.config import ServerConfig
 from rollout.testing.thread import ServerThread
+from support import behind
 
 STEER = "Use Celsius, please."
 THINK = 60.0  # a scripted step's think time: a steer ends it (nothing waits this long)
@@ -129,6 +130,7 @@ def test_steer_during_a_tool_call_is_pending_and_joins_the_continuation(
     assert final.output[-1].content[0].text == f"Steered: {STEER}"  # the queued input joined
 
 
+@pytest.mark.simulated_only(behind.THINK_TIME)
 def test_normal_completion_is_followed_by_an_automatic_successor(
     servers: list[ServerThread],
 ) -> None:

@@ -14,6 +14,7 @@ import pytest
 from openai import BadRequestError, OpenAI
 
 from rollout.model.policy import DefaultPolicy
+from support import behind
 from support.sdk import assert_event_class
 from support.tools import MODEL
 
@@ -113,6 +114,7 @@ def _call(client: OpenAI, tools: list[dict[str, Any]], prompt: str, choice: Any)
     return final, [e.type for e in events]
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 @pytest.mark.parametrize(("tools", "prompt", "choice", "kind"), CASES)
 def test_called_streamed_and_continued(
     serve: Any, tools: list[dict[str, Any]], prompt: str, choice: Any, kind: str

@@ -11,6 +11,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from support import behind
 from support.sdk import assert_event_class
 from support.tools import MODEL
 
@@ -52,6 +53,7 @@ CASES = [
 ]
 
 
+@pytest.mark.simulated_only(behind.HOSTED_TOOLS)
 @pytest.mark.parametrize(("kind", "prompt", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_the_default_model_calls_it_when_asked(
     client: OpenAI, kind: str, prompt: str, expected: list[str]
@@ -79,6 +81,7 @@ def test_the_default_model_calls_it_when_asked(
         zlib.decompress(raw[raw.index(b"IDAT") + 4 : raw.index(b"IEND") - 8])  # valid data
 
 
+@pytest.mark.simulated_only(behind.HOSTED_TOOLS)
 @pytest.mark.parametrize("kind", list(TOOLS))
 def test_a_forcing_tool_choice_calls_it_and_its_item_round_trips(client: OpenAI, kind: str) -> None:
     first = client.responses.create(
@@ -113,6 +116,7 @@ COMPUTER = {
 SCREENSHOT = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 def test_a_computer_call_ends_the_response_and_its_output_continues_it(client: OpenAI) -> None:
     events = list(
         client.responses.create(
@@ -157,6 +161,7 @@ def test_a_computer_call_ends_the_response_and_its_output_continues_it(client: O
     assert caught.value.body["param"] == "input"  # type: ignore[index]
 
 
+@pytest.mark.simulated_only(behind.CLIENT_TOOLS)
 def test_a_forced_computer_call(client: OpenAI) -> None:
     response = client.responses.create(
         model=MODEL,

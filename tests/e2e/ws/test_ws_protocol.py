@@ -298,7 +298,7 @@ async def test_one_lanes_error_does_not_disturb_another(server: RolloutServer) -
 
 async def a_parent(ws: trio_websocket.WebSocketConnection) -> tuple[dict[str, Any], str]:
     """A completed response on lane "a" that called exec: (the response, the call's id)."""
-    parent = completed(await respond(ws, stream_id="a"))
+    parent = completed(await respond(ws, stream_id="a", tools=[BARE_EXEC_TOOL]))
     return parent, the_call(parent)["call_id"]
 
 
@@ -310,6 +310,7 @@ async def continuation(
     **fields: Any,
 ) -> list[dict[str, Any]]:
     """A create on `lane` continuing `parent` with the output for `call_id`; its events."""
+    fields.setdefault("tools", [BARE_EXEC_TOOL])  # (the scripted model calls it)
     return await respond(
         ws, stream_id=lane, previous_response_id=parent["id"], input=output_for(call_id), **fields
     )
