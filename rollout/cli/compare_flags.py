@@ -11,6 +11,8 @@ from rollout.experiments.sweeps.agents import (
     AGENT_POLICIES,
     AGENT_WORKLOAD,
 )
+from rollout.experiments.sweeps.multiagent import AGENT_COUNTS as SUBAGENT_COUNTS
+from rollout.experiments.sweeps.multishapes import SHAPES
 from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.accel.profile import DEFAULT_ENGINE, ENGINE_PROFILES
 from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES
@@ -201,12 +203,27 @@ def _run_flags(c: argparse.ArgumentParser) -> None:
         "full history), on one scripted task; one profile (default: 1000tps)",
     )
     _agents_flags(c)
+    subagents = ",".join(map(str, SUBAGENT_COUNTS))
+    c.add_argument(
+        "--multi-agent",
+        nargs="?",
+        const=subagents,
+        default=None,
+        metavar="K,L,...",
+        help=f"a root agent and K subagents (alone: {subagents}), each subagent with --calls "
+        "client tool calls (default: 3), the root answering from their results, with the same "
+        f"model steps in each shape ({', '.join(SHAPES)}; --modes picks some): one multi-agent "
+        "response whose calls the client injects, or the client orchestrating K + 1 chained "
+        "conversations over WebSocket or HTTP; one profile (default: 1000tps), --costs "
+        "default service; writes multi-agent.json and multi-agent.png",
+    )
     c.add_argument(
         "--replot",
         default=None,
         metavar="DIR",
         help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
-        "per-turn.json, chains.json, codex.json, agents.json), in DIR; nothing is run",
+        "per-turn.json, chains.json, codex.json, agents.json, multi-agent.json), in DIR; "
+        "nothing is run",
     )
     c.add_argument(
         "--out",
