@@ -59,7 +59,7 @@ def _sweep_flags(c: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated modes (default: http-full,ws-chain,ws-append; with --full: all "
         f"of {','.join(MODES)}; with --chain-lengths: http-chain,ws-chain; also the scenario "
-        f"{', '.join(SCENARIOS)})",
+        f"{', '.join(SCENARIOS)}; with --multi-agent: shapes of {','.join(SHAPES)})",
     )
     c.add_argument(
         "--repeats",
@@ -72,7 +72,8 @@ def _sweep_flags(c: argparse.ArgumentParser) -> None:
         "--calls",
         type=int,
         default=None,
-        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29)",
+        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29; with "
+        "--multi-agent: per subagent, default 3)",
     )
     c.add_argument(
         "--costs",
@@ -211,11 +212,11 @@ def _run_flags(c: argparse.ArgumentParser) -> None:
         default=None,
         metavar="K,L,...",
         help=f"a root agent and K subagents (alone: {subagents}), each subagent with --calls "
-        "client tool calls (default: 3), the root answering from their results, with the same "
+        "client tool calls (3 unless given), the root answering from their results, with the same "
         f"model steps in each shape ({', '.join(SHAPES)}; --modes picks some): one multi-agent "
         "response whose calls the client injects, or the client orchestrating K + 1 chained "
-        "conversations over WebSocket or HTTP; one profile (default: 1000tps), --costs "
-        "default service; writes multi-agent.json and multi-agent.png",
+        "conversations over WebSocket or HTTP; one profile (1000tps unless --profiles), "
+        "--costs service unless given; writes multi-agent.json and multi-agent.png",
     )
     c.add_argument(
         "--replot",

@@ -231,9 +231,13 @@ async def hosted(base_url: str, scenario: MultiScenario, tally: _Tally) -> str:
                     item = event.item
                     if isinstance(item, FunctionCall):
                         nursery.start_soon(answer, response_id, item)
-                    elif getattr(item, "type", None) == "message" and _agent(item) is None:
+                    elif getattr(item, "type", None) == "message" and _agent(item) in ROOT:
                         text.append(_message_text(item))
         return text[-1] if text else ""
+
+
+#: The agent names of the root's own items (the root may be named, or carry no agent).
+ROOT = (None, "root")
 
 
 def _agent(item: Any) -> str | None:

@@ -82,7 +82,7 @@ class MultiAgent:
 
     def describe(self) -> str:
         return (
-            f"a root agent spawns {self.agents} subagent(s); each reads {self.calls} file(s) "
+            f"a root agent spawns K subagents; each reads {self.calls} file(s) "
             f"(a client tool call a step, {self.tool_output_bytes:,} B outputs, "
             f"{self.client_latency.describe()} each) and answers in "
             f"{self.answer_tokens[0]}-{self.answer_tokens[1]} tokens; the root waits for them and "
