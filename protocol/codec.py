@@ -250,10 +250,12 @@ def _message_json(item: Message) -> dict[str, Any] | None:
         if done is None:
             return None
         parts.append(done)
-    data = {"type": item.type, "id": item.id, "role": item.role, "content": parts}
+    data: dict[str, Any] = {"type": item.type, "id": item.id, "role": item.role, "content": parts}
     data["status"] = item.status
     if item.phase is not None:
         data["phase"] = item.phase
+    if item.agent is not None:
+        data["agent"] = {"agent_name": item.agent.agent_name}
     return data
 
 

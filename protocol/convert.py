@@ -10,6 +10,7 @@ import attrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.preconf.orjson import make_converter
 
+from protocol.agentitems import OMIT_NONE as AGENT_OMIT_NONE
 from protocol.clientitems import OMIT_NONE as CLIENT_OMIT_NONE
 from protocol.errors import clip
 from protocol.errorwire import error_event_structure, error_event_unstructure
@@ -345,15 +346,16 @@ def _omit_none_hook(cls: type, keys: tuple[str, ...]) -> Callable[[Any], dict[st
 
 
 _OMIT_NONE: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (Reasoning, ("encrypted_content", "content", "status")),
+    (Reasoning, ("encrypted_content", "content", "status", "agent")),
     (Compaction, ("created_by",)),
-    (Message, ("phase",)),
+    (Message, ("phase", "agent")),
     *((tool.item, tool.omit_none) for tool in HOSTED_TOOLS if tool.omit_none),
     (InputText, ("prompt_cache_breakpoint",)),
     (InputImage, ("prompt_cache_breakpoint",)),
     (InputFile, ("detail", "prompt_cache_breakpoint")),
     (Response, ("conversation",)),
     *CLIENT_OMIT_NONE,  # the client's tools other than functions (protocol.clientitems)
+    *AGENT_OMIT_NONE,  # a multi-agent response's items (protocol.agentitems)
 )
 for _cls, _keys in _OMIT_NONE:
     converter.register_unstructure_hook(_cls, _omit_none_hook(_cls, _keys))
@@ -372,12 +374,10 @@ def _async_hooks(cls: type) -> None:
         return inner(value, cls)
 
     converter.register_structure_hook(cls, structure_hook)
-    converter.register_unstructure_hook(
-        cls,
-        make_dict_unstructure_fn(
-            cls, converter, async_=override(rename="async", omit_if_default=True)
-        ),
-    )
+    overrides: dict[str, Any] = {"async_": override(rename="async", omit_if_default=True)}
+    if cls is FunctionCall:
+        overrides["agent"] = override(omit_if_default=True)
+    converter.register_unstructure_hook(cls, make_dict_unstructure_fn(cls, converter, **overrides))
 
 
 converter.register_structure_hook(OtherTool, _other_tool)

@@ -87,7 +87,7 @@ WEB_SEARCH_TOOL = HostedTool(
     opening=("response.web_search_call.in_progress", "response.web_search_call.searching"),
     completed="response.web_search_call.completed",
     text=_search_text,
-    omit_none=("action",),  # in_progress: no action yet (as recorded)
+    omit_none=("action", "agent"),  # in_progress: no action yet (as recorded)
 )
 
 # -- MCP, code interpreter, file search, image generation (issue 26) ---------------------------

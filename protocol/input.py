@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 from protocol import errors
+from protocol.agentitems import AGENT_ITEMS, AGENT_PREFIX
 from protocol.clientitems import (
     CLIENT_BY_CALL,
     CLIENT_BY_OUTPUT,
@@ -93,6 +94,8 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
             item = attrs.evolve(item, id=new_id("rs"))
         elif isinstance(item, Compaction) and item.id is None:
             item = attrs.evolve(item, id=new_id("cmp"))
+        elif isinstance(item, AGENT_ITEMS) and item.id is None:
+            item = attrs.evolve(item, id=new_id(AGENT_PREFIX[type(item)]))
         out.append(item)
     return out
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import attrs
 
+from protocol.agentitems import AgentItem, AgentRef
 from protocol.clientitems import (
     CLIENT_BY_CALL,
     CLIENT_CALLS,
@@ -57,6 +58,7 @@ class Message:
     content: str | tuple[ContentPart, ...]
     status: str | None = None
     phase: Literal["commentary", "final_answer"] | None = None  # assistant only; omitted if None
+    agent: AgentRef | None = None  # the agent that made it (a multi-agent response)
 
 
 @attrs.frozen(kw_only=True)
@@ -68,6 +70,7 @@ class FunctionCall:
     arguments: str
     status: str | None = None
     async_: bool | None = None  # `async` on the wire: a call of an async tool (no wait)
+    agent: AgentRef | None = None  # the agent that made it (a multi-agent response)
 
 
 @attrs.frozen(kw_only=True)
@@ -114,6 +117,7 @@ class WebSearchCall:
     id: str
     status: str
     action: WebSearchAction | None = None
+    agent: AgentRef | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -136,6 +140,7 @@ class Reasoning:
     encrypted_content: str | None = None  # omitted when None (as the real API sends it)
     content: tuple[ReasoningText, ...] | None = None  # omitted when None
     status: str | None = None  # omitted when None
+    agent: AgentRef | None = None  # the agent that made it (a multi-agent response)
 
 
 @attrs.frozen(kw_only=True)
@@ -181,6 +186,8 @@ Item = (
     # -- the client's side of MCP approval and computer use (protocol.toolitems) --
     | McpApprovalResponse
     | ComputerCallOutput
+    # -- a multi-agent response's own items (protocol.agentitems) --
+    | AgentItem
 )
 
 #: The calls the client answers (functions and the other client tools, protocol.toolitems), and

@@ -134,6 +134,30 @@ class Lifetime:
         self.received = []
         self._answered = set()
 
+    # A multi-agent response: each agent waits for its own calls, beside the others. The
+    # rollout is SUSPENDED while any agent waits; each agent takes its own outputs.
+
+    def wait_also(self, calls: dict[str, str]) -> None:
+        """One agent waits for `calls` too (what others wait for and received stays)."""
+        if self.state not in WAITING:
+            self.handle(Move.PAUSE)
+        self.pending.update(calls)
+
+    def take_answers(self, calls: Set[str], *, drop: bool = False) -> list[Item] | None:
+        """The outputs of `calls`, in the order received, once each has one (else None); they
+        leave the pending set (`drop`: now, answered or not: the agent stopped waiting). The
+        rollout resumes when nothing is pending any more."""
+        if not drop and not calls <= self._answered:
+            return None
+        out = [x for x in self.received if answered_id(x) in calls]  # type: ignore[arg-type]
+        self.received = [x for x in self.received if answered_id(x) not in calls]  # type: ignore[arg-type]
+        for call_id in calls:
+            self.pending.pop(call_id, None)
+            self._answered.discard(call_id)
+        if not self.pending and self.state in WAITING:
+            self.handle(Move.RESUME)
+        return out
+
     def take_outputs(self) -> list[Item]:
         """What the client sent for this pause (the loop adds it to the context)."""
         out, self.received = self.received, []

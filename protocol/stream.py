@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from protocol.agentitems import AGENT_ITEMS, AgentRef
 from protocol.control import ControlEvents
 from protocol.deltas import DeltaRun, E, Fields
 from protocol.events import (
@@ -39,10 +40,14 @@ from protocol.items import (
     Reasoning,
     Refusal,
     SummaryText,
+    WebSearchCall,
 )
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 from protocol.toolstream import ClientToolEvents, HostedToolEvents
 
+#: The items that say which agent made them (the SDK's beta types give more; these are the ones
+#: this server makes).
+AGENT_STAMPED = frozenset({Message, FunctionCall, Reasoning, WebSearchCall, *AGENT_ITEMS})
 _EMPTY_TEXT = OutputText(text="")  # the part a message opens with (frozen: one for all)
 _EMPTY_REFUSAL = Refusal(refusal="")
 
@@ -67,12 +72,16 @@ class _OpenReasoning:
 class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
     """Builds the events of one response. Each method returns the events it produced, in order."""
 
-    def __init__(self, response: Response) -> None:
+    def __init__(self, response: Response, agent: AgentRef | None = None) -> None:
         self.response = response
         self._seq = 0
         self._text: _OpenText | None = None
         self._reasoning: _OpenReasoning | None = None
         self.terminal: ResponseEvent | None = None
+        #: In a multi-agent response, the agent whose items this stream builds: each item that
+        #: can say so carries it (`agent`). Each agent has its own stream over the one Response
+        #: (output indexes are shared); the response's sink numbers events as they are sent.
+        self.agent = agent
 
     @property
     def next_sequence_number(self) -> int:
@@ -353,6 +362,9 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         )
 
     def _item_event(self, type_: str, index: int, item: Item) -> OutputItemEvent:
+        if self.agent is not None and type(item) in AGENT_STAMPED:
+            item = attrs.evolve(item, agent=self.agent)  # type: ignore[arg-type]
+            self.response.output[index] = item
         return OutputItemEvent(
             type=type_,  # type: ignore[arg-type]
             sequence_number=self._n(),
@@ -361,6 +373,16 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         )
 
     # -- function calls -------------------------------------------------------------------------
+
+    def whole_item(self, item: Item) -> list[Event]:
+        """An item made whole at once (a multi-agent call or its output, an agent message):
+        `output_item.added` and `.done`."""
+        index = self.next_output_index
+        self.response.output.append(item)
+        return [
+            self._item_event("response.output_item.added", index, item),
+            self._item_event("response.output_item.done", index, self.response.output[index]),
+        ]
 
     def begin_call(
         self, item_id: str, call_id: str, name: str, async_: bool | None = None

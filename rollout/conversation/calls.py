@@ -1,6 +1,6 @@
 # What a model can ask for in a step, in the engine's own terms: a function call (the client's
 # tool, or an async one), a hosted tool's call (a HostedSpec: each hosted tool's own spec lives
-# with the tool, rollout.model.hosted), and the citations an answer carries.
+# with the tool, rollout.model.hosted), a multi-agent action, and the citations an answer carries.
 # Every model (the simulated policy, a real engine behind the upstream) and the loop speak these.
 from __future__ import annotations
 
@@ -60,4 +60,17 @@ class ClientCallSpec:
         return str(self.call.type).removesuffix("_call")
 
 
-CallSpec = FunctionCallSpec | CustomCallSpec | ClientCallSpec | HostedSpec
+@attrs.frozen(kw_only=True)
+class AgentCallSpec:
+    """A multi-agent action (`spawn_agent`, `wait_agent`, ...: protocol.agentitems) with its
+    arguments as JSON text; the response's team of agents runs it (rollout.engine.agents)."""
+
+    action: str
+    arguments: str
+
+    @property
+    def name(self) -> str:
+        return self.action
+
+
+CallSpec = FunctionCallSpec | CustomCallSpec | ClientCallSpec | HostedSpec | AgentCallSpec

@@ -15,6 +15,7 @@ import attrs
 import orjson
 
 from protocol import codec, errors
+from protocol.agentitems import MultiAgentCall
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.clientitems import (
     BUILTIN_CLIENT_TYPES,
@@ -65,6 +66,7 @@ _MODEL_ITEMS: tuple[type, ...] = (
     *CLIENT_CALLS,
     *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
     Reasoning,
+    MultiAgentCall,  # (a multi-agent action; its output is the server's, as a hosted call's)
 )
 
 
@@ -141,6 +143,7 @@ class Context:
     format: OutputFormat = TEXT_FORMAT
     response_steps: int = 0
     response_calls: int = 0
+    agent: str | None = None  # the subagent whose context this is (a multi-agent response)
     # MCP servers' tools listed for the current request (by server label), not yet in the
     # response's output (set by the engine before the loop, which emits them first).
     mcp_listed: dict[str, McpListTools] = attrs.field(factory=dict)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import orjson
 
 from protocol import codec
+from protocol.agentitems import AgentMessage, MultiAgentCall, MultiAgentCallOutput, output_text
 from protocol.clientitems import CLIENT_BY_CALL, CLIENT_BY_OUTPUT
 from protocol.hosted import HOSTED_BY_ITEM
 from protocol.items import (
@@ -69,6 +70,12 @@ def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
     if isinstance(item, Compaction):
         # What the compacted history left (restored from its blob): a short summary of it.
         return "compaction", hidden, ()
+    if isinstance(item, MultiAgentCall):
+        return f"assistant to=multi_agent.{item.action}", item.arguments, ()
+    if isinstance(item, MultiAgentCallOutput):
+        return "tool", output_text(item), ()
+    if isinstance(item, AgentMessage):
+        return f"agent {item.author} to={item.recipient}", text_of(item.content), ()
     raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
 
 

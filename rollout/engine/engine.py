@@ -32,6 +32,7 @@ from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
+from rollout.engine.agents import Agents
 from rollout.engine.executors import Deferred, client_answered, hosted_tools, list_mcp_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
@@ -313,6 +314,8 @@ class Engine:
         plan = self.plan_of(prepared).faults
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
+        if r.team is None and r.request is not None and r.request.waits_for_inject:
+            r.team = Agents.of(r.request)  # a multi-agent response: its root may spawn agents
         outcome = CANCELLED
         try:
             with cancel.scope:
@@ -326,7 +329,10 @@ class Engine:
                         message=MESSAGES[plan.error], code=plan.error, type="server_error"
                     )
                 await list_mcp_tools(r)
-                outcome = await run_loop(r, self.loop_env, client)
+                if r.team is None:
+                    outcome = await run_loop(r, self.loop_env, client)
+                else:  # a multi-agent response: the root's loop and its subagents' loops
+                    outcome = await r.team.run(r, self.loop_env, client)
             if cancel.scope.cancelled_caught:
                 outcome = Outcome("incomplete", reason=cancel.reason)
         except EndRollout as end:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
@@ -24,6 +24,9 @@ from rollout.engine.mailbox import Mailbox
 from rollout.model import pieces as p
 from rollout.model.inference import CacheOptions
 from rollout.model.reasoning import ReasoningPlan
+
+if TYPE_CHECKING:
+    from rollout.engine.step import Outcome
 
 DEFAULT_SECRET = b"rollout: reasoning items"  # seals encrypted_content; Engine.secret overrides
 
@@ -166,6 +169,16 @@ class Executor(Protocol):
         ...
 
 
+class Team(Executor, Protocol):
+    """A multi-agent response's agents (rollout.engine.agents.Agents): it runs the actions
+    (spawn_agent, wait_agent, ...) as an executor, and the root agent's loop with its
+    subagents' loops beside it."""
+
+    async def run(self, r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
+        """The root's loop (`r`) to its end, every subagent stopped then."""
+        ...
+
+
 class EndRollout(Exception):
     """Raised inside the loop to end the response as `incomplete` with `reason`."""
 
@@ -241,6 +254,7 @@ class Rollout:
     gone: bool = False  # the client disconnected: events are dropped from then on
     mailbox: Mailbox = attrs.field(factory=Mailbox)
     cancel: Cancel = attrs.field(factory=Cancel)  # stops its loop from outside
+    team: Team | None = None  # a multi-agent response's agents (None: one agent, the usual)
 
     async def emit(self, event: Event) -> None:
         if not self.gone:

@@ -7,17 +7,21 @@
 # returns the output items that join the context, or None to end the response there); repeat.
 # Shapes differ only in the client-tool executor, transports only in the Sink events go to; what
 # reaches a running loop from outside (async outputs, acknowledgements, a steer) waits in its
-# Mailbox for the next safe boundary. Pre- and post-inference work (ingest, billing) is the
-# caller's (rollout.engine.engine); the loop's state and interfaces are rollout.engine.loop.
+# Mailbox for the next safe boundary. A multi-agent response's actions (spawn_agent, ...) go to
+# its team (rollout.engine.agents), whose subagents run this same loop. Pre- and post-inference
+# work (ingest, billing) is the caller's (rollout.engine.engine); the loop's state and
+# interfaces are rollout.engine.loop.
 from __future__ import annotations
 
 import itertools
 
 from protocol.items import FunctionCall
-from rollout.conversation.calls import HostedSpec
+from rollout.conversation.calls import AgentCallSpec, HostedSpec
 from rollout.conversation.context import fit
 from rollout.engine.loop import Executor, LoopEnv, Rollout
 from rollout.engine.step import Outcome, StepRunner, ToolCall
+
+NO_TEAM = "The model called a multi-agent action, but the request did not enable multi_agent."
 
 
 async def _boundary(r: Rollout, env: LoopEnv) -> bool:
@@ -48,6 +52,13 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         ended = await StepRunner(r, env).run(stream)
         if isinstance(ended, Outcome):
             return ended
+        if any(isinstance(c.spec, AgentCallSpec) for c in ended):  # a team's actions first
+            if r.team is None:
+                return Outcome("failed", reason="server_error", message=NO_TEAM)
+            actions = [c for c in ended if isinstance(c.spec, AgentCallSpec)]
+            ended = [c for c in ended if not isinstance(c.spec, AgentCallSpec)]
+            r.ctx.extend([c.item for c in actions], r.work, scan=False)
+            await _execute(r, env, r.team, actions)
         hosted = [c for c in ended if isinstance(c.spec, HostedSpec)]
         functions = [c for c in ended if not isinstance(c.spec, HostedSpec)]
         # Each hosted tool's calls go to its executor, in step order (the context keeps the

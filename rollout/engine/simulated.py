@@ -12,6 +12,7 @@ import trio
 
 from rollout.conversation import tokens as tok
 from rollout.conversation.calls import (
+    AgentCallSpec,
     ClientCallSpec,
     CustomCallSpec,
     FunctionCallSpec,
@@ -140,6 +141,9 @@ async def _calls(r: Rollout, step: CallStep, pacer: Paced) -> Pieces:
             continue
         if isinstance(spec, ClientCallSpec):
             yield p.ClientCall(spec)
+            continue
+        if isinstance(spec, AgentCallSpec):
+            yield p.AgentCall(spec)
             continue
         if isinstance(spec, CustomCallSpec):
             yield p.CustomStart(spec.name)

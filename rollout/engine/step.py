@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
+from protocol.agentitems import MultiAgentCall
 from protocol.clientitems import CLIENT_BY_CALL
 from protocol.deltas import DeltaRun
 from protocol.items import Item, UrlCitation
@@ -229,6 +230,17 @@ class StepRunner:
             )
             await r.send(r.stream.client_call(made))
             self.calls.append(ToolCall(self.index, made, piece.spec))
+        elif isinstance(piece, p.AgentCall):
+            r.ctx.response_calls += 1
+            spec = piece.spec
+            call = MultiAgentCall(
+                id=new_id("mac"),
+                action=spec.action,  # type: ignore[arg-type]
+                arguments=spec.arguments,
+                call_id=new_id("call"),
+            )
+            await r.send(r.stream.whole_item(call))
+            self.calls.append(ToolCall(self.index, r.stream.response.output[self.index], spec))
         elif isinstance(piece, p.Hosted):
             r.ctx.response_calls += 1
             tool = piece.spec.tool  # its item and opening events (protocol.hosted.HOSTED_TOOLS)

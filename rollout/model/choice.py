@@ -10,6 +10,7 @@ import random
 import attrs
 
 from rollout.conversation.calls import (
+    AgentCallSpec,
     CallSpec,
     ClientCallSpec,
     CustomCallSpec,
@@ -35,6 +36,8 @@ def _allowed(spec: CallSpec, ctx: Context) -> bool:
     """Whether the request rules the call out (a script may call what the request did not
     declare; only `tool_choice` forbids)."""
     choice = ctx.choice
+    if isinstance(spec, AgentCallSpec):
+        return True  # (the multi-agent actions are not tools a tool_choice names)
     if isinstance(spec, HostedSpec):
         return choice.allows_hosted(spec.tool.offered_as)
     if isinstance(spec, ClientCallSpec):
@@ -154,8 +157,9 @@ def constrain(step: Step, ctx: Context) -> Step:
         calls = [c for c in calls if _is_forced_hosted(c, ctx)]
     if budget is not None:
         calls = calls[:budget]
-    if not choice.parallel:
-        calls = calls[:1]
+    if not choice.parallel:  # (a team's actions are not tool calls: a step makes them all)
+        tools = [c for c in calls if not isinstance(c, AgentCallSpec)]
+        calls = [c for c in calls if isinstance(c, AgentCallSpec) or c in tools[:1]]
     if not calls:
         return _answer(step, ctx)
     if len(calls) == len(step.calls):

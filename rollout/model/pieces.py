@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from rollout.conversation.calls import Citation, ClientCallSpec, HostedSpec
+from rollout.conversation.calls import AgentCallSpec, Citation, ClientCallSpec, HostedSpec
 
 
 @attrs.frozen
@@ -135,6 +135,13 @@ class ClientCall:
 
 
 @attrs.frozen
+class AgentCall:
+    """A multi-agent action (spawn_agent, wait_agent, ...), whole."""
+
+    spec: AgentCallSpec
+
+
+@attrs.frozen
 class Args:
     """Argument text of the open function call."""
 
@@ -183,6 +190,7 @@ Piece = (
     | ReasoningEnd
     | MessageStart
     | Text
+    | AgentCall
     | CallStart
     | CustomStart
     | ClientCall

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -198,8 +198,16 @@ class ScriptedPolicy:
     steps: Sequence[Step] | Callable[[Context], Step]
     final: str = "Done."
     first_turn: int = 0  # model turns already in the first request's history (not scripted)
+    #: The subagents' own steps, by agent name (a multi-agent response: rollout.engine.agents);
+    #: a subagent past its script (or without one) answers "<name>: done.".
+    agents: Mapping[str, Sequence[Step]] = attrs.field(factory=dict)
 
     def next_step(self, ctx: Context) -> Step:
+        if ctx.agent is not None:
+            own = self.agents.get(ctx.agent, ())
+            if ctx.model_turns < len(own):
+                return own[ctx.model_turns]
+            return TextStep(text=f"{ctx.agent}: done.")
         if callable(self.steps):
             return self.steps(ctx)
         k = ctx.model_turns - self.first_turn

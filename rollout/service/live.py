@@ -104,6 +104,7 @@ class Live:
     relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
     resumed: trio.Event = attrs.field(factory=trio.Event)
+    answered: trio.Event = attrs.field(factory=trio.Event)  # set (and made anew) at each accept
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
     wait_scope: trio.CancelScope | None = None
@@ -214,6 +215,36 @@ class AppendTools:
 
 
 @attrs.define(eq=False)
+class AgentTools:
+    """A multi-agent response's client-tool executor: the calling agent (the root or a
+    subagent, `r`) waits for the outputs of its own calls, without a pause event, while the
+    other agents run on; an inject resumes exactly the agent whose calls it completes."""
+
+    live: Live
+    scans = True
+
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
+        live = self.live
+        items = [c.item for c in calls if isinstance(c.item, PAUSING_ITEMS)]
+        mine = {pending_id(c): pending_name(c) for c in items}
+        live.lifetime.wait_also(mine)
+        r.work.mark("paused")
+        live.boundary.set()
+        outputs: list[Item] | None = None
+        try:
+            with r.work.stage("client_tool", items=len(items)):
+                with trio.move_on_after(live.config.append_timeout_s):
+                    while (outputs := live.lifetime.take_answers(mine.keys())) is None:
+                        await live.answered.wait()
+        finally:
+            if outputs is None and live.state is not State.FINISHED:
+                live.lifetime.take_answers(mine.keys(), drop=True)  # it stopped waiting
+        if outputs is None:
+            raise EndRollout("append_timeout")
+        return outputs
+
+
+@attrs.define(eq=False)
 class LiveRollouts:
     """Every live append rollout of the server, and the nursery their loops run in."""
 
@@ -263,10 +294,9 @@ class LiveRollouts:
         return live
 
     async def _drive(self, live: Live, billing: trio.Nursery | None) -> None:
+        tools = AppendTools(live) if live.announces else AgentTools(live)
         try:
-            await self.engine.run(
-                live.prepared, AppendTools(live), billing=billing, cancel=live.cancel
-            )
+            await self.engine.run(live.prepared, tools, billing=billing, cancel=live.cancel)
         finally:
             live.lifetime.handle(Move.FINISH)
             self.rollouts.pop(live.id, None)
@@ -312,6 +342,8 @@ class LiveRollouts:
         r.work.merge(work)
         live.prepared.input_items.extend(stored)
         r.mailbox.post(note, late)
+        live.answered.set()  # (each agent waiting in a multi-agent response looks for its own)
+        live.answered = trio.Event()
         if resumed:
             live.boundary = trio.Event()
             live.resumed.set()

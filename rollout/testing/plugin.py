@@ -17,6 +17,7 @@ from rollout.engine.engine import Engine
 from rollout.engine.faults import MESSAGES, FaultPlan, Faults
 from rollout.model.policy import ScriptedPolicy, Step
 from rollout.model.profiles import INFERENCE_PROFILES, InferenceProfile
+from rollout.model.script import agents as parse_agents
 from rollout.model.script import steps as parse_steps
 from rollout.server.listen import serve
 from rollout.service.capture import Captured
@@ -40,10 +41,17 @@ class RolloutServer(Endpoints):
         assert self.service.captured is not None
         return self.service.captured
 
-    def script(self, steps: Sequence[Step | Mapping[str, Any]], final: str = "Done.") -> None:
+    def script(
+        self,
+        steps: Sequence[Step | Mapping[str, Any]],
+        final: str = "Done.",
+        agents: Mapping[str, Sequence[Step | Mapping[str, Any]]] | None = None,
+    ) -> None:
         """The model's steps from now on: Step objects (`rollout.call`, `rollout.text`, ...) or
-        their data form (`{"call": "exec", "arguments": {...}}`, `{"text": "..."}`)."""
-        self.engine.policy = ScriptedPolicy(parse_steps(steps), final=final)
+        their data form (`{"call": "exec", "arguments": {...}}`, `{"text": "..."}`); `agents`,
+        each subagent's steps in a multi-agent response (`{"reader_1": [...]}`)."""
+        own = parse_agents(dict(agents)) if agents else {}
+        self.engine.policy = ScriptedPolicy(parse_steps(steps), final=final, agents=own)
 
     def policy(self, fn: Callable[[Context], Step]) -> None:
         """A model that decides each step from the context (`ctx.items`, `ctx.last_user_text`)."""

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from protocol import agentitems as ai
 from protocol import clientitems as ti
 from protocol import events as ev
 from protocol import items as it
@@ -112,9 +113,14 @@ builds_action = builds_into(ACTION_STRATEGIES)
 roles = st.sampled_from(["user", "assistant", "system", "developer"])
 statuses = optional(st.sampled_from(["in_progress", "completed", "incomplete"]))
 
-messages = builds_item(it.Message, id=optional(ids), role=roles, content=content, status=statuses)
+agent_refs = optional(st.builds(ai.AgentRef, agent_name=ids))  # (a multi-agent response's)
+messages = builds_item(
+    it.Message, id=optional(ids), role=roles, content=content, status=statuses, agent=agent_refs
+)
 call_fields = {"id": optional(ids), "call_id": ids, "status": statuses}  # calls and outputs
-function_calls = builds_item(it.FunctionCall, name=ids, arguments=texts, **call_fields)
+function_calls = builds_item(
+    it.FunctionCall, name=ids, arguments=texts, agent=agent_refs, **call_fields
+)
 function_call_outputs = builds_item(it.FunctionCallOutput, output=content, **call_fields)
 search_actions = builds_action(
     it.SearchAction,
@@ -129,6 +135,7 @@ web_search_calls = builds_item(
     id=ids,
     status=st.sampled_from(["in_progress", "searching", "completed", "failed"]),
     action=optional(web_search_actions),
+    agent=agent_refs,
 )
 # -- MCP, code interpreter, file search, image generation, computer (protocol.toolitems) --
 json_object_tuples = st.lists(json_objects, max_size=2).map(tuple)
@@ -204,6 +211,7 @@ reasonings = builds_item(
     summary=st.lists(st.builds(it.SummaryText, text=texts), max_size=2).map(tuple),
     encrypted_content=optional(texts),
     content=optional(st.lists(st.builds(it.ReasoningText, text=texts), max_size=2).map(tuple)),
+    agent=agent_refs,
 )
 compactions = builds_item(
     it.Compaction, id=optional(ids), encrypted_content=texts, created_by=optional(texts)
@@ -272,6 +280,33 @@ apply_patch_call_outputs = builds_item(
     call_id=ids,
     status=st.sampled_from(["completed", "failed"]),
     output=optional(texts),
+)
+
+# -- a multi-agent response's items (protocol.agentitems) --
+agent_actions = st.sampled_from(ai.AGENT_ACTIONS)
+multi_agent_calls = builds_item(
+    ai.MultiAgentCall,
+    id=optional(ids),
+    action=agent_actions,
+    arguments=texts,
+    call_id=ids,
+    agent=agent_refs,
+)
+multi_agent_call_outputs = builds_item(
+    ai.MultiAgentCallOutput,
+    id=optional(ids),
+    action=agent_actions,
+    call_id=ids,
+    output=st.lists(st.builds(it.OutputText, text=texts), max_size=2).map(tuple),
+    agent=agent_refs,
+)
+agent_messages = builds_item(
+    ai.AgentMessage,
+    id=optional(ids),
+    author=ids,
+    recipient=ids,
+    content=st.lists(content_parts, max_size=2).map(tuple),
+    agent=agent_refs,
 )
 
 items = st.one_of(*ITEM_STRATEGIES.values())

@@ -1,0 +1,334 @@
+# A multi-agent response's team (the real API's multi-agent beta): the root agent, which the
+# client asked and which answers the response, and the subagents it spawns, each a sampling loop
+# of the one loop (rollout.engine.sampling) with its own Context, running beside the root's in
+# the response's nursery (the response owns them: when the root answers, or the response is
+# cancelled, every agent stops). The team is the executor of the agents' actions (spawn_agent,
+# wait_agent, send_message, followup_task, interrupt_agent, list_agents), each answered with a
+# `multi_agent_call_output`. Every agent's events go out as one stream: each agent builds its
+# items on its own ResponseStream over the one Response (output indexes are shared), and the
+# team's sink numbers the events in the order they are sent. Choices: docs/protocol-choices.md.
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from protocol.agentitems import (
+    ROOT_AGENT,
+    AgentMessage,
+    AgentRef,
+    MultiAgentCall,
+    MultiAgentCallOutput,
+)
+from protocol.deltas import DeltaRun
+from protocol.events import Event
+from protocol.items import InputText, Item, Message, OutputText, text_of
+from protocol.request import CreateRequest
+from protocol.stream import ResponseStream
+from rollout.conversation.context import Context
+from rollout.conversation.ids import new_id
+from rollout.conversation.work import Work
+from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Rollout, Sink
+from rollout.engine.sampling import run_loop
+from rollout.engine.step import Outcome
+
+log = logging.getLogger("rollout.engine.agents")
+
+DEFAULT_LIMIT = 6  # max_concurrent_subagents when unset (the SDK's MultiAgentConfig)
+
+
+@attrs.define(eq=False)
+class Numbered:
+    """The sink every agent of a team sends to: each event is numbered as it leaves, under one
+    lock (the order numbered is the order sent), then goes to the response's own sink."""
+
+    inner: Sink
+    seq: int = 0
+    lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def emit(self, event: Event) -> None:
+        async with self.lock:
+            numbered = attrs.evolve(event, sequence_number=self.seq)
+            self.seq += 1
+            await self.inner.emit(numbered)
+
+    async def emit_run(self, run: DeltaRun[Any]) -> None:
+        async with self.lock:
+            numbered = attrs.evolve(run, sequence_number=self.seq)
+            self.seq += len(run)
+            await self.inner.emit_run(numbered)
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    def push(self) -> None:
+        self.inner.push()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+@attrs.define(eq=False)
+class Agent:
+    """One subagent: its loop's rollout, where it stands, and its last answer."""
+
+    name: str
+    rollout: Rollout
+    #: pending (waiting for a slot), running, completed, interrupted, failed, or
+    #: waiting_for_client (over HTTP: it stopped at a client call)
+    status: str = "pending"
+    answer: str = ""
+    tasks: list[str] = attrs.field(factory=list)  # follow-up tasks not yet started
+    idle: trio.Event = attrs.field(factory=trio.Event)  # set while no task runs or waits
+    woken: trio.Event = attrs.field(factory=trio.Event)  # a follow-up task arrived
+    scope: trio.CancelScope | None = None  # its current task's (interrupt_agent cancels it)
+
+    @property
+    def usage(self) -> dict[str, int]:
+        r = self.rollout
+        return {"input_tokens": r.input_tokens, "output_tokens": r.output_tokens}
+
+
+def _answer(ctx: Context) -> str:
+    for item in reversed(ctx.items):
+        if isinstance(item, Message) and item.role == "assistant":
+            return text_of(item.content)
+    return ""
+
+
+def _task(text: str) -> Message:
+    return Message(
+        id=new_id("msg"), role="user", content=(InputText(text=text),), status="completed"
+    )
+
+
+@attrs.define(eq=False)
+class Agents:
+    """The team of one multi-agent response (rollout.engine.loop.Team)."""
+
+    limit: int = DEFAULT_LIMIT  # subagents running at once; the rest wait for a slot
+    agents: dict[str, Agent] = attrs.field(factory=dict)
+    scans = False  # the actions' outputs are the server's own items
+    _root: Rollout | None = None
+    _env: LoopEnv | None = None
+    _client: Executor | None = None
+    _sink: Numbered | None = None
+    _nursery: trio.Nursery | None = None
+    _slots: trio.Semaphore | None = None
+
+    @classmethod
+    def of(cls, req: CreateRequest) -> Agents:
+        config = req.multi_agent
+        limit = config.max_concurrent_subagents if config is not None else None
+        return cls(limit=limit or DEFAULT_LIMIT)
+
+    # -- the root's loop, with its subagents' beside it ----------------------------------------
+
+    async def run(self, r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
+        self._root, self._env, self._client = r, env, client
+        self._sink = Numbered(r.sink, seq=r.stream.next_sequence_number)
+        self._slots = trio.Semaphore(self.limit)
+        r.sink = self._sink
+        r.stream.agent = AgentRef(agent_name=ROOT_AGENT)
+        error: BaseException | None = None
+        outcome = Outcome("completed")
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._notes, r)
+                try:
+                    outcome = await run_loop(r, env, client)
+                except BaseException as exc:  # (raised as itself, not in an exception group)
+                    error = exc
+                nursery.cancel_scope.cancel()
+        finally:
+            self._sum(r)
+        if error is not None:
+            raise error
+        return outcome
+
+    async def _notes(self, r: Rollout) -> None:
+        """Acknowledgements (of injects) leave at once, whichever agent is running or waiting:
+        the root's loop may be waiting for its subagents, not at a step boundary."""
+        while True:
+            await r.mailbox.wait()
+            await r.send_notes()
+
+    def _sum(self, r: Rollout) -> None:
+        """The response's usage and work are its agents' together."""
+        for agent in self.agents.values():
+            sub = agent.rollout
+            r.input_tokens += sub.input_tokens
+            r.cached_tokens += sub.cached_tokens
+            r.output_tokens += sub.output_tokens
+            r.reasoning_tokens += sub.reasoning_tokens
+            r.work.merge(sub.work)
+
+    # -- the actions ----------------------------------------------------------------------------
+
+    async def call(self, r: Rollout, calls: Sequence[Call]) -> Sequence[Item]:
+        done: list[Item] = []
+        for c in calls:
+            call = c.item
+            assert isinstance(call, MultiAgentCall)
+            action = call.action
+            try:
+                args = orjson.loads(call.arguments or "{}")
+                if not isinstance(args, dict):
+                    raise ValueError("arguments must be a JSON object")
+                result = await self._act(r, action, args)
+            except ValueError as exc:
+                result = {"error": f"Invalid arguments for {action}: {exc}"}
+            out = MultiAgentCallOutput(
+                id=new_id("maco"),
+                action=action,
+                call_id=call.call_id,
+                output=(OutputText(text=orjson.dumps(result).decode()),),
+            )
+            index = r.stream.next_output_index
+            await r.send(r.stream.whole_item(out))
+            done.append(r.stream.response.output[index])
+        return done
+
+    async def _act(self, r: Rollout, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        if action == "spawn_agent":
+            return self._spawn(args)
+        if action == "list_agents":
+            return {"agents": [{"agent_name": a.name, "status": a.status} for a in self]}
+        if action == "wait_agent":
+            return await self._wait(r, args)
+        target = args.get("target")
+        if not isinstance(target, str):
+            return {"error": "'target' must name an agent."}
+        if action == "send_message":
+            return await self._send(r, target, str(args.get("message", "")))
+        agent = self.agents.get(target)
+        if agent is None:
+            return {"error": f"No agent named '{target}'."}
+        if action == "interrupt_agent":
+            before = agent.status
+            if agent.scope is not None:
+                agent.scope.cancel()
+            return {"agent_name": target, "previous_status": before}
+        # followup_task: a new task, started when the current one ends
+        if agent.idle.is_set():
+            agent.idle = trio.Event()
+        agent.tasks.append(str(args.get("message", "")))
+        agent.woken.set()
+        return {"agent_name": target, "status": "queued" if agent.scope else "running"}
+
+    def __iter__(self) -> Any:
+        return iter(self.agents.values())
+
+    def _name_of(self, r: Rollout) -> str:
+        return r.ctx.agent or ROOT_AGENT
+
+    def _spawn(self, args: dict[str, Any]) -> dict[str, Any]:
+        root = self._root
+        assert root is not None and self._nursery is not None and self._sink is not None
+        name = args.get("agent_name") or f"agent_{len(self.agents) + 1}"
+        if not isinstance(name, str) or name == ROOT_AGENT or name in self.agents:
+            return {"error": f"An agent named {orjson.dumps(name).decode()} exists already."}
+        work = Work(keep_spans=root.work.keep_spans)
+        ctx = Context(model=root.ctx.model, route=root.ctx.route, agent=name)
+        ctx.set_header(root.ctx.instructions, root.ctx.tools, work)  # the shared prefix
+        ctx.extend([_task(str(args.get("message", "")))], work)
+        sub = Rollout(
+            ctx=ctx,
+            stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
+            route=root.route,
+            work=work,
+            sink=self._sink,
+            reasoning=root.reasoning,
+            window=root.window,
+            truncation=root.truncation,
+            cache_options=root.cache_options,
+            request=root.request,
+            team=self,
+        )
+        agent = Agent(name=name, rollout=sub)
+        self.agents[name] = agent
+        self._nursery.start_soon(self._drive, agent)
+        return {"agent_name": name, "status": agent.status}
+
+    async def _drive(self, agent: Agent) -> None:
+        """The subagent's loop, one task after another (its spawn's, then each follow-up's),
+        each in a slot of the team's limit; it never raises (an agent's failure is its
+        status)."""
+        assert self._slots is not None and self._env is not None and self._client is not None
+        r = agent.rollout
+        while True:
+            status = "interrupted"
+            with trio.CancelScope() as scope:
+                agent.scope = scope
+                async with self._slots:
+                    agent.status = "running"
+                    try:
+                        outcome = await run_loop(r, self._env, self._client)
+                        status = outcome.status
+                        if status == "completed" and r.ctx.open_calls - r.ctx.async_calls:
+                            status = "waiting_for_client"  # (HTTP: its call ended it)
+                    except EndRollout:
+                        status = "failed"
+                    except Exception:
+                        log.exception("subagent %s failed", agent.name)
+                        status = "failed"
+            agent.scope = None
+            agent.status, agent.answer = status, _answer(r.ctx)
+            if not agent.tasks:
+                agent.idle.set()
+            while not agent.tasks:
+                agent.woken = trio.Event()
+                await agent.woken.wait()
+            agent.status = "pending"
+            r.ctx.extend([_task(agent.tasks.pop(0))], r.work)
+
+    async def _wait(self, r: Rollout, args: dict[str, Any]) -> dict[str, Any]:
+        """Until each target is idle (its task answered, or stopped); what each said."""
+        targets = args.get("targets")
+        if isinstance(targets, str):
+            targets = [targets]
+        if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+            return {"error": "'targets' must be a list of agent names."}
+        me = self._name_of(r)
+        timeout = args.get("timeout_ms")
+        seconds = timeout / 1000 if isinstance(timeout, int | float) and timeout > 0 else None
+        with trio.move_on_after(seconds if seconds is not None else float("inf")):
+            for name in targets:
+                agent = self.agents.get(name)
+                if agent is not None and name != me:
+                    await agent.idle.wait()
+        result: dict[str, Any] = {}
+        for name in targets:
+            agent = self.agents.get(name)
+            if agent is None or name == me:
+                result[name] = {"status": "not_found" if agent is None else "self"}
+            else:
+                result[name] = {"status": agent.status, "answer": agent.answer}
+        return result
+
+    async def _send(self, r: Rollout, target: str, text: str) -> dict[str, Any]:
+        """An `agent_message` in the output, and in the recipient's context at its next step
+        boundary (a running agent's next step, an idle one's next task)."""
+        root = self._root
+        assert root is not None
+        to = root if target == ROOT_AGENT else getattr(self.agents.get(target), "rollout", None)
+        if to is None:
+            return {"error": f"No agent named '{target}'."}
+        message = AgentMessage(
+            id=new_id("amsg"),
+            author=self._name_of(r),
+            recipient=target,
+            content=(InputText(text=text),),
+        )
+        index = r.stream.next_output_index
+        await r.send(r.stream.whole_item(message))
+        to.mailbox.post(items=[r.stream.response.output[index]])
+        return {"agent_name": target, "delivered": True}
+
+
+__all__ = ["DEFAULT_LIMIT", "Agent", "Agents", "Numbered"]
