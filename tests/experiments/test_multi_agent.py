@@ -41,13 +41,13 @@ def test_the_hosted_script_and_the_client_steps_are_the_same_steps() -> None:
     assert scenario.workload.model_steps == 3 + 3 * 3
 
 
-def test_the_client_policy_plays_each_conversation_by_its_instructions() -> None:
+def test_the_client_policy_plays_each_conversation_by_its_task() -> None:
     scenario = MultiAgent(agents=2, calls=1).build()
     policy = scenario.client_policy()
-    first = scenario.agents[1]
-    step = policy.next_step(Context(instructions=first.instructions))
-    assert step == first.steps[0]
-    root = policy.next_step(Context(instructions=scenario.root_instructions))
+    second = scenario.agents[1]
+    step = policy.next_step(Context(last_user_text=second.task))
+    assert step == second.steps[0]
+    root = policy.next_step(Context(last_user_text=scenario.task))
     assert isinstance(root, CallStep) and [c.name for c in root.calls] == ["spawn_agent"] * 2
 
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
@@ -19,6 +20,7 @@ import attrs
 import orjson
 import trio
 
+from protocol.agentitems import ROOT_AGENT
 from protocol.events import TERMINAL_TYPES, Event, OutputItemEvent, ResponseEvent
 from protocol.items import FunctionCall
 from protocol.validate import MULTI_AGENT_BETA
@@ -28,7 +30,7 @@ from rollout.conversation.work import CPU, DECLARED, Stats, Work
 from rollout.engine.engine import Engine
 from rollout.experiments.workloads.multiagent import MultiScenario
 from rollout.model import script as scripts
-from rollout.model.policy import Policy
+from rollout.model.policy import Policy, ScriptedPolicy
 from rollout.model.profiles import CostProfile, InferenceProfile
 from rollout.server.listen import serve
 
@@ -41,15 +43,18 @@ class Unavailable(Exception):
 
 
 def hosted_policy(scenario: MultiScenario) -> Policy:
-    """The model of the hosted shape: the scenario's per-agent script, as the server loads
-    `rollout serve --script`'s multi-agent form; Unavailable when this server has no such form
-    (a server without multi-agent spawning)."""
-    if "spawn" not in scripts.KINDS:
+    """The model of the hosted shape: the scenario's per-agent script, as `rollout serve
+    --script` loads it; Unavailable when this server has no team to run it (no subagents
+    inside a response)."""
+    if importlib.util.find_spec("rollout.engine.agents") is None:
         raise Unavailable(
-            "the hosted shape needs a server that spawns subagents inside a response (the "
-            "per-agent script form with spawn and wait steps); this checkout has none"
+            "the hosted shape needs a server that spawns subagents inside a response "
+            "(rollout.engine.agents); this checkout has none"
         )
-    return scripts.policy_of(scenario.hosted_script())  # type: ignore[attr-defined]
+    data = scenario.hosted_script()
+    return ScriptedPolicy(
+        scripts.steps(data["steps"]), final=data["final"], agents=scripts.agents(data["agents"])
+    )
 
 
 def hosted_problem(scenario: MultiScenario) -> str | None:
@@ -237,7 +242,7 @@ async def hosted(base_url: str, scenario: MultiScenario, tally: _Tally) -> str:
 
 
 #: The agent names of the root's own items (the root may be named, or carry no agent).
-ROOT = (None, "root")
+ROOT = (None, ROOT_AGENT)
 
 
 def _agent(item: Any) -> str | None:

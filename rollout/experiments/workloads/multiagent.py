@@ -6,7 +6,9 @@
 #   waits for its subagents inside one response; each subagent's calls go to the client);
 # - client-orchestrated: K + 1 conversations whose steps a dispatching ScriptedPolicy plays
 #   (`client_policy`): the root calls the client's `spawn_agent` and `wait_agent` tools, each
-#   subagent is a conversation of its own, told apart by its instructions.
+#   subagent is a conversation of its own, told apart by its task (its one user message).
+# Every subagent's prompt is what the hosted shape gives it: the root's instructions and its
+# task, with the subagents' client tool.
 # In both the root takes 3 steps (spawn, wait, answer) and each subagent T + 1.
 from __future__ import annotations
 
@@ -71,7 +73,7 @@ class MultiAgent:
 
     agents: int
     calls: int = 3
-    instructions_bytes: int = 4_000  # the root's; each subagent's is half as long
+    instructions_bytes: int = 4_000  # the root's, which every subagent shares
     tool_output_bytes: int = 2_000
     answer_tokens: tuple[int, int] = (30, 60)  # each subagent's answer and the root's
     client_latency: Latency = attrs.field(factory=lambda: Latency(kind="fixed", a=0.05))
@@ -102,7 +104,6 @@ class MultiAgent:
 class Agent:
     name: str
     task: str
-    instructions: str
     steps: tuple[Step, ...]  # its calls (one a step), then its answer
 
 
@@ -133,7 +134,7 @@ class MultiScenario:
         """A subagent's first create body when the client orchestrates."""
         return {
             "model": self.workload.model,
-            "instructions": agent.instructions,
+            "instructions": self.root_instructions,
             "tools": [READ_FILE],
             "input": [{"role": "user", "content": agent.task}],
         }
@@ -160,15 +161,13 @@ class MultiScenario:
         return [CallStep(calls=spawn), CallStep(calls=(wait,)), TextStep(text=self.answer)]
 
     def client_policy(self) -> ScriptedPolicy:
-        """The model of the client-orchestrated shapes: each conversation's steps, by its
-        instructions (the root's, or a subagent's)."""
-        by_instructions: dict[str | None, list[Step]] = {
-            a.instructions: list(a.steps) for a in self.agents
-        }
-        by_instructions[self.root_instructions] = self.root_steps()
+        """The model of the client-orchestrated shapes: each conversation's steps, by its one
+        user message (the root's task, or a subagent's)."""
+        by_task: dict[str, list[Step]] = {a.task: list(a.steps) for a in self.agents}
+        by_task[self.task] = self.root_steps()
 
         def next_step(ctx: Context) -> Step:
-            steps = by_instructions.get(ctx.instructions)
+            steps = by_task.get(ctx.last_user_text)
             if steps is None or ctx.model_turns >= len(steps):
                 return TextStep(text="Done.")
             return steps[ctx.model_turns]
@@ -208,7 +207,6 @@ def _step_data(step: Step) -> dict[str, Any]:
 
 def _build(w: MultiAgent) -> MultiScenario:
     rng = random.Random(f"{w.name}:{w.seed}")
-    shared = text_of_bytes(rng, w.instructions_bytes // 2)
     root_instructions = "You lead a team of subagents. " + text_of_bytes(rng, w.instructions_bytes)
     agents = []
     for i in range(w.agents):
@@ -228,7 +226,6 @@ def _build(w: MultiAgent) -> MultiScenario:
             Agent(
                 name=name,
                 task=f"Read the files of part {i + 1} and summarize what they do.",
-                instructions=f"You are {name}, a subagent. {shared}",
                 steps=(*calls, answer),
             )
         )
