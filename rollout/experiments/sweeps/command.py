@@ -25,7 +25,7 @@ from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.results import RunResult
 from rollout.experiments.sweeps import agents as agent_sweep
 from rollout.experiments.sweeps import agents_report, chains, codex, multiagent, perturn
-from rollout.experiments.sweeps.multishapes import SHAPES, MultiRun
+from rollout.experiments.sweeps.multishapes import SHAPES, MultiRun, RunFailed
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.accel.profile import DEFAULT_ENGINE, engine_profile
 from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES, KvPolicy
@@ -324,7 +324,11 @@ def multi_agent(args: argparse.Namespace) -> int:
                 task, advance=1, description=f"K={run.agents} {run.shape} {run.seconds:.2f}s"
             )
 
-        runs = trio.run(sweep.run, advance)
+        try:
+            runs = trio.run(sweep.run, advance)
+        except RunFailed as exc:
+            print(f"rollout compare: --multi-agent: {exc}", file=sys.stderr)
+            return 1
     ps = multiagent.points(runs)
     title = "per (subagents, shape): median (min-max) of the repeats"
     print_rows(console, title, multiagent.COLUMNS, multiagent.table(ps))

@@ -42,6 +42,10 @@ class Unavailable(Exception):
     """A shape this checkout cannot run (the reason is the message)."""
 
 
+class RunFailed(Exception):
+    """A run's response did not complete (the message says how it ended)."""
+
+
 def hosted_policy(scenario: MultiScenario) -> Policy:
     """The model of the hosted shape: the scenario's per-agent script, as `rollout serve
     --script` loads it; Unavailable when this server has no team to run it (no subagents
@@ -120,7 +124,7 @@ async def _turn(send: Send, body: Mapping[str, Any], tally: _Tally) -> Turn:
     turn = await collect(await send(body), time.perf_counter())
     tally.events += turn.events
     if turn.status not in ("completed", "paused"):
-        raise RuntimeError(f"a turn ended {turn.status} ({turn.reason})")
+        raise RunFailed(f"a turn ended {turn.status} ({turn.reason})")
     return turn
 
 
@@ -231,7 +235,7 @@ async def hosted(base_url: str, scenario: MultiScenario, tally: _Tally) -> str:
                 if isinstance(event, ResponseEvent):
                     response_id = event.response.id
                     if event.type in TERMINAL_TYPES and event.response.status != "completed":
-                        raise RuntimeError(f"the response ended {event.response.status}")
+                        raise RunFailed(f"the response ended {event.response.status}")
                 elif isinstance(event, OutputItemEvent) and event.type.endswith(".done"):
                     item = event.item
                     if isinstance(item, FunctionCall):
