@@ -14,7 +14,8 @@ the command and commit that produced it, what it simulated, a time and a work ta
 profile, the verdict lines), `published` (the workload's published figures beside the run's),
 `times` (a mode table's end-to-end times alone), `phases` (where each mode's time goes),
 `per-turn` (per-turn.json), `chains`
-(chains.json), `codex` (codex.json), `agents` (agents.json of `--agents`). The tables are made
+(chains.json), `codex` (codex.json), `agents` (agents.json of `--agents`), `multi-agent`
+(multi-agent.json of `--multi-agent`). The tables are made
 by the same functions `rollout compare` prints with. --check also fails when
 docs/results/quick was not produced by the quick default of the current code (the workload,
 profiles, modes, cost profile and repeats `rollout compare` runs without flags), so changing
@@ -326,6 +327,30 @@ def agents_block(name: str) -> list[str]:
     return lines
 
 
+def multi_agent_block(name: str) -> list[str]:
+    """A `--multi-agent` sweep (multi-agent.json): what it simulated, the shapes it skipped and
+    why, the table per (subagents, shape), the verdict and scaling lines."""
+    from rollout.experiments.sweeps.multiagent import COLUMNS, table
+
+    data = orjson.loads((RESULTS / name / "multi-agent.json").read_bytes())
+    converter = cattrs.Converter()
+    profile = converter.structure(data["inference_profile"], InferenceProfile)
+    costs = converter.structure(data["cost_profile"], CostProfile)
+    w = data["workload"]
+    counts = ", ".join(map(str, data["agent_counts"]))
+    lines = [_source(name, data), ""]
+    lines.append(
+        f"- workload {w['name']} (seed {data['seed']}, K = {counts}): {w['description']}; "
+        f"{data['repeats']} repeats, interleaved"
+    )
+    lines += [f"- {line}" for line in profile_lines([profile], costs)]
+    lines += [f"- skipped {shape}: {why}" for shape, why in data.get("skipped", {}).items()]
+    lines += ["", "(medians (min-max) of the repeats)", ""]
+    lines += _table(COLUMNS, table(data["points"]))
+    lines += ["", "```", *data["verdicts"], *data["scaling"], "```"]
+    return lines
+
+
 KINDS: dict[str, Callable[[str], list[str]]] = {
     "agents": agents_block,
     "compare": compare_block,
@@ -335,6 +360,7 @@ KINDS: dict[str, Callable[[str], list[str]]] = {
     "per-turn": per_turn_block,
     "chains": chains_block,
     "codex": codex_block,
+    "multi-agent": multi_agent_block,
 }
 
 

@@ -11,6 +11,8 @@ from rollout.experiments.sweeps.agents import (
     AGENT_POLICIES,
     AGENT_WORKLOAD,
 )
+from rollout.experiments.sweeps.multiagent import AGENT_COUNTS as SUBAGENT_COUNTS
+from rollout.experiments.sweeps.multishapes import SHAPES
 from rollout.experiments.workloads.catalog import WORKLOADS
 from rollout.model.accel.profile import DEFAULT_ENGINE, ENGINE_PROFILES
 from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES
@@ -57,7 +59,7 @@ def _sweep_flags(c: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated modes (default: http-full,ws-chain,ws-append; with --full: all "
         f"of {','.join(MODES)}; with --chain-lengths: http-chain,ws-chain; also the scenario "
-        f"{', '.join(SCENARIOS)})",
+        f"{', '.join(SCENARIOS)}; with --multi-agent: shapes of {','.join(SHAPES)})",
     )
     c.add_argument(
         "--repeats",
@@ -70,7 +72,8 @@ def _sweep_flags(c: argparse.ArgumentParser) -> None:
         "--calls",
         type=int,
         default=None,
-        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29)",
+        help="tool calls per rollout (default: the workload's draw; swe-pro-codex: 29; with "
+        "--multi-agent: per subagent, default 3)",
     )
     c.add_argument(
         "--costs",
@@ -201,12 +204,27 @@ def _run_flags(c: argparse.ArgumentParser) -> None:
         "full history), on one scripted task; one profile (default: 1000tps)",
     )
     _agents_flags(c)
+    subagents = ",".join(map(str, SUBAGENT_COUNTS))
+    c.add_argument(
+        "--multi-agent",
+        nargs="?",
+        const=subagents,
+        default=None,
+        metavar="K,L,...",
+        help=f"a root agent and K subagents (alone: {subagents}), each subagent with --calls "
+        "client tool calls (3 unless given), the root answering from their results, with the same "
+        f"model steps in each shape ({', '.join(SHAPES)}; --modes picks some): one multi-agent "
+        "response whose calls the client injects, or the client orchestrating K + 1 chained "
+        "conversations over WebSocket or HTTP; one profile (1000tps unless --profiles), "
+        "--costs service unless given; writes multi-agent.json and multi-agent.png",
+    )
     c.add_argument(
         "--replot",
         default=None,
         metavar="DIR",
         help="draw the figures of an earlier run again from what it wrote in DIR (results.json, "
-        "per-turn.json, chains.json, codex.json, agents.json), in DIR; nothing is run",
+        "per-turn.json, chains.json, codex.json, agents.json, multi-agent.json), in DIR; "
+        "nothing is run",
     )
     c.add_argument(
         "--out",

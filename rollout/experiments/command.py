@@ -1,9 +1,10 @@
 # The `rollout compare` command: the mode table (the quick default and --full: the harness's
 # experiment, its tables and verdict, a directory per run) and the sweeps beyond it: --replot DIR
 # (figures again from a results.json), --per-turn (per-turn wall time and server CPU against
-# history length), --chain-lengths (TTFT against chain length, published figures beside ours)
-# and --agent codex (the Codex CLI over each transport). Flag checking, the run with a progress
-# bar, the output. It stands above the harness and the sweeps, which it drives.
+# history length), --chain-lengths (TTFT against chain length, published figures beside ours),
+# --agent codex (the Codex CLI over each transport) and --multi-agent (subagents orchestrated in
+# one response or by the client). Flag checking, the run with a progress bar, the output. It
+# stands above the harness and the sweeps, which it drives.
 from __future__ import annotations
 
 import argparse
@@ -41,7 +42,7 @@ from rollout.experiments.harness.report import (
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.harness.verdict import verdicts
 from rollout.experiments.results import RunResult
-from rollout.experiments.sweeps import agents_report, chains, codex, perturn
+from rollout.experiments.sweeps import agents_report, chains, codex, multiagent, perturn
 from rollout.experiments.sweeps import command as sweep_command
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.profiles import InferenceProfile, ProfileError, cost_profile, inference_profile
@@ -65,6 +66,7 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
             ("--chain-lengths", args.chain_lengths),
             ("--agent", args.agent),
             ("--agents", args.agents),
+            ("--multi-agent", args.multi_agent),
         )
         if on
     ]
@@ -91,6 +93,8 @@ def command(args: argparse.Namespace, upstream_from: UpstreamFrom) -> int:
             raise ValueError("--repeats must be >= 1")
         if args.agents is not None:
             return sweep_command.agents(args)
+        if args.multi_agent is not None:
+            return sweep_command.multi_agent(args)
         if args.upstream is not None or args.full or args.jobs is not None:
             raise ValueError(f"{chosen[0]} does not take --upstream, --full or --jobs")
         costs = cost_profile(args.costs or SWEEP_COSTS)
@@ -194,8 +198,8 @@ def _replot(directory: Path) -> int:
 def replot(directory: Path) -> list[Path]:
     """Draw a run's figures again from what it wrote in `directory`: a compare run's
     results.json, a --per-turn run's per-turn.json, a --chain-lengths run's chains.json, a
-    --agent run's codex.json, an --agents run's agents.json (each that is there). ValueError if
-    none is."""
+    --agent run's codex.json, an --agents run's agents.json, a --multi-agent run's
+    multi-agent.json (each that is there). ValueError if none is."""
     written: list[Path] = []
     found = False
     if (directory / "results.json").is_file():
@@ -218,8 +222,12 @@ def replot(directory: Path) -> list[Path]:
     if (directory / "agents.json").is_file():
         found = True
         written += agents_report.replot(directory)
+    if (directory / "multi-agent.json").is_file():
+        found = True
+        written += multiagent.replot(directory)
     if not found:
         raise ValueError(
-            f"no results.json, per-turn.json, chains.json, codex.json or agents.json in {directory}"
+            "no results.json, per-turn.json, chains.json, codex.json, agents.json or "
+            f"multi-agent.json in {directory}"
         )
     return written

@@ -1,4 +1,5 @@
-# The sweeps' side of `rollout compare`: --per-turn, --chain-lengths and --agent codex, each its
+# The sweeps' side of `rollout compare`: --per-turn, --chain-lengths, --agent codex, --agents and
+# --multi-agent, each its
 # flags checked, its run with a progress bar (or a line per run), its table and its files in a
 # run directory of its own. rollout.experiments.command dispatches to them.
 from __future__ import annotations
@@ -23,7 +24,8 @@ from rollout.experiments.harness.report import print_profiles, print_rows, progr
 from rollout.experiments.harness.report import wrote as _wrote
 from rollout.experiments.results import RunResult
 from rollout.experiments.sweeps import agents as agent_sweep
-from rollout.experiments.sweeps import agents_report, chains, codex, perturn
+from rollout.experiments.sweeps import agents_report, chains, codex, multiagent, perturn
+from rollout.experiments.sweeps.multishapes import SHAPES, MultiRun, RunFailed
 from rollout.experiments.workloads.catalog import workload
 from rollout.model.accel.profile import DEFAULT_ENGINE, engine_profile
 from rollout.model.accel.requests import DEFAULT_TTL_S, POLICIES, KvPolicy
@@ -271,3 +273,70 @@ def agents(args: argparse.Namespace) -> int:
 
 def _config_of(run: dict[str, Any]) -> dict[str, Any]:
     return {f.name: run[f.name] for f in attrs.fields(agent_sweep.Config)}
+
+
+def multi_agent(args: argparse.Namespace) -> int:
+    """`--multi-agent`: a root and K subagents in each shape, for each K
+    (rollout.experiments.sweeps.multiagent)."""
+    origin = provenance(command_line())  # the checkout as the run starts
+    if args.upstream is not None or args.full or args.workload is not None:
+        raise ValueError("--multi-agent runs its own workload; drop --upstream, --full, --workload")
+    if args.jobs is not None:
+        raise ValueError("--multi-agent runs one rollout at a time; drop --jobs")
+    calls = 3 if args.calls is None else args.calls
+    if calls < 1:
+        raise ValueError("--calls must be >= 1")
+    shapes = list(SHAPES)
+    if args.modes is not None:
+        shapes = list(dict.fromkeys(s.strip() for s in args.modes.split(",") if s.strip()))
+        unknown = [s for s in shapes if s not in SHAPES]
+        if unknown or not shapes:
+            raise ValueError(
+                f"--multi-agent runs the shapes {', '.join(SHAPES)}; not {', '.join(unknown)!r}"
+            )
+    sweep = multiagent.Sweep(
+        counts=multiagent.parse_counts(args.multi_agent),
+        profile=_one_profile(args.profiles, "1000tps", "--multi-agent"),
+        costs=cost_profile(args.costs or "service"),
+        calls=calls,
+        repeats=args.repeats,
+        seed=args.seed,
+        shapes=shapes,
+    )
+    console = _console()
+    w = sweep.workload(max(sweep.counts))
+    console.print(
+        f"[bold]workload[/] {w.name} (seed {args.seed}, K = "
+        f"{', '.join(map(str, sweep.counts))}): {w.describe()}",
+        highlight=False,
+    )
+    print_profiles(console, [sweep.profile], sweep.costs)
+    console.print(f"[bold]shapes[/] {', '.join(sweep.shapes)}", highlight=False)
+    for shape, why in sweep.skipped.items():
+        console.print(f"[yellow]skipped[/] {shape}: {why}", highlight=False)
+    if not sweep.shapes:
+        raise ValueError("--multi-agent: no shape left to run")
+    with progress_bar(console) as bar:
+        task = bar.add_task("", total=sweep.total)
+
+        def advance(run: MultiRun) -> None:
+            bar.update(
+                task, advance=1, description=f"K={run.agents} {run.shape} {run.seconds:.2f}s"
+            )
+
+        try:
+            runs = trio.run(sweep.run, advance)
+        except RunFailed as exc:
+            print(f"rollout compare: --multi-agent: {exc}", file=sys.stderr)
+            return 1
+    ps = multiagent.points(runs)
+    title = "per (subagents, shape): median (min-max) of the repeats"
+    print_rows(console, title, multiagent.COLUMNS, multiagent.table(ps))
+    for line in [*multiagent.verdicts(ps), *multiagent.scaling(ps)]:
+        console.print(line, highlight=False)
+    written = multiagent.write(run_directory(Path(args.out), "multi-agent"), sweep, runs, origin)
+    _wrote(console, written, Path(args.out))
+    if not multiagent.same_steps(ps):
+        console.print("[red]the shapes ran different numbers of model steps[/]")
+        return 1
+    return 0
