@@ -28,7 +28,7 @@ from rollout.server.closing import linger_close
 from rollout.server.exchange import Request, digits, integer
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.resources import route
-from rollout.server.sockio import write_now
+from rollout.server.sockio import writable, write_now
 from rollout.server.ssebody import SseBroken, SseSink
 from rollout.server.wsconn import Handshake
 from rollout.server.wsmode import serve_websocket
@@ -362,6 +362,7 @@ class HttpConnection:
             close=self.stream.aclose,
             body=not self._head_only,
             write_now=write_now(self.stream, SseBroken),
+            writable=writable(self.stream, SseBroken),
         )
 
     async def _sse_head(self) -> h11.Response:

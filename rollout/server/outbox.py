@@ -26,10 +26,12 @@ class Outbox:
         frame: Callable[[list[bytes], int], list[Any]] = lambda parts, size: parts,
         broken: tuple[type[BaseException], ...] = (),
         on_broken: Callable[[], None] = lambda: None,
-        write_now: Callable[[bytes], int] | None = None,
+        write_now: Callable[[bytes | memoryview], int] | None = None,
+        writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._write = write
         self._write_now = write_now  # a write that neither waits nor yields (see push)
+        self._writable = writable  # waits until write_now would take bytes (with write_now)
         self._frame = frame  # a batch (its parts and their size) as the parts of one write
         self._broken_by = broken
         self._on_broken = on_broken
@@ -135,12 +137,7 @@ class Outbox:
                     self.parts, self.size = [], 0
                     parts += self._frame(batch, self.writing)
                 data = parts[0] if len(parts) == 1 else b"".join(parts)
-                if now and self._write_now is not None:
-                    written = self._write_now(data)
-                    if written < len(data):
-                        await self._write(data[written:])
-                else:
-                    await self._write(data)
+                await self._write_whole(data, now=now)
                 self.writes += 1
                 self.writing = 0
         except self._broken_by:
@@ -153,6 +150,37 @@ class Outbox:
             if self.ending or self.broken:
                 self.wake.set()  # the writer may be waiting for this write to end
         self.drained.set()
+
+    async def _write_whole(self, data: bytes, *, now: bool) -> None:
+        """Write all of `data` (taken from the queue). With a write that cannot wait, what was
+        written is known at every wait, so a task cancelled in the middle (a response cancelled
+        while it flushes) leaves the rest first in line for the writer: the peer's stream has
+        no gap and no torn frame. Without one, a cancelled write breaks the outbox (what the
+        peer got is unknown). `now` (the writer) ends without a checkpoint, a flush with one."""
+        write_now, writable = self._write_now, self._writable
+        if write_now is None or writable is None:
+            try:
+                await self._write(data)
+            except trio.Cancelled:
+                self.broken = True
+                self.parts, self.size = [], 0
+                self._on_broken()
+                raise
+            return
+        view, written = memoryview(data), 0
+        try:
+            if not now:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            written = write_now(view)
+            while written < len(data):
+                await writable()
+                written += write_now(view[written:])
+        except trio.Cancelled:
+            self.head = bytes(view[written:]) + self.head
+            self.wake.set()  # the writer sends it
+            raise
+        if not now:
+            await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 __all__ = ["Outbox"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -62,12 +62,21 @@ class SocketIO:
         await trio.lowlevel.cancel_shielded_checkpoint()
 
     @property
-    def write_now(self) -> Callable[[bytes], int] | None:
+    def writable(self) -> Callable[[], Awaitable[None]] | None:
+        """Waits until the socket takes bytes again (with `write_now`); None for any other
+        stream."""
+        socket = self._socket
+        if socket is None:
+            return None
+        return lambda: trio.lowlevel.wait_writable(socket)
+
+    @property
+    def write_now(self) -> Callable[[bytes | memoryview], int] | None:
         """A write that neither waits nor yields (the bytes the socket took, maybe 0), on a
         socket's descriptor; None for any other stream."""
         return None if self._socket is None else self._write_now
 
-    def _write_now(self, data: bytes) -> int:
+    def _write_now(self, data: bytes | memoryview) -> int:
         try:
             return os.write(self._fd(), data)
         except BlockingIOError:
@@ -76,14 +85,16 @@ class SocketIO:
             raise _broken(exc) from exc
 
 
-def write_now(stream: trio.abc.Stream, broken: type[Exception]) -> Callable[[bytes], int] | None:
+def write_now(
+    stream: trio.abc.Stream, broken: type[Exception]
+) -> Callable[[bytes | memoryview], int] | None:
     """A write on `stream` that neither waits nor yields (SocketIO.write_now), its errors
     raised as `broken`; None where the stream has none."""
     write = SocketIO(stream).write_now
     if write is None:
         return None
 
-    def now(data: bytes) -> int:
+    def now(data: bytes | memoryview) -> int:
         assert write is not None
         try:
             return write(data)
@@ -91,6 +102,24 @@ def write_now(stream: trio.abc.Stream, broken: type[Exception]) -> Callable[[byt
             raise broken() from None
 
     return now
+
+
+def writable(
+    stream: trio.abc.Stream, broken: type[Exception]
+) -> Callable[[], Awaitable[None]] | None:
+    """SocketIO.writable of `stream`, its errors raised as `broken`; None where it has none."""
+    wait = SocketIO(stream).writable
+    if wait is None:
+        return None
+
+    async def ready() -> None:
+        assert wait is not None
+        try:
+            await wait()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise broken() from None
+
+    return ready
 
 
 def _broken(exc: OSError) -> Exception:

@@ -41,7 +41,8 @@ class SseSink:
         *,
         close: Callable[[], Awaitable[None]],
         body: bool = True,
-        write_now: Callable[[bytes], int] | None = None,
+        write_now: Callable[[bytes | memoryview], int] | None = None,
+        writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._conn = h11conn
         self._send = send
@@ -52,7 +53,12 @@ class SseSink:
         self._body = body  # False for HEAD: the head a GET would get, no body
         self.started = False
         self._out = Outbox(
-            send, HIGH_WATER, frame=self._chunk, broken=(SseBroken,), write_now=write_now
+            send,
+            HIGH_WATER,
+            frame=self._chunk,
+            broken=(SseBroken,),
+            write_now=write_now,
+            writable=writable,
         )
 
     @property

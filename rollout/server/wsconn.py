@@ -57,7 +57,8 @@ class WsConnection:
         self._send_inbox, self._inbox = trio.open_memory_channel[str | bytes | TooLarge](64)
         broken = (trio.BrokenResourceError, trio.ClosedResourceError)
         self._out = Outbox(self._io.send_all, HIGH_WATER, write_now=self._io.write_now,
-                           broken=broken, on_broken=self._dropped)  # fmt: skip
+                           writable=self._io.writable, broken=broken,
+                           on_broken=self._dropped)  # fmt: skip
         self._closed: WsClosed | None = None
         self.reading_done = trio.Event()  # the reading ended (in whichever task read last)
         self._handing = False  # a whole frame's message is being delivered (see handing_over)

@@ -107,3 +107,55 @@ async def test_a_push_to_a_reset_peer_breaks_the_outbox() -> None:
         if out.broken:
             break
     assert out.broken and broken == [True] and out.queued == 0
+
+
+async def test_a_flush_cancelled_mid_write_leaves_the_rest_first_in_line() -> None:
+    """A response cancelled while its flush waits on a full socket: what the socket had not
+    taken is written next, by the writer, before anything queued later (no gap, no torn
+    frame); the cancelled task is not held."""
+    io, peer = pair(small=True)
+    out = Outbox(io.send_all, 1 << 30, write_now=io.write_now, writable=io.writable, broken=BROKEN)
+    big = bytes(range(256)) * 32768  # 8 MB: the flush waits on the socket
+    received = bytearray()
+
+    def read_peer() -> None:
+        peer.settimeout(TIMEOUT)
+        while len(received) < len(big) + 5:
+            received.extend(peer.recv(1 << 20))
+
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            out.put(big)
+            with trio.CancelScope() as flushing:
+                nursery.start_soon(lambda: _cancel_soon(flushing))
+                await out.flush()
+            assert flushing.cancelled_caught and 0 < out.queued < len(big)
+            out.put(b"after")
+            nursery.start_soon(out.run)
+            nursery.start_soon(trio.to_thread.run_sync, read_peer)
+            await out.drained.wait()
+            out.end()
+    assert bytes(received) == big + b"after"
+    peer.close()
+
+
+async def _cancel_soon(scope: trio.CancelScope) -> None:
+    await trio.sleep(0.05)
+    scope.cancel()
+
+
+async def test_a_cancelled_write_without_a_write_that_cannot_wait_breaks_the_outbox() -> None:
+    """On another kind of stream what a cancelled write sent is unknown: the outbox is broken
+    (the peer is dropped) rather than sending the rest after a gap."""
+    gone: list[bool] = []
+    blocked = trio.Event()
+
+    async def stuck(data: bytes) -> None:
+        blocked.set()
+        await trio.sleep_forever()
+
+    out = Outbox(stuck, 1 << 20, on_broken=lambda: gone.append(True))
+    out.put(b"frame")
+    with trio.move_on_after(0.05):
+        await out.flush()
+    assert blocked.is_set() and out.broken and gone == [True]
