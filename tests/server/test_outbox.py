@@ -62,11 +62,17 @@ async def test_what_a_full_socket_does_not_take_leaves_first_and_in_order() -> N
     assert 0 < out.queued < len(big)  # the rest waits, first in line
     assert not out.drained.is_set()
     out.put(b"after")
+    assert await drained_to(out, peer, len(big) + 5) == big + b"after"
+    peer.close()
+
+
+async def drained_to(out: Outbox, peer: socket.socket, n: int) -> bytes:
+    """Run the writer until what is queued is out: the `n` bytes the peer read."""
     received = bytearray()
 
     def read_peer() -> None:
         peer.settimeout(TIMEOUT)
-        while len(received) < len(big) + 5:
+        while len(received) < n:
             received.extend(peer.recv(1 << 20))
 
     with trio.fail_after(TIMEOUT):
@@ -75,8 +81,7 @@ async def test_what_a_full_socket_does_not_take_leaves_first_and_in_order() -> N
             nursery.start_soon(trio.to_thread.run_sync, read_peer)
             await out.drained.wait()
             out.end()
-    assert bytes(received) == big + b"after"
-    peer.close()
+    return bytes(received)
 
 
 async def test_no_push_while_a_write_is_in_progress_or_without_a_write_that_cannot_wait() -> None:
@@ -116,32 +121,13 @@ async def test_a_flush_cancelled_mid_write_leaves_the_rest_first_in_line() -> No
     io, peer = pair(small=True)
     out = Outbox(io.send_all, 1 << 30, write_now=io.write_now, writable=io.writable, broken=BROKEN)
     big = bytes(range(256)) * 32768  # 8 MB: the flush waits on the socket
-    received = bytearray()
-
-    def read_peer() -> None:
-        peer.settimeout(TIMEOUT)
-        while len(received) < len(big) + 5:
-            received.extend(peer.recv(1 << 20))
-
-    with trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-            out.put(big)
-            with trio.CancelScope() as flushing:
-                nursery.start_soon(lambda: _cancel_soon(flushing))
-                await out.flush()
-            assert flushing.cancelled_caught and 0 < out.queued < len(big)
-            out.put(b"after")
-            nursery.start_soon(out.run)
-            nursery.start_soon(trio.to_thread.run_sync, read_peer)
-            await out.drained.wait()
-            out.end()
-    assert bytes(received) == big + b"after"
+    out.put(big)
+    with trio.move_on_after(0.05) as flushing:
+        await out.flush()
+    assert flushing.cancelled_caught and 0 < out.queued < len(big)
+    out.put(b"after")
+    assert await drained_to(out, peer, len(big) + 5) == big + b"after"
     peer.close()
-
-
-async def _cancel_soon(scope: trio.CancelScope) -> None:
-    await trio.sleep(0.05)
-    scope.cancel()
 
 
 async def test_a_cancelled_write_without_a_write_that_cannot_wait_breaks_the_outbox() -> None:
