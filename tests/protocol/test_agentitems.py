@@ -24,7 +24,7 @@ from protocol.items import (
     SearchAction,
     WebSearchCall,
 )
-from tests.support.strategies import agent_messages, multi_agent_call_outputs, multi_agent_calls
+from support.strategies import agent_messages, multi_agent_call_outputs, multi_agent_calls
 
 OUTPUT = pydantic.TypeAdapter(BetaResponseOutputItem)
 INPUT = pydantic.TypeAdapter(BetaResponseInputItemParam)
