@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -30,12 +30,14 @@ from protocol.items import InputText, Item, Message, OutputText, text_of
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.conversation.context import Context
+from rollout.conversation.context import Context, Route
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
 from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Rollout, Sink
 from rollout.engine.sampling import run_loop
 from rollout.engine.step import Outcome
+from rollout.model import reasoning
+from rollout.model.profiles import REASONING_TOKENS, ModelProfile
 
 log = logging.getLogger("rollout.engine.agents")
 
@@ -161,6 +163,18 @@ def _answer(ctx: Context) -> str:
     return ""
 
 
+def _model_args(args: dict[str, Any]) -> tuple[str | None, str | None]:
+    """spawn_agent's `model` and `reasoning_effort` (ValueError: not a model name, or not an
+    effort a request may name)."""
+    model, effort = args.get("model"), args.get("reasoning_effort")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ValueError("'model' must be a model name (a non-empty string).")
+    if effort is not None and (not isinstance(effort, str) or effort not in REASONING_TOKENS):
+        allowed = ", ".join(f"'{e}'" for e in REASONING_TOKENS)
+        raise ValueError(f"'reasoning_effort' must be one of {allowed}.")
+    return model, effort
+
+
 def _task(text: str) -> Message:
     return Message(
         id=new_id("msg"), role="user", content=(InputText(text=text),), status="completed"
@@ -174,6 +188,11 @@ class Agents:
     limit: int = DEFAULT_LIMIT  # subagents running at once; the rest wait for a slot
     agents: dict[str, Agent] = attrs.field(factory=dict)
     scans = False  # the actions' outputs are the server's own items
+    #: the model table's profiles (the engine's), the window's cap beside a model's own (a
+    #: shared engine's memory), and the routing of a model name: a spawn's `model` uses them
+    models: Callable[[str], ModelProfile] | None = None
+    cap: int | None = None
+    router: Callable[[str, Work], Awaitable[Route]] | None = None
     _root: Rollout | None = None
     _env: LoopEnv | None = None
     _client: Executor | None = None
@@ -185,10 +204,16 @@ class Agents:
         self._slots = Slots(self.limit)
 
     @classmethod
-    def of(cls, req: CreateRequest) -> Agents:
+    def of(
+        cls,
+        req: CreateRequest,
+        models: Callable[[str], ModelProfile] | None = None,
+        cap: int | None = None,
+        router: Callable[[str, Work], Awaitable[Route]] | None = None,
+    ) -> Agents:
         config = req.multi_agent
         limit = config.max_concurrent_subagents if config is not None else None
-        return cls(limit=limit or DEFAULT_LIMIT)
+        return cls(limit=limit or DEFAULT_LIMIT, models=models, cap=cap, router=router)
 
     # -- the root's loop, with its subagents' beside it ----------------------------------------
 
@@ -262,7 +287,7 @@ class Agents:
 
     async def _act(self, r: Rollout, action: str, args: dict[str, Any]) -> dict[str, Any]:
         if action == "spawn_agent":
-            return self._spawn(args)
+            return await self._spawn(args)
         if action == "list_agents":
             return {"agents": [{"agent_name": a.name, "status": a.status} for a in self]}
         if action == "wait_agent":
@@ -293,28 +318,34 @@ class Agents:
     def _name_of(self, r: Rollout) -> str:
         return r.ctx.agent or ROOT_AGENT
 
-    def _spawn(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _spawn(self, args: dict[str, Any]) -> dict[str, Any]:
         root = self._root
         assert root is not None and self._nursery is not None and self._sink is not None
         name = args.get("agent_name") or f"agent_{len(self.agents) + 1}"
         if not isinstance(name, str) or name == ROOT_AGENT or name in self.agents:
             return {"error": f"An agent named {orjson.dumps(name).decode()} exists already."}
+        model, effort = _model_args(args)
         work = Work(keep_spans=root.work.keep_spans)
-        ctx = Context(model=root.ctx.model, route=root.ctx.route, agent=name)
+        request, route, plan, window = root.request, root.route, root.reasoning, root.window
+        if (model is not None or effort is not None) and root.request is not None:
+            request, plan, window = self._settings(root.request, model, effort, window)
+            if model is not None and model != root.request.model and self.router is not None:
+                route = await self.router(model, work)  # (its engine is that model's)
+        ctx = Context(model=request.model if request else root.ctx.model, route=route, agent=name)
         ctx.set_header(root.ctx.instructions, root.ctx.tools, work)  # the shared prefix
         ctx.extend([_task(str(args.get("message", "")))], work)
         sub = Rollout(
             ctx=ctx,
             stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
-            route=root.route,
+            route=route,
             work=work,
             sink=self._sink,
             max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
-            reasoning=root.reasoning,
-            window=root.window,
+            reasoning=plan,
+            window=window,
             truncation=root.truncation,
             cache_options=root.cache_options,
-            request=root.request,
+            request=request,
             team=self,
         )
         agent = Agent(name=name, rollout=sub)
@@ -322,7 +353,28 @@ class Agents:
         if self._slots.take_now(agent):  # (in spawn order: the first `limit` run at once)
             agent.status = "running"
         self._nursery.start_soon(self._drive, agent)
-        return {"agent_name": name, "status": agent.status}
+        said: dict[str, Any] = {"agent_name": name, "status": agent.status}
+        if request is not None:
+            said["model"] = request.model
+        said["reasoning_effort"] = plan.effort if plan is not None else None
+        return said
+
+    def _settings(
+        self, req: CreateRequest, model: str | None, effort: str | None, window: int | None
+    ) -> tuple[CreateRequest, reasoning.ReasoningPlan | None, int | None]:
+        """A subagent's request (the root's, with its own model and effort), how its steps
+        reason, and its window: as a create naming that model and effort would have them."""
+        given = dict(req.reasoning or {})
+        if effort is not None:
+            given["effort"] = effort
+        own = attrs.evolve(req, model=model or req.model, reasoning=given or None)
+        if self.models is None:
+            return own, None, window
+        profile = self.models(own.model)
+        window = profile.context_window
+        if self.cap is not None:
+            window = min(window, self.cap)
+        return own, reasoning.plan(profile, own.reasoning, own.include), window
 
     async def _drive(self, agent: Agent) -> None:
         """The subagent's loop, one task after another (its spawn's, then each follow-up's),

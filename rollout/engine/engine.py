@@ -315,7 +315,8 @@ class Engine:
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         if r.team is None and r.request is not None and r.request.waits_for_inject:
-            r.team = Agents.of(r.request)  # a multi-agent response: its root may spawn agents
+            cap = self.accelerator.window if self.accelerator is not None else None
+            r.team = Agents.of(r.request, self.profile, cap, self.route)  # its root may spawn
         r.ctx.team = r.team is not None  # (a chained context was maybe a team's root before)
         outcome = CANCELLED
         try:
