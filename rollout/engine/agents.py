@@ -26,13 +26,14 @@ from protocol.agentitems import (
 )
 from protocol.deltas import DeltaRun
 from protocol.events import Event
-from protocol.items import InputText, Item, Message, OutputText, text_of
+from protocol.items import FunctionCallOutput, InputText, Item, Message, OutputText, text_of
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
 from rollout.conversation.context import Context, Route
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
+from rollout.engine.ingest import extend
 from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Rollout, Sink
 from rollout.engine.sampling import run_loop
 from rollout.engine.step import Outcome
@@ -41,6 +42,7 @@ from rollout.model.profiles import REASONING_TOKENS, ModelProfile
 
 log = logging.getLogger("rollout.engine.agents")
 
+TEAMS_KEPT = 64  # parked teams the process keeps (over HTTP), the oldest dropped first
 DEFAULT_LIMIT = 6  # max_concurrent_subagents when unset (the SDK's MultiAgentConfig)
 FLUSH_S = 5.0  # how long a flush may hold off a cancel (a client that reads nothing)
 
@@ -134,6 +136,44 @@ class Slots:
             granted.set()
 
 
+@attrs.frozen(eq=False)
+class Kept:
+    """A parked team's subagent: what its continuation needs (no stream, sink or connection)."""
+
+    name: str
+    status: str
+    answer: str
+    ctx: Context
+    route: Route
+    request: CreateRequest | None
+    reasoning: reasoning.ReasoningPlan | None
+    window: int | None
+
+    @classmethod
+    def of(cls, agent: Agent) -> Kept:
+        r = agent.rollout
+        return cls(
+            agent.name, agent.status, agent.answer, r.ctx, r.route, r.request, r.reasoning, r.window
+        )
+
+
+@attrs.define(eq=False)
+class Parked:
+    """Teams whose response completed with subagents stopped at client calls (over HTTP), by
+    response id, until a continuation (`previous_response_id`) takes its own; at most
+    TEAMS_KEPT, the oldest dropped first. Only this process's: a team is not in the store."""
+
+    teams: dict[str, list[Kept]] = attrs.field(factory=dict)
+
+    def keep(self, response_id: str, team: Agents) -> None:
+        self.teams[response_id] = [Kept.of(a) for a in team]
+        while len(self.teams) > TEAMS_KEPT:
+            del self.teams[next(iter(self.teams))]
+
+    def take(self, response_id: str | None) -> list[Kept] | None:
+        return self.teams.pop(response_id, None) if response_id else None
+
+
 @attrs.define(eq=False)
 class Agent:
     """One subagent: its loop's rollout, where it stands, and its last answer."""
@@ -193,6 +233,8 @@ class Agents:
     models: Callable[[str], ModelProfile] | None = None
     cap: int | None = None
     router: Callable[[str, Work], Awaitable[Route]] | None = None
+    parked: Parked | None = None  # where the team is kept when it stops for client calls
+    resumed: list[Kept] | None = None  # the previous response's parked team, this one continues
     _root: Rollout | None = None
     _env: LoopEnv | None = None
     _client: Executor | None = None
@@ -210,10 +252,19 @@ class Agents:
         models: Callable[[str], ModelProfile] | None = None,
         cap: int | None = None,
         router: Callable[[str, Work], Awaitable[Route]] | None = None,
+        parked: Parked | None = None,
     ) -> Agents:
         config = req.multi_agent
         limit = config.max_concurrent_subagents if config is not None else None
-        return cls(limit=limit or DEFAULT_LIMIT, models=models, cap=cap, router=router)
+        resumed = parked.take(req.previous_response_id) if parked is not None else None
+        return cls(
+            limit=limit or DEFAULT_LIMIT,
+            models=models,
+            cap=cap,
+            router=router,
+            parked=parked,
+            resumed=resumed,
+        )
 
     # -- the root's loop, with its subagents' beside it ----------------------------------------
 
@@ -229,6 +280,7 @@ class Agents:
                 self._nursery = nursery
                 nursery.start_soon(self._notes, r)
                 try:
+                    await self._resume(r)
                     outcome = await run_loop(r, env, client)
                 except BaseException as exc:  # (raised as itself, not in an exception group)
                     error = exc
@@ -237,7 +289,32 @@ class Agents:
             self._sum(r)
         if error is not None:
             raise error
+        waiting = any(a.status == "waiting_for_client" for a in self)
+        stored = r.request is None or r.request.store is not False
+        if waiting and stored and outcome.status == "completed" and self.parked is not None:
+            self.parked.keep(r.stream.response.id, self)  # a continuation resumes them
         return outcome
+
+    async def _resume(self, r: Rollout) -> None:
+        """The previous response's team, continued: each subagent with its context, a stopped
+        one resumed with the outputs of its open calls that this response's input gave (the
+        root's context holds them), the others idle until given a task."""
+        before, self.resumed = self.resumed, None
+        if before is None:
+            return
+        assert self._nursery is not None
+        outputs = {i.call_id: i for i in r.ctx.items if isinstance(i, FunctionCallOutput)}
+        for old in before:
+            sub = self._rollout(old.name, old.ctx, old)
+            agent = Agent(name=old.name, rollout=sub, status=old.status, answer=old.answer)
+            self.agents[old.name] = agent
+            answers = [outputs[c] for c in sorted(sub.ctx.open_calls) if c in outputs]
+            begin = old.status == "waiting_for_client" and bool(answers)
+            if begin:
+                sub.ctx.response_steps = sub.ctx.response_calls = 0
+                await extend(sub.ctx, answers, sub.work)
+                agent.status = "running" if self._slots.take_now(agent) else "pending"
+            self._nursery.start_soon(self._drive, agent, begin)
 
     async def _notes(self, r: Rollout) -> None:
         """Acknowledgements (of injects) leave at once, whichever agent is running or waiting:
@@ -334,20 +411,8 @@ class Agents:
         ctx = Context(model=request.model if request else root.ctx.model, route=route, agent=name)
         ctx.set_header(root.ctx.instructions, root.ctx.tools, work)  # the shared prefix
         ctx.extend([_task(str(args.get("message", "")))], work)
-        sub = Rollout(
-            ctx=ctx,
-            stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
-            route=route,
-            work=work,
-            sink=self._sink,
-            max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
-            reasoning=plan,
-            window=window,
-            truncation=root.truncation,
-            cache_options=root.cache_options,
-            request=request,
-            team=self,
-        )
+        own = attrs.evolve(root, route=route, request=request, reasoning=plan, window=window)
+        sub = self._rollout(name, ctx, own, work)
         agent = Agent(name=name, rollout=sub)
         self.agents[name] = agent
         if self._slots.take_now(agent):  # (in spawn order: the first `limit` run at once)
@@ -358,6 +423,27 @@ class Agents:
             said["model"] = request.model
         said["reasoning_effort"] = plan.effort if plan is not None else None
         return said
+
+    def _rollout(
+        self, name: str, ctx: Context, like: Rollout | Kept, work: Work | None = None
+    ) -> Rollout:
+        """A subagent's rollout on this response's stream: `like`'s settings, its own counts."""
+        root = self._root
+        assert root is not None and self._sink is not None
+        return Rollout(
+            ctx=ctx,
+            stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
+            route=like.route,
+            work=work or Work(keep_spans=root.work.keep_spans),
+            sink=self._sink,
+            max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
+            reasoning=like.reasoning,
+            window=like.window,
+            truncation=root.truncation,
+            cache_options=root.cache_options,
+            request=like.request,
+            team=self,
+        )
 
     def _settings(
         self, req: CreateRequest, model: str | None, effort: str | None, window: int | None
@@ -376,13 +462,15 @@ class Agents:
             window = min(window, self.cap)
         return own, reasoning.plan(profile, own.reasoning, own.include), window
 
-    async def _drive(self, agent: Agent) -> None:
+    async def _drive(self, agent: Agent, begin: bool = True) -> None:
         """The subagent's loop, one task after another (its spawn's, then each follow-up's),
         each in a slot of the team's limit; it never raises (an agent's failure is its
-        status)."""
+        status). Not `begin`: it waits for a follow-up first (a resumed idle agent)."""
         assert self._env is not None and self._client is not None
         r = agent.rollout
         while True:
+            if not begin:
+                await self._idle(agent)
             status = "interrupted"
             with trio.CancelScope() as scope:
                 agent.scope = scope
@@ -402,13 +490,17 @@ class Agents:
                     self._slots.give_back(agent)
             agent.scope = None
             agent.status, agent.answer = status, _answer(r.ctx)
-            if not agent.tasks:
-                agent.idle.set()
-            while not agent.tasks:
-                agent.woken = trio.Event()
-                await agent.woken.wait()
-            agent.status = "pending"
-            r.ctx.extend([_task(agent.tasks.pop(0))], r.work)
+            begin = False  # (next: its follow-up task)
+
+    async def _idle(self, agent: Agent) -> None:
+        """Until a follow-up task arrives; it joins the agent's context."""
+        if not agent.tasks:
+            agent.idle.set()
+        while not agent.tasks:
+            agent.woken = trio.Event()
+            await agent.woken.wait()
+        agent.status = "pending"
+        agent.rollout.ctx.extend([_task(agent.tasks.pop(0))], agent.rollout.work)
 
     async def _wait(self, r: Rollout, args: dict[str, Any]) -> dict[str, Any]:
         """Until each target is idle (its task answered, or stopped); what each said."""
@@ -454,4 +546,4 @@ class Agents:
         return {"agent_name": target, "delivered": True}
 
 
-__all__ = ["DEFAULT_LIMIT", "Agent", "Agents", "Numbered"]
+__all__ = ["DEFAULT_LIMIT", "TEAMS_KEPT", "Agent", "Agents", "Kept", "Numbered", "Parked"]

@@ -21,7 +21,7 @@ from protocol.agentitems import AgentMessage
 from protocol.errors import ProtocolError
 from protocol.events import Event, OutputItemEvent, ResponseEvent
 from protocol.items import FunctionCall, FunctionCallOutput
-from rollout.engine.agents import Agents
+from rollout.engine.agents import TEAMS_KEPT, Agents, Parked
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import CallbackSink
@@ -504,3 +504,14 @@ def test_a_bad_model_or_effort_fails_that_spawn_only(extra: dict[str, Any], mess
     assert ok["agent_name"] == "ok"
     assert list(run.team.agents) == ["ok"]
     assert run.final.status == "completed"
+
+
+def test_parked_teams_are_bounded_and_taken_once() -> None:
+    parked = Parked()
+    for n in range(TEAMS_KEPT + 3):
+        parked.keep(f"resp_{n}", Agents(limit=1))
+    assert len(parked.teams) == TEAMS_KEPT
+    assert parked.take("resp_0") is None  # the oldest were dropped
+    assert parked.take(f"resp_{TEAMS_KEPT + 2}") == []
+    assert parked.take(f"resp_{TEAMS_KEPT + 2}") is None  # a second continuation: a new team
+    assert parked.take(None) is None
