@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -26,19 +26,23 @@ from protocol.agentitems import (
 )
 from protocol.deltas import DeltaRun
 from protocol.events import Event
-from protocol.items import InputText, Item, Message, OutputText, text_of
+from protocol.items import FunctionCallOutput, InputText, Item, Message, OutputText, text_of
 from protocol.request import CreateRequest
 from protocol.response import Usage
 from protocol.stream import ResponseStream
-from rollout.conversation.context import Context
+from rollout.conversation.context import Context, Route
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
+from rollout.engine.ingest import extend
 from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Rollout, Sink
 from rollout.engine.sampling import run_loop
 from rollout.engine.step import Outcome
+from rollout.model import reasoning
+from rollout.model.profiles import REASONING_TOKENS, ModelProfile
 
 log = logging.getLogger("rollout.engine.agents")
 
+TEAMS_KEPT = 64  # parked teams the process keeps (over HTTP), the oldest dropped first
 DEFAULT_LIMIT = 6  # max_concurrent_subagents when unset (the SDK's MultiAgentConfig)
 FLUSH_S = 5.0  # how long a flush may hold off a cancel (a client that reads nothing)
 
@@ -132,6 +136,44 @@ class Slots:
             granted.set()
 
 
+@attrs.frozen(eq=False)
+class Kept:
+    """A parked team's subagent: what its continuation needs (no stream, sink or connection)."""
+
+    name: str
+    status: str
+    answer: str
+    ctx: Context
+    route: Route
+    request: CreateRequest | None
+    reasoning: reasoning.ReasoningPlan | None
+    window: int | None
+
+    @classmethod
+    def of(cls, agent: Agent) -> Kept:
+        r = agent.rollout
+        return cls(
+            agent.name, agent.status, agent.answer, r.ctx, r.route, r.request, r.reasoning, r.window
+        )
+
+
+@attrs.define(eq=False)
+class Parked:
+    """Teams whose response completed with subagents stopped at client calls (over HTTP), by
+    response id, until a continuation (`previous_response_id`) takes its own; at most
+    TEAMS_KEPT, the oldest dropped first. Only this process's: a team is not in the store."""
+
+    teams: dict[str, list[Kept]] = attrs.field(factory=dict)
+
+    def keep(self, response_id: str, team: Agents) -> None:
+        self.teams[response_id] = [Kept.of(a) for a in team]
+        while len(self.teams) > TEAMS_KEPT:
+            del self.teams[next(iter(self.teams))]
+
+    def take(self, response_id: str | None) -> list[Kept] | None:
+        return self.teams.pop(response_id, None) if response_id else None
+
+
 @attrs.define(eq=False)
 class Agent:
     """One subagent: its loop's rollout, where it stands, and its last answer."""
@@ -161,6 +203,18 @@ def _answer(ctx: Context) -> str:
     return ""
 
 
+def _model_args(args: dict[str, Any]) -> tuple[str | None, str | None]:
+    """spawn_agent's `model` and `reasoning_effort` (ValueError: not a model name, or not an
+    effort a request may name)."""
+    model, effort = args.get("model"), args.get("reasoning_effort")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise ValueError("'model' must be a model name (a non-empty string).")
+    if effort is not None and (not isinstance(effort, str) or effort not in REASONING_TOKENS):
+        allowed = ", ".join(f"'{e}'" for e in REASONING_TOKENS)
+        raise ValueError(f"'reasoning_effort' must be one of {allowed}.")
+    return model, effort
+
+
 def _task(text: str) -> Message:
     return Message(
         id=new_id("msg"), role="user", content=(InputText(text=text),), status="completed"
@@ -174,6 +228,13 @@ class Agents:
     limit: int = DEFAULT_LIMIT  # subagents running at once; the rest wait for a slot
     agents: dict[str, Agent] = attrs.field(factory=dict)
     scans = False  # the actions' outputs are the server's own items
+    #: the model table's profiles (the engine's), the window's cap beside a model's own (a
+    #: shared engine's memory), and the routing of a model name: a spawn's `model` uses them
+    models: Callable[[str], ModelProfile] | None = None
+    cap: int | None = None
+    router: Callable[[str, Work], Awaitable[Route]] | None = None
+    parked: Parked | None = None  # where the team is kept when it stops for client calls
+    resumed: list[Kept] | None = None  # the previous response's parked team, this one continues
     _root: Rollout | None = None
     _env: LoopEnv | None = None
     _client: Executor | None = None
@@ -185,10 +246,25 @@ class Agents:
         self._slots = Slots(self.limit)
 
     @classmethod
-    def of(cls, req: CreateRequest) -> Agents:
+    def of(
+        cls,
+        req: CreateRequest,
+        models: Callable[[str], ModelProfile] | None = None,
+        cap: int | None = None,
+        router: Callable[[str, Work], Awaitable[Route]] | None = None,
+        parked: Parked | None = None,
+    ) -> Agents:
         config = req.multi_agent
         limit = config.max_concurrent_subagents if config is not None else None
-        return cls(limit=limit or DEFAULT_LIMIT)
+        resumed = parked.take(req.previous_response_id) if parked is not None else None
+        return cls(
+            limit=limit or DEFAULT_LIMIT,
+            models=models,
+            cap=cap,
+            router=router,
+            parked=parked,
+            resumed=resumed,
+        )
 
     # -- the root's loop, with its subagents' beside it ----------------------------------------
 
@@ -204,6 +280,7 @@ class Agents:
                 self._nursery = nursery
                 nursery.start_soon(self._notes, r)
                 try:
+                    await self._resume(r)
                     outcome = await run_loop(r, env, client)
                 except BaseException as exc:  # (raised as itself, not in an exception group)
                     error = exc
@@ -212,7 +289,32 @@ class Agents:
             self._sum(r)
         if error is not None:
             raise error
+        waiting = any(a.status == "waiting_for_client" for a in self)
+        stored = r.request is None or r.request.store is not False
+        if waiting and stored and outcome.status == "completed" and self.parked is not None:
+            self.parked.keep(r.stream.response.id, self)  # a continuation resumes them
         return outcome
+
+    async def _resume(self, r: Rollout) -> None:
+        """The previous response's team, continued: each subagent with its context, a stopped
+        one resumed with the outputs of its open calls that this response's input gave (the
+        root's context holds them), the others idle until given a task."""
+        before, self.resumed = self.resumed, None
+        if before is None:
+            return
+        assert self._nursery is not None
+        outputs = {i.call_id: i for i in r.ctx.items if isinstance(i, FunctionCallOutput)}
+        for old in before:
+            sub = self._rollout(old.name, old.ctx, old)
+            agent = Agent(name=old.name, rollout=sub, status=old.status, answer=old.answer)
+            self.agents[old.name] = agent
+            answers = [outputs[c] for c in sorted(sub.ctx.open_calls) if c in outputs]
+            begin = old.status == "waiting_for_client" and bool(answers)
+            if begin:
+                sub.ctx.response_steps = sub.ctx.response_calls = 0
+                await extend(sub.ctx, answers, sub.work)
+                agent.status = "running" if self._slots.take_now(agent) else "pending"
+            self._nursery.start_soon(self._drive, agent, begin)
 
     async def _notes(self, r: Rollout) -> None:
         """Acknowledgements (of injects) leave at once, whichever agent is running or waiting:
@@ -262,7 +364,7 @@ class Agents:
 
     async def _act(self, r: Rollout, action: str, args: dict[str, Any]) -> dict[str, Any]:
         if action == "spawn_agent":
-            return self._spawn(args)
+            return await self._spawn(args)
         if action == "list_agents":
             return {"agents": [{"agent_name": a.name, "status": a.status} for a in self]}
         if action == "wait_agent":
@@ -293,44 +395,82 @@ class Agents:
     def _name_of(self, r: Rollout) -> str:
         return r.ctx.agent or ROOT_AGENT
 
-    def _spawn(self, args: dict[str, Any]) -> dict[str, Any]:
+    async def _spawn(self, args: dict[str, Any]) -> dict[str, Any]:
         root = self._root
         assert root is not None and self._nursery is not None and self._sink is not None
         name = args.get("agent_name") or f"agent_{len(self.agents) + 1}"
         if not isinstance(name, str) or name == ROOT_AGENT or name in self.agents:
             return {"error": f"An agent named {orjson.dumps(name).decode()} exists already."}
+        model, effort = _model_args(args)
         work = Work(keep_spans=root.work.keep_spans)
-        ctx = Context(model=root.ctx.model, route=root.ctx.route, agent=name)
+        request, route, plan, window = root.request, root.route, root.reasoning, root.window
+        if (model is not None or effort is not None) and root.request is not None:
+            request, plan, window = self._settings(root.request, model, effort, window)
+            if model is not None and model != root.request.model and self.router is not None:
+                route = await self.router(model, work)  # (its engine is that model's)
+        ctx = Context(model=request.model if request else root.ctx.model, route=route, agent=name)
         ctx.set_header(root.ctx.instructions, root.ctx.tools, work)  # the shared prefix
         ctx.extend([_task(str(args.get("message", "")))], work)
-        sub = Rollout(
-            ctx=ctx,
-            stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
-            route=root.route,
-            work=work,
-            sink=self._sink,
-            max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
-            reasoning=root.reasoning,
-            window=root.window,
-            truncation=root.truncation,
-            cache_options=root.cache_options,
-            request=root.request,
-            team=self,
-        )
+        own = attrs.evolve(root, route=route, request=request, reasoning=plan, window=window)
+        sub = self._rollout(name, ctx, own, work)
         agent = Agent(name=name, rollout=sub)
         self.agents[name] = agent
         if self._slots.take_now(agent):  # (in spawn order: the first `limit` run at once)
             agent.status = "running"
         self._nursery.start_soon(self._drive, agent)
-        return {"agent_name": name, "status": agent.status}
+        said: dict[str, Any] = {"agent_name": name, "status": agent.status}
+        if request is not None:
+            said["model"] = request.model
+        said["reasoning_effort"] = plan.effort if plan is not None else None
+        return said
 
-    async def _drive(self, agent: Agent) -> None:
+    def _rollout(
+        self, name: str, ctx: Context, like: Rollout | Kept, work: Work | None = None
+    ) -> Rollout:
+        """A subagent's rollout on this response's stream: `like`'s settings, its own counts."""
+        root = self._root
+        assert root is not None and self._sink is not None
+        return Rollout(
+            ctx=ctx,
+            stream=ResponseStream(root.stream.response, AgentRef(agent_name=name)),
+            route=like.route,
+            work=work or Work(keep_spans=root.work.keep_spans),
+            sink=self._sink,
+            max_output_tokens=root.max_output_tokens,  # (each agent's own budget)
+            reasoning=like.reasoning,
+            window=like.window,
+            truncation=root.truncation,
+            cache_options=root.cache_options,
+            request=like.request,
+            team=self,
+        )
+
+    def _settings(
+        self, req: CreateRequest, model: str | None, effort: str | None, window: int | None
+    ) -> tuple[CreateRequest, reasoning.ReasoningPlan | None, int | None]:
+        """A subagent's request (the root's, with its own model and effort), how its steps
+        reason, and its window: as a create naming that model and effort would have them."""
+        given = dict(req.reasoning or {})
+        if effort is not None:
+            given["effort"] = effort
+        own = attrs.evolve(req, model=model or req.model, reasoning=given or None)
+        if self.models is None:
+            return own, None, window
+        profile = self.models(own.model)
+        window = profile.context_window
+        if self.cap is not None:
+            window = min(window, self.cap)
+        return own, reasoning.plan(profile, own.reasoning, own.include), window
+
+    async def _drive(self, agent: Agent, begin: bool = True) -> None:
         """The subagent's loop, one task after another (its spawn's, then each follow-up's),
         each in a slot of the team's limit; it never raises (an agent's failure is its
-        status)."""
+        status). Not `begin`: it waits for a follow-up first (a resumed idle agent)."""
         assert self._env is not None and self._client is not None
         r = agent.rollout
         while True:
+            if not begin:
+                await self._idle(agent)
             status = "interrupted"
             with trio.CancelScope() as scope:
                 agent.scope = scope
@@ -350,13 +490,17 @@ class Agents:
                     self._slots.give_back(agent)
             agent.scope = None
             agent.status, agent.answer = status, _answer(r.ctx)
-            if not agent.tasks:
-                agent.idle.set()
-            while not agent.tasks:
-                agent.woken = trio.Event()
-                await agent.woken.wait()
-            agent.status = "pending"
-            r.ctx.extend([_task(agent.tasks.pop(0))], r.work)
+            begin = False  # (next: its follow-up task)
+
+    async def _idle(self, agent: Agent) -> None:
+        """Until a follow-up task arrives; it joins the agent's context."""
+        if not agent.tasks:
+            agent.idle.set()
+        while not agent.tasks:
+            agent.woken = trio.Event()
+            await agent.woken.wait()
+        agent.status = "pending"
+        agent.rollout.ctx.extend([_task(agent.tasks.pop(0))], agent.rollout.work)
 
     async def _wait(self, r: Rollout, args: dict[str, Any]) -> dict[str, Any]:
         """Until each target is idle (its task answered, or stopped); what each said."""
@@ -402,4 +546,4 @@ class Agents:
         return {"agent_name": target, "delivered": True}
 
 
-__all__ = ["DEFAULT_LIMIT", "Agent", "Agents", "Numbered"]
+__all__ = ["DEFAULT_LIMIT", "TEAMS_KEPT", "Agent", "Agents", "Kept", "Numbered", "Parked"]

@@ -32,7 +32,7 @@ from rollout.conversation.context import Context, Route, fit
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
-from rollout.engine.agents import Agents
+from rollout.engine.agents import Agents, Parked
 from rollout.engine.executors import Deferred, client_answered, hosted_tools, list_mcp_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
@@ -107,6 +107,8 @@ class Engine:
     # One simulated accelerator every response of the server shares (`--engine`): the
     # simulated model's steps queue on it instead of each getting `inference`'s speed.
     accelerator: SharedEngine | None = attrs.field(default=None, on_setattr=_remade)
+    # multi-agent teams stopped at client calls over HTTP, until their continuation resumes them
+    parked: Parked = attrs.field(factory=Parked)
     _loop_env: LoopEnv | None = attrs.field(default=None, init=False)
     _lookups: profiles.Lookups | None = attrs.field(default=None, init=False)  # of `models`
 
@@ -315,7 +317,8 @@ class Engine:
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         if r.team is None and r.request is not None and r.request.waits_for_inject:
-            r.team = Agents.of(r.request)  # a multi-agent response: its root may spawn agents
+            cap = self.accelerator.window if self.accelerator is not None else None
+            r.team = Agents.of(r.request, self.profile, cap, self.route, self.parked)
         r.ctx.team = r.team is not None  # (a chained context was maybe a team's root before)
         outcome = CANCELLED
         try:

@@ -14,6 +14,7 @@
 # A multi-agent response (`multi_agent: {"enabled": true}`) adds the team's actions, each step
 # one `multi_agent_call` per action (rollout.engine.agents runs them):
 #   {"spawn": [{"agent": "reader_1", "task": "Read a.py"}, ...]}   spawn_agent, per agent
+#       (an agent may add "model" and "reasoning_effort": spawn_agent's, passed as given)
 #   {"wait": ["reader_1", "reader_2"]}              wait_agent until each has answered
 #   {"send": {"to": "reader_1", "message": "..."}}  send_message (an agent_message item)
 #   {"followup": {"to": "reader_1", "task": "..."}} followup_task: a new task for an agent
@@ -80,7 +81,9 @@ def _agent_args(kind: str, value: Any, where: str) -> list[dict[str, Any]]:
         for i, one in enumerate(spawns):
             if not isinstance(one, dict) or not isinstance(one.get("agent"), str):
                 raise ScriptError(f"{where}.spawn[{i}]: needs an 'agent' name and a 'task'")
-            out.append({"agent_name": one["agent"], "message": str(one.get("task", ""))})
+            args = {"agent_name": one["agent"], "message": str(one.get("task", ""))}
+            args |= {k: one[k] for k in ("model", "reasoning_effort") if k in one}
+            out.append(args)
         return out
     if kind == "wait":
         return [{"targets": _names(value, f"{where}.wait")}]

@@ -21,7 +21,7 @@ from protocol.agentitems import AgentMessage
 from protocol.errors import ProtocolError
 from protocol.events import Event, OutputItemEvent, ResponseEvent
 from protocol.items import FunctionCall, FunctionCallOutput
-from rollout.engine.agents import Agents
+from rollout.engine.agents import TEAMS_KEPT, Agents, Parked
 from rollout.engine.engine import Engine
 from rollout.engine.executors import EndResponse
 from rollout.engine.loop import CallbackSink
@@ -428,3 +428,90 @@ def test_subagents_share_the_roots_prefix_in_the_cache() -> None:
     sub = run.team.agents["a"].rollout
     header = run.live.prepared.rollout.ctx.header_len  # type: ignore[union-attr]
     assert sub.cached_tokens >= header - header % 128 > 0  # the header's whole blocks hit
+
+
+def spawn_outputs(run: Run) -> list[dict[str, Any]]:
+    return [
+        orjson.loads(i.output[0].text)
+        for i in run.done_items()
+        if getattr(i, "action", "") == "spawn_agent" and i.type == "multi_agent_call_output"
+    ]
+
+
+def test_a_spawns_model_and_reasoning_effort_act_on_the_subagent() -> None:
+    engine = Engine(
+        policy=policy(
+            [
+                {
+                    "spawn": [
+                        {"agent": "hi", "task": "Think hard", "reasoning_effort": "high"},
+                        {"agent": "plain", "task": "Answer", "model": "gpt-4o"},
+                        {"agent": "same", "task": "As the root"},
+                    ]
+                },
+                {"wait": ["hi", "plain", "same"]},
+                {"text": "done"},
+            ],
+            {"hi": [{"text": "thought"}], "plain": [{"text": "said"}], "same": [{"text": "ok"}]},
+        )
+    )
+    req = {"model": "gpt-5", "input": "Go.", "reasoning": {"effort": "low"}}
+    run = trio.run(drive, engine, req, lambda r: trio.sleep(0))
+    check_stream(run)
+    assert spawn_outputs(run) == [
+        {"agent_name": "hi", "status": "running", "model": "gpt-5", "reasoning_effort": "high"},
+        {"agent_name": "plain", "status": "running", "model": "gpt-4o", "reasoning_effort": None},
+        {"agent_name": "same", "status": "running", "model": "gpt-5", "reasoning_effort": "low"},
+    ]
+    hi, plain, same = (run.team.agents[n].rollout for n in ("hi", "plain", "same"))
+    # Each reasons as a create with its model and effort would: its tokens per step.
+    assert hi.reasoning is not None and hi.reasoning.effort == "high"
+    assert hi.reasoning_tokens == 1024 and same.reasoning_tokens == 64
+    assert plain.reasoning is None and plain.reasoning_tokens == 0
+    reasoned = {i.agent.agent_name for i in run.final.output if i.type == "reasoning" and i.agent}
+    assert reasoned == {"root", "hi", "same"}
+    # `model` gives the subagent that model's window, route and request (a real engine's knobs).
+    assert plain.window == 128_000 and hi.window == 400_000
+    assert plain.route.model == "gpt-4o" and plain.ctx.model == "gpt-4o"
+    assert plain.request is not None and plain.request.model == "gpt-4o"
+    assert hi.request is not None and hi.request.reasoning == {"effort": "high"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"reasoning_effort": "huge"}, "'reasoning_effort' must be one of 'none', "),
+        ({"reasoning_effort": 3}, "'reasoning_effort' must be one of"),
+        ({"model": ""}, "'model' must be a model name"),
+        ({"model": ["gpt-4o"]}, "'model' must be a model name"),
+    ],
+)
+def test_a_bad_model_or_effort_fails_that_spawn_only(extra: dict[str, Any], message: str) -> None:
+    engine = Engine(
+        policy=policy(
+            [
+                {"spawn": [{"agent": "bad", "task": "x", **extra}, {"agent": "ok", "task": "y"}]},
+                {"wait": ["ok"]},
+                {"text": "went on"},
+            ],
+            {"bad": [{"text": "never"}], "ok": [{"text": "fine"}]},
+        )
+    )
+    run = trio.run(drive, engine, {"input": "Go."}, lambda r: trio.sleep(0))
+    check_stream(run)
+    bad, ok = spawn_outputs(run)
+    assert bad["error"].startswith("Invalid arguments for spawn_agent: " + message)
+    assert ok["agent_name"] == "ok"
+    assert list(run.team.agents) == ["ok"]
+    assert run.final.status == "completed"
+
+
+def test_parked_teams_are_bounded_and_taken_once() -> None:
+    parked = Parked()
+    for n in range(TEAMS_KEPT + 3):
+        parked.keep(f"resp_{n}", Agents(limit=1))
+    assert len(parked.teams) == TEAMS_KEPT
+    assert parked.take("resp_0") is None  # the oldest were dropped
+    assert parked.take(f"resp_{TEAMS_KEPT + 2}") == []
+    assert parked.take(f"resp_{TEAMS_KEPT + 2}") is None  # a second continuation: a new team
+    assert parked.take(None) is None

@@ -13,9 +13,11 @@ import pydantic
 import pytest
 from _pause_helpers import BETA, MODEL, check_beta, output, sdk
 
+from protocol.agentitems import MultiAgentCall, MultiAgentCallOutput
+from protocol.items import FunctionCallOutput
 from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy
-from rollout.model.script import agents, steps
+from rollout.model.script import agents, step, steps
 from rollout.testing.thread import ServerThread
 
 READ_TOOL: dict[str, Any] = {
@@ -354,3 +356,55 @@ def test_a_chained_response_without_multi_agent_does_not_spawn() -> None:
     assert second.type == "response.completed"
     assert not any(i.type == "multi_agent_call" for i in second.response.output)
     assert all(getattr(i, "agent", None) is None for i in second.response.output)
+
+
+def resuming_root(ctx: Any) -> Any:
+    """The root of a chain: spawns, waits, answers; in the continuation (the calls' outputs in
+    its context) it waits again and answers from what the resumed agents said."""
+    names = ["reader_1", "reader_2"]
+    spawned = any(isinstance(i, MultiAgentCall) for i in ctx.items)
+    answered = any(isinstance(i, FunctionCallOutput) for i in ctx.items)
+    last = ctx.items[-1]
+    if not spawned:
+        return step({"spawn": [{"agent": n, "task": f"Read {FILES[n]}"} for n in names]})
+    if isinstance(last, MultiAgentCallOutput) and last.action == "wait_agent":
+        return step({"text": "all read" if answered else "waiting for the reads"})
+    return step({"wait": names})
+
+
+def test_over_http_a_continuation_resumes_exactly_the_answered_subagents() -> None:
+    base = team_policy(["reader_1", "reader_2"])
+    engine = Engine(policy=ScriptedPolicy(resuming_root, agents=base.agents))
+    with ServerThread(engine) as server:
+        client = sdk(server.http_base_url)
+        kw: dict[str, Any] = {
+            "model": MODEL,
+            "tools": [READ_TOOL],
+            "betas": ["responses_multi_agent=v1"],
+            "multi_agent": {"enabled": True},
+        }
+        first = client.beta.responses.create(input="Read a.py and b.py.", **kw)
+        calls = [i for i in first.output if i.type == "function_call"]
+        assert sorted(agent_of(c) or "" for c in calls) == ["reader_1", "reader_2"]
+        second = client.beta.responses.create(
+            previous_response_id=first.id,
+            input=[output(c.call_id, f"{c.arguments} read") for c in calls],
+            **kw,
+        )
+    assert second.status == "completed"
+    # Each subagent went on from its call (its script's next step), not from a new task.
+    said = {
+        agent_of(i): i.content[0].text
+        for i in second.output
+        if i.type == "message" and agent_of(i) != "root"
+    }
+    assert said == {"reader_1": "a.py is read", "reader_2": "b.py is read"}
+    assert not [i for i in second.output if i.type == "function_call"]
+    wait = [i for i in second.output if i.type == "multi_agent_call_output"][-1]
+    assert orjson.loads(wait.output[0].text) == {
+        "reader_1": {"status": "completed", "answer": "a.py is read"},
+        "reader_2": {"status": "completed", "answer": "b.py is read"},
+    }
+    assert second.output[-1].type == "message" and second.output[-1].content[0].text == "all read"
+    assert second.usage is not None and second.usage.output_tokens > 0
+    assert not engine.parked.teams  # taken by its continuation
