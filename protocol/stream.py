@@ -52,6 +52,15 @@ _EMPTY_TEXT = OutputText(text="")  # the part a message opens with (frozen: one 
 _EMPTY_REFUSAL = Refusal(refusal="")
 
 
+def reopen(response: Response) -> None:
+    """`response` as it was before its end: `in_progress`, without the fields an end sets."""
+    response.status = "in_progress"
+    response.completed_at = None
+    response.incomplete_details = None
+    response.error = None
+    response.usage = None
+
+
 @attrs.define
 class _OpenText:
     item_id: str
@@ -179,12 +188,7 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
             raise RuntimeError("only an end not yet sent can be taken back")
         self._seq = first
         self.terminal = None
-        r = self.response
-        r.status = "in_progress"
-        r.completed_at = None
-        r.incomplete_details = None
-        r.error = None
-        r.usage = None
+        reopen(self.response)
 
     def _check_open(self) -> None:
         if self.terminal is not None:

@@ -16,6 +16,7 @@ import trio
 
 from protocol import errors
 from protocol.response import Response, ResponseError
+from protocol.stream import reopen
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
 from rollout.store.base import STOPPED, UNFINISHED, StoredResponse
@@ -42,6 +43,16 @@ class Run:
     @property
     def owner(self) -> str | None:
         return self.prepared.owner
+
+    def seen(self) -> Response:
+        """Its response as a poll sees it now. An end is shown once it is stored (the engine
+        stores it before it sends it): until then the response is `in_progress`, for a store
+        that cannot take the end ends it `failed` instead (engine `finish`), and a response a
+        client saw end never ends again."""
+        response = self.response.snapshot()
+        if response.status not in UNFINISHED and not self.prepared.rollout.mailbox.closed:
+            reopen(response)
+        return response
 
 
 @attrs.define(eq=False)

@@ -64,7 +64,7 @@ async def current(
     """The response as it stands now (404 when `owner` has none of that id)."""
     run = service.background.find(response_id, owner)
     if run is not None:
-        response = run.response.snapshot()
+        response = run.seen()
     else:
         record = await record_of(service, response_id, owner)
         if record is None:

@@ -6,16 +6,19 @@
 # the server serves on. (A real failing disk under SQLite: test_disk_faults.py.)
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import openai
 import pytest
+import trio
 
 from protocol.errors import ProtocolError, overloaded
 from protocol.items import Item
 from rollout.engine.engine import Engine
-from rollout.store.base import StoredResponse, store_failed
+from rollout.store.base import UNFINISHED, StoredResponse, store_failed
 from rollout.store.memory import MemoryStore
 from support.errors import assert_envelope
 from support.servers import Serve
@@ -103,3 +106,38 @@ def test_a_turn_that_cannot_join_its_conversation_fails_the_response(serve: Serv
     turn = client.responses.create(model="m", input="hi", conversation=conv.id)
     assert turn.status == "completed"
     assert len(client.conversations.items.list(conv.id).data) > 1
+
+
+class HeldStore(FailingStore):
+    """A FailingStore that holds the write of a response's end (a record not `in_progress`)
+    until `release` is set: `holding` is set while it waits."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = threading.Event()
+        self.release = threading.Event()
+
+    async def put(self, record: StoredResponse) -> None:
+        if record.response.status not in UNFINISHED:
+            self.holding.set()
+            while not self.release.is_set():
+                await trio.sleep(0.005)
+        await super().put(record)
+
+
+def test_a_background_end_is_seen_once_it_is_stored(serve: Serve) -> None:
+    """A poll while the end of a background response is being stored sees it `in_progress`:
+    the store may fail it, and a status a client saw as the end never changes."""
+    store = HeldStore()
+    _, client = serve(Engine(store=store))
+    running = client.responses.create(model="m", input="hi", background=True)
+    assert store.holding.wait(30)
+    assert client.responses.retrieve(running.id).status == "in_progress"
+    store.failure = store_failed("Test", "the disk is gone")
+    store.release.set()
+    deadline = time.monotonic() + 30
+    while (got := client.responses.retrieve(running.id)).status == "in_progress":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert got.status == "failed" and got.error is not None
+    assert got.error.code == "server_error" and "the disk is gone" in got.error.message
