@@ -73,6 +73,10 @@ MCP = (
     "MCP tools (their listing, calls and approval requests) are not offered to an engine: "
     "the simulated model alone calls them"
 )
+MULTI_AGENT = (
+    "multi-agent actions (spawn_agent, wait_agent, ...) are not offered to an engine: the "
+    "simulated model alone orchestrates subagents"
+)
 SIMULATED_ENGINE = (
     "it is about the simulated engine itself (that it never uses the prompt memo, the shared "
     "simulated accelerator's KV memory figures); behind an upstream those are the engine's"
