@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -27,6 +27,7 @@ from rollout.conversation.context import Context
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream import hosted
+from rollout.upstream.hosted import Maker
 from rollout.upstream.target import UpstreamConfig
 
 
@@ -40,7 +41,7 @@ FINISH = {"stop": "stop", "tool_calls": "stop", "function_call": "stop", "length
 
 
 def messages(ctx: Context) -> list[dict[str, Any]]:
-    """The conversation as chat messages: hosted searches as their function's call and output
+    """The conversation as chat messages: hosted calls as their function's call and output
     (rollout.upstream.hosted); reasoning is the server's own item, with no place here. A
     context's messages are remembered (its items only grow), so a turn renders its new items
     only."""
@@ -49,11 +50,11 @@ def messages(ctx: Context) -> list[dict[str, Any]]:
     if seen is not None and seen[0] == ctx.instructions and 0 < seen[1] <= len(items):
         if items[seen[1] - 1] is seen[2]:
             out = list(seen[3])
-            _render(out, items, seen[1])
+            _render(out, ctx, seen[1])
             _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
             return list(out)
     out = [{"role": "system", "content": ctx.instructions}] if ctx.instructions else []
-    _render(out, items, 0)
+    _render(out, ctx, 0)
     if items:
         _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
     return list(out)
@@ -67,7 +68,8 @@ _rendered: weakref.WeakKeyDictionary[Context, tuple[str | None, int, Item, list[
 )
 
 
-def _render(out: list[dict[str, Any]], items: list[Item], start: int) -> None:
+def _render(out: list[dict[str, Any]], ctx: Context, start: int) -> None:
+    items = ctx.items
     for item in items[start:] if start else items:
         if isinstance(item, Message):
             role = "system" if item.role == "developer" else item.role
@@ -87,7 +89,7 @@ def _render(out: list[dict[str, Any]], items: list[Item], start: int) -> None:
             out.append(
                 {"role": "tool", "tool_call_id": item.call_id, "content": text_of(item.output)}
             )
-        elif (shown := hosted.as_call(item)) is not None:  # a hosted call, as its function's
+        elif (shown := hosted.as_call(item, ctx)) is not None:  # a hosted call, as its function's
             call_id, name, arguments, output = shown
             call = {
                 "id": call_id,
@@ -204,7 +206,7 @@ class ChatStream:
     usage: dict[str, Any] | None = None
     produced: list[str] = attrs.field(factory=list)  # every delta, for a usage estimate
     declared: Collection[str] | None = None  # the request's function tools (None: any)
-    hosted: Collection[str] = ()  # names the engine calls as hosted tools (rollout runs them)
+    hosted: Mapping[str, Maker] = attrs.field(factory=dict)  # functions rollout runs, by name
     held: list[p.Piece] = attrs.field(factory=list)  # hosted calls, streamed last in the step
     _hosted_call: list[str] | None = None  # the open hosted call: its name, its argument text
 
@@ -311,7 +313,7 @@ class ChatStream:
     def _close_hosted(self) -> None:
         if self._hosted_call is not None:
             name, *arguments = self._hosted_call
-            self.held.append(p.Hosted(hosted.spec_of(name, "".join(arguments))))
+            self.held.append(p.Hosted(self.hosted[name]("".join(arguments))))
             self._hosted_call = None
 
     def end(self, prompt_tokens: int, count: Any) -> list[p.Piece]:

@@ -1,19 +1,38 @@
-# Hosted tools in front of a real engine: an engine knows only functions, so a hosted tool the
-# request offers (web search) is offered to it as a function of the same name, its call is
-# turned into the hosted call that rollout runs (its simulated service: the `web_search_call`
-# item and its events, as the real API has them), and a hosted call already in the context is
-# shown to the engine as that function's call and output. Pure: no I/O.
+# Hosted tools in front of a real engine. An engine knows only functions, so each hosted tool
+# the request offers (and its tool choice allows) is offered to it as functions that rollout
+# runs: web search as `web_search` (rollout's simulated service), each listed tool of an MCP
+# server as `mcp__<server_label>__<tool>` (its description, its input schema as parameters),
+# called over MCP by rollout as the real API calls it. An engine's call of one is turned into
+# the hosted call (the `web_search_call`, the `mcp_call`, or the `mcp_approval_request` when
+# `require_approval` holds it back), with its items and events as the real API has them; a
+# hosted call already in the context is shown to the engine as that function's call and
+# output (a declined approval as the call and a refusal). Pure: no I/O.
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from protocol.hosted import WEB_SEARCH_TOOL
-from protocol.items import Item, SearchAction, WebSearchCall
+from protocol.hosted import MCP_CALL_TOOL, WEB_SEARCH_TOOL
+from protocol.items import (
+    Item,
+    McpApprovalRequest,
+    McpApprovalResponse,
+    McpCall,
+    SearchAction,
+    WebSearchCall,
+)
 from rollout.conversation.calls import HostedSpec
 from rollout.conversation.context import Context
+from rollout.model.hosted import mcp
+from rollout.model.hosted.mcp_client import Server
 from rollout.model.hosted.web_search import WebSearchSpec
+
+#: What turns an engine's call (its arguments, JSON text) into the hosted call rollout runs.
+Maker = Callable[[str], HostedSpec]
 
 WEB_SEARCH = {
     "name": WEB_SEARCH_TOOL.name,
@@ -25,50 +44,143 @@ WEB_SEARCH = {
         "additionalProperties": False,
     },
 }
+MCP_PREFIX = "mcp__"
+#: What the engine sees as the output of a call whose approval the user declined.
+DECLINED = "The user declined to run this tool call."
+_UNNAMEABLE = re.compile(r"[^A-Za-z0-9_-]")  # (a function's name: letters, digits, _ and -)
+_NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def mcp_name(label: str, tool: str) -> str:
+    """The function name an MCP server's tool is offered to an engine by (at most 64
+    characters, the names chat functions may have)."""
+    return _UNNAMEABLE.sub("_", f"{MCP_PREFIX}{label}__{tool}")[:64]
+
+
+def _offers(ctx: Context) -> dict[str, tuple[dict[str, Any], Maker]]:
+    """Each function offered for a hosted tool: its chat function and its Maker, by name;
+    none that a function tool of the request already names."""
+    out: dict[str, tuple[dict[str, Any], Maker]] = {}
+    choice = ctx.choice
+    if ctx.web_search and choice.allows_hosted(WEB_SEARCH_TOOL.offered_as):
+        out[WEB_SEARCH_TOOL.name] = (WEB_SEARCH, _search)
+    if choice.allows_hosted(MCP_CALL_TOOL.offered_as):
+        configs = mcp.configs(ctx)
+        for label, listing in mcp.listed(ctx).items():
+            config = configs.get(label)
+            if config is None:  # (a server listed earlier that this request does not offer)
+                continue
+            for tool in listing.tools:
+                if not config.allows(tool):
+                    continue
+                name = str(tool.get("name", ""))
+                about = tool.get("description") or name
+                offered_as = mcp_name(label, name)
+                function = {
+                    "name": offered_as,
+                    "description": f"{about} (tool '{name}' of MCP server '{label}')",
+                    "parameters": tool.get("input_schema") or _NO_PARAMETERS,
+                }
+                approval = config.needs_approval(tool)
+                maker = functools.partial(_mcp, config.server, name, approval)
+                out.setdefault(offered_as, (function, maker))
+    for name in ctx.function_tools:
+        out.pop(name, None)
+    return out
 
 
 def offered(ctx: Context) -> list[dict[str, Any]]:
-    """The hosted tools the request offers (and its tool choice allows), as chat functions;
-    none that a function tool of the request already names."""
-    allowed = ctx.choice.allows_hosted(WEB_SEARCH_TOOL.offered_as)
-    if ctx.web_search and allowed and WEB_SEARCH_TOOL.name not in ctx.function_tools:
-        return [{"type": "function", "function": WEB_SEARCH}]
-    return []
+    """The hosted tools the request offers (and its tool choice allows), as chat functions."""
+    return [{"type": "function", "function": f} for f, _ in _offers(ctx).values()]
 
 
-def names(ctx: Context) -> frozenset[str]:
-    """The names the engine may call as hosted tools."""
-    return frozenset(t["function"]["name"] for t in offered(ctx))
+def names(ctx: Context) -> dict[str, Maker]:
+    """The names the engine may call as hosted tools, with what each call becomes."""
+    return {name: maker for name, (_, maker) in _offers(ctx).items()}
 
 
 def forced(ctx: Context) -> str | None:
-    """The function name a hosted `tool_choice` forces, when it is offered."""
-    if ctx.choice.forced_hosted == WEB_SEARCH_TOOL.offered_as and names(ctx):
+    """The function name a hosted `tool_choice` forces, when it is offered: web search's, or
+    the named MCP tool's (without a name: the server's first offered tool)."""
+    choice = ctx.choice
+    offers = _offers(ctx)
+    if choice.forced_hosted == WEB_SEARCH_TOOL.offered_as and WEB_SEARCH_TOOL.name in offers:
         return WEB_SEARCH_TOOL.name
+    if choice.forced_hosted == MCP_CALL_TOOL.offered_as:
+        label, tool = (*choice.forced_target, None, None)[:2]
+        if label is not None and tool is not None:
+            name = mcp_name(label, tool)
+            return name if name in offers else None
+        prefix = MCP_PREFIX if label is None else mcp_name(label, "")
+        return next((n for n in offers if n.startswith(prefix)), None)
     return None
 
 
-def spec_of(name: str, arguments: str) -> HostedSpec:
-    """The hosted call an engine's call of `name` with `arguments` (JSON) asks for."""
-    del name  # web search is the one hosted tool offered as a function
-    try:
-        value = orjson.loads(arguments or "{}")
-    except orjson.JSONDecodeError:
-        value = {}
-    query = value.get("query") if isinstance(value, dict) else None
+def approved(ctx: Context) -> HostedSpec | None:
+    """The MCP call an approval response since the prompt lets run (and that has not run):
+    rollout runs it, as the real API does, with no step of the engine's."""
+    return mcp.approved(ctx)
+
+
+def _search(arguments: str) -> HostedSpec:
+    value = _object(arguments)
+    query = value.get("query") if value is not None else None
     return WebSearchSpec(query=str(query or arguments or "").strip() or "search")
 
 
-def as_call(item: Item) -> tuple[str, str, str, str] | None:
-    """A hosted call of the context as the engine sees it: (call id, function name, arguments,
-    output), or None for an item that is not one."""
-    if not isinstance(item, WebSearchCall) or not isinstance(item.action, SearchAction):
+def _mcp(server: Server, name: str, approval: bool, arguments: str) -> HostedSpec:
+    value = _object(arguments)
+    text = orjson.dumps(value if value is not None else {}).decode()
+    if approval:
+        return mcp.McpApprovalSpec(server=server, name=name, arguments=text)
+    return mcp.McpCallSpec(server=server, name=name, arguments=text)
+
+
+def _object(arguments: str) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
         return None
-    query = item.action.query
-    sources = [s.url for s in item.action.sources or ()]
-    found = "\n".join(f"- {url}" for url in sources) if sources else "(no sources found)"
-    arguments = orjson.dumps({"query": query}).decode()
-    return item.id, WEB_SEARCH_TOOL.name, arguments, f"Sources for {query!r}:\n{found}"
+    return value if isinstance(value, dict) else None
 
 
-__all__ = ["WEB_SEARCH", "as_call", "forced", "names", "offered", "spec_of"]
+def as_call(item: Item, ctx: Context) -> tuple[str, str, str, str] | None:
+    """A hosted call of the context as the engine sees it: (call id, function name, arguments,
+    output), or None for an item that is not one (an MCP listing is in the functions offered;
+    an approval request still unanswered, or answered yes, shows as the call that follows)."""
+    if isinstance(item, WebSearchCall) and isinstance(item.action, SearchAction):
+        query = item.action.query
+        sources = [s.url for s in item.action.sources or ()]
+        found = "\n".join(f"- {url}" for url in sources) if sources else "(no sources found)"
+        arguments = orjson.dumps({"query": query}).decode()
+        return item.id, WEB_SEARCH_TOOL.name, arguments, f"Sources for {query!r}:\n{found}"
+    if isinstance(item, McpCall):
+        if item.error is not None:
+            error = item.error.get("message") if isinstance(item.error, dict) else item.error
+            output = f"Error: {error}"
+        else:
+            output = item.output or ""
+        return item.id, mcp_name(item.server_label, item.name), item.arguments, output
+    if isinstance(item, McpApprovalResponse) and not item.approve:
+        index = ctx.by_id.get(item.approval_request_id)
+        request = ctx.items[index] if index is not None else None
+        if not isinstance(request, McpApprovalRequest):
+            return None
+        output = f"{DECLINED} {item.reason}" if item.reason else DECLINED
+        name = mcp_name(request.server_label, request.name)
+        return request.id, name, request.arguments, output
+    return None
+
+
+__all__ = [
+    "DECLINED",
+    "MCP_PREFIX",
+    "WEB_SEARCH",
+    "Maker",
+    "approved",
+    "as_call",
+    "forced",
+    "mcp_name",
+    "names",
+    "offered",
+]

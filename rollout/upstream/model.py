@@ -140,6 +140,9 @@ class UpstreamModel:
         is unreachable, silent or sends nothing, raises the client's error (a retryable 500 for
         all but the engine's own refusals) when `refuse` (nothing has been sent to the client
         yet), else it is the step's failure."""
+        spec = hosted.approved(r.ctx)
+        if spec is not None:  # the call the client approved runs; the engine takes no step
+            return _given([p.Hosted(spec), p.Usage(0), p.Finish("stop")])
         stage = r.work.stage("inference")
         stage.__enter__()
         started = time.perf_counter()
@@ -249,6 +252,12 @@ class UpstreamModel:
             await close(response, drain=ended)
             account_step(r.work, r.ctx.token_count, time.perf_counter() - started)
             stage.__exit__(None, None, None)
+
+
+async def _given(pieces: list[p.Piece]) -> Pieces:
+    """A step of these pieces, none of them the engine's."""
+    for piece in pieces:
+        yield piece
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@
 # functions, and rollout runs them (rollout.upstream.hosted).
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import attrs
@@ -20,6 +20,7 @@ from rollout.conversation.calls import Citation
 from rollout.engine.loop import Rollout
 from rollout.model import pieces as p
 from rollout.upstream import chat, hosted
+from rollout.upstream.hosted import Maker
 from rollout.upstream.target import UpstreamConfig
 
 #: The fields the API knows of `reasoning`, `text` and `text.format` (openai's
@@ -39,7 +40,7 @@ def input_items(r: Rollout) -> list[dict[str, Any]]:
             value = codec.to_json(item)
             value.pop("id", None)
             out.append(value)
-        elif (shown := hosted.as_call(item)) is not None:  # a hosted call, as its function's
+        elif (shown := hosted.as_call(item, r.ctx)) is not None:  # a hosted call, as its function's
             call_id, name, arguments, output = shown
             call = {"type": "function_call", "call_id": call_id, "name": name}
             out.append({**call, "arguments": arguments})
@@ -105,7 +106,7 @@ class ResponsesStream:
 
     done: bool = False
     declared: Collection[str] | None = None  # the request's function tools (None: any)
-    hosted: Collection[str] = ()  # names the engine calls as hosted tools (rollout runs them)
+    hosted: Mapping[str, Maker] = attrs.field(factory=dict)  # functions rollout runs, by name
     held: list[p.Piece] = attrs.field(factory=list)  # hosted calls, streamed last in the step
     _hosted_call: list[str] | None = None  # the open hosted call: its name, its argument text
 
@@ -146,7 +147,7 @@ class ResponsesStream:
             name, *deltas = self._hosted_call
             self._hosted_call = None
             arguments = str(item.get("arguments") or "".join(deltas))
-            self.held.append(p.Hosted(hosted.spec_of(name, arguments)))
+            self.held.append(p.Hosted(self.hosted[name](arguments)))
             return []
         if kind in ("response.completed", "response.incomplete"):
             self.done = True

@@ -23,6 +23,7 @@ import contextvars
 import functools
 import logging
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,44 +35,47 @@ import rollout
 import rollout.server.listen
 import rollout.testing.plugin
 import rollout.testing.thread
+from protocol.hosted import HOSTED_BY_ITEM, WEB_SEARCH_TOOL
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
     Item,
+    McpApprovalRequest,
+    McpApprovalResponse,
+    McpCall,
+    McpListTools,
     Message,
+    OtherTool,
     SearchAction,
     UrlSource,
     WebSearchCall,
     text_of,
 )
-from rollout.conversation.calls import FunctionCallSpec
+from rollout.conversation.calls import CallSpec, FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.loop import Pieces, Rollout
 from rollout.engine.simulated import SimulatedModel
+from rollout.model.hosted.mcp import McpApprovalSpec, McpCallSpec
 from rollout.model.hosted.web_search import WebSearchSpec
 from rollout.model.policy import CallStep, Policy, Step
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.upstream import UpstreamConfig, UpstreamModel
-from rollout.upstream.hosted import WEB_SEARCH
+from rollout.upstream.hosted import DECLINED, MCP_PREFIX, WEB_SEARCH, mcp_name
 
 ENV = "ROLLOUT_TEST_BEHIND_UPSTREAM"
 
 # Why a test is `simulated_only`, by category (docs/real-inference.md lists them).
 #: Tools the engine path never offers an engine (rollout/upstream/chat.py `tools`).
 CLIENT_TOOLS = (
-    "the engine path offers an engine function tools only (and web search as one): computer, "
-    "shell, local_shell, apply_patch and custom (grammar) tools are never offered, so an "
-    "engine never calls them"
+    "the engine path offers an engine function tools only (and web search and MCP tools as "
+    "functions): computer, shell, local_shell, apply_patch and custom (grammar) tools are "
+    "never offered, so an engine never calls them"
 )
 HOSTED_TOOLS = (
     "code interpreter, file search and image generation are hosted tools the engine path does "
-    "not offer an engine (web search alone is offered, as a function)"
-)
-MCP = (
-    "MCP tools (their listing, calls and approval requests) are not offered to an engine: "
-    "the simulated model alone calls them"
+    "not offer an engine (web search and MCP tools are offered, as functions)"
 )
 MULTI_AGENT = (
     "multi-agent actions (spawn_agent, wait_agent, ...) are not offered to an engine: the "
@@ -121,29 +125,59 @@ class Played:
 @attrs.define(eq=False)
 class AsEngine:
     """The test's policy as an engine behind rollout plays it: an engine knows only functions,
-    so a hosted web search it would run is a call of the `web_search` function rollout offers
-    for it (rollout.upstream.hosted), which rollout then runs. The policy decides on the
-    context as rollout has it (`_hosted_view`): the search offered as the hosted tool, and each
-    search made as its `web_search_call` item with its sources (what the function's output
-    lists), so the default model searches, and cites, as it does in front."""
+    so a hosted call it would make (a web search, an MCP tool's call) is a call of the
+    function rollout offers for it (rollout.upstream.hosted), which rollout then runs. The
+    policy decides on the context as rollout has it (`_hosted_view`): the hosted tools offered
+    as such (each MCP server with its listing), each call made as its hosted item
+    (`web_search_call` with the sources the function's output lists, `mcp_call` with its
+    output, a declined call as its approval request and the refusal), so the default model
+    searches, cites and calls MCP tools as it does in front."""
 
     policy: Policy
 
     def next_step(self, ctx: Context) -> Step:
-        offered = ctx.function_tools.get(WEB_SEARCH["name"])
-        if offered is None or offered.description != WEB_SEARCH["description"]:
+        search = ctx.function_tools.get(WEB_SEARCH_TOOL.name)
+        searches = search is not None and search.description == WEB_SEARCH["description"]
+        servers = _mcp_offered(ctx)
+        if not searches and not servers:
             return self.policy.next_step(ctx)
-        with _hosted_view(ctx):
+        with _hosted_view(ctx, searches, servers):
             step = self.policy.next_step(ctx)
         if not isinstance(step, CallStep):
             return step
-        calls = tuple(
-            FunctionCallSpec(name=WEB_SEARCH["name"], arguments=_query(c.query))
-            if isinstance(c, WebSearchSpec)
-            else c
-            for c in step.calls
+        return attrs.evolve(step, calls=tuple(_as_function(c) for c in step.calls))
+
+
+#: An MCP tool rollout offers an engine: its description ends naming the tool and its server.
+_MCP_OFFER = re.compile(r"\(tool '(?P<tool>.+)' of MCP server '(?P<label>.+)'\)$")
+#: The server URL of the MCP tools the back's view has (the back never calls one itself).
+BACK_MCP_URL = "http://mcp.behind.invalid/mcp"
+
+
+def _mcp_offered(ctx: Context) -> dict[str, dict[str, tuple[str, dict[str, Any]]]]:
+    """The MCP tools offered to the back as functions: by server label, by tool name, the
+    function's name and the tool as its listing has it."""
+    out: dict[str, dict[str, tuple[str, dict[str, Any]]]] = {}
+    for name, tool in ctx.function_tools.items():
+        found = _MCP_OFFER.search(tool.description or "")
+        if not name.startswith(MCP_PREFIX) or found is None:
+            continue
+        label, tool_name = found["label"], found["tool"]
+        about = (tool.description or "")[: found.start()].rstrip()
+        listed = {"name": tool_name, "description": about, "input_schema": tool.parameters}
+        out.setdefault(label, {})[tool_name] = (name, listed)
+    return out
+
+
+def _as_function(spec: CallSpec) -> CallSpec:
+    """A hosted call the policy makes, as the engine's call of the function offered for it."""
+    if isinstance(spec, WebSearchSpec):
+        return FunctionCallSpec(name=WEB_SEARCH_TOOL.name, arguments=_query(spec.query))
+    if isinstance(spec, McpCallSpec | McpApprovalSpec):  # (the front decides on approval)
+        return FunctionCallSpec(
+            name=mcp_name(spec.server.label, spec.name), arguments=spec.arguments
         )
-        return attrs.evolve(step, calls=calls)
+    return spec
 
 
 def _query(query: str) -> str:
@@ -151,36 +185,110 @@ def _query(query: str) -> str:
 
 
 @contextlib.contextmanager
-def _hosted_view(ctx: Context) -> Iterator[None]:
+def _hosted_view(
+    ctx: Context, searches: bool, servers: dict[str, dict[str, tuple[str, dict[str, Any]]]]
+) -> Iterator[None]:
     """`ctx` (the back's own, made for this one request) as rollout has it while the policy
-    decides: web search a hosted tool, its calls and outputs `web_search_call` items."""
-    name = WEB_SEARCH["name"]
-    saved = (ctx.hosted, ctx.function_tools, ctx.hosted_since_user, ctx.items)
-    queries: dict[str, str] = {}
+    decides: web search and the MCP servers hosted tools, their calls and outputs hosted
+    items."""
+    saved = (
+        ctx.hosted,
+        ctx.function_tools,
+        ctx.hosted_since_user,
+        ctx.items,
+        ctx.tools,
+        ctx.mcp_listed,
+        ctx.choice,
+    )
+    search = WEB_SEARCH_TOOL.name if searches else None
+    mcp_tools = {
+        name: (label, tool) for label, ts in servers.items() for tool, (name, _) in ts.items()
+    }
+    calls: dict[str, FunctionCall] = {}
     items: list[Item] = []
-    since_user = 0
+    since_user: dict[str, int] = {}
     for item in ctx.items:
-        if isinstance(item, FunctionCall) and item.name == name:
-            queries[item.call_id] = str(orjson.loads(item.arguments or "{}").get("query", ""))
+        if isinstance(item, FunctionCall) and (item.name == search or item.name in mcp_tools):
+            calls[item.call_id] = item
             continue
-        if isinstance(item, FunctionCallOutput) and item.call_id in queries:
-            lines = text_of(item.output).splitlines()
-            sources = tuple(UrlSource(url=line[2:]) for line in lines if line.startswith("- "))
-            action = SearchAction(query=queries[item.call_id], sources=sources)
-            item = WebSearchCall(id=item.call_id, status="completed", action=action)
-            since_user += 1
-        elif isinstance(item, Message) and item.role == "user":
-            since_user = 0
+        if isinstance(item, FunctionCallOutput) and item.call_id in calls:
+            made = _hosted_items(calls[item.call_id], text_of(item.output), mcp_tools)
+            for one in made:
+                kind = HOSTED_BY_ITEM.get(type(one))
+                if kind is not None:
+                    since_user[kind.name] = since_user.get(kind.name, 0) + 1
+            items.extend(made)
+            continue
+        if isinstance(item, Message) and item.role == "user":
+            since_user = {}
         items.append(item)
-    ctx.hosted = ctx.hosted | {name}
-    ctx.function_tools = {k: v for k, v in ctx.function_tools.items() if k != name}
+    offered = {search} | set(mcp_tools)
+    ctx.function_tools = {k: v for k, v in ctx.function_tools.items() if k not in offered}
+    ctx.hosted = ctx.hosted | ({search} if search else set()) | ({"mcp"} if servers else set())
     if since_user:
-        ctx.hosted_since_user = {**ctx.hosted_since_user, name: since_user}
+        ctx.hosted_since_user = {**ctx.hosted_since_user, **since_user}
     ctx.items = items
+    ctx.tools = (*ctx.tools, *(_mcp_tool(label) for label in servers))
+    ctx.mcp_listed = {
+        label: McpListTools(
+            id=f"mcpl_{label}", server_label=label, tools=tuple(t for _, t in ts.values())
+        )
+        for label, ts in servers.items()
+    }
+    forced = ctx.choice.forced
+    if forced in mcp_tools:  # a forced MCP tool: the choice the front's request made
+        label, tool = mcp_tools[forced]
+        ctx.choice = attrs.evolve(
+            ctx.choice, forced=None, forced_hosted="mcp", forced_target=(label, tool)
+        )
     try:
         yield
     finally:
-        ctx.hosted, ctx.function_tools, ctx.hosted_since_user, ctx.items = saved
+        (
+            ctx.hosted,
+            ctx.function_tools,
+            ctx.hosted_since_user,
+            ctx.items,
+            ctx.tools,
+            ctx.mcp_listed,
+            ctx.choice,
+        ) = saved
+
+
+def _hosted_items(
+    call: FunctionCall, output: str, mcp_tools: dict[str, tuple[str, str]]
+) -> list[Item]:
+    """The hosted items a function call and its output stand for."""
+    if call.name not in mcp_tools:  # a web search
+        lines = output.splitlines()
+        sources = tuple(UrlSource(url=line[2:]) for line in lines if line.startswith("- "))
+        query = str(orjson.loads(call.arguments or "{}").get("query", ""))
+        action = SearchAction(query=query, sources=sources)
+        return [WebSearchCall(id=call.call_id, status="completed", action=action)]
+    label, tool = mcp_tools[call.name]
+    if output.startswith(DECLINED):
+        request = McpApprovalRequest(
+            id=call.call_id, server_label=label, name=tool, arguments=call.arguments
+        )
+        answer = McpApprovalResponse(approval_request_id=call.call_id, approve=False)
+        return [request, answer]
+    failed = output.startswith("Error: ")
+    return [
+        McpCall(
+            id=call.call_id,
+            server_label=label,
+            name=tool,
+            arguments=call.arguments,
+            output=None if failed else output,
+            error={"type": "mcp_tool_execution_error", "message": output[7:]} if failed else None,
+            status="failed" if failed else "completed",
+        )
+    ]
+
+
+def _mcp_tool(label: str) -> OtherTool:
+    raw = {"type": "mcp", "server_label": label, "server_url": BACK_MCP_URL}
+    return OtherTool(type="mcp", raw={**raw, "require_approval": "never"})
 
 
 async def serve_behind(

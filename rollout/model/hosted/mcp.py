@@ -230,7 +230,7 @@ def _call(ctx: Context, g: Grounding, label: str, tool: Mapping[str, Any]) -> Ho
     return McpCallSpec(server=config.server, name=name, arguments=arguments)
 
 
-def _approved(ctx: Context) -> HostedSpec | None:
+def approved(ctx: Context) -> HostedSpec | None:
     """The call an approval response since the prompt lets run, if it has not run yet."""
     requests: dict[str, McpApprovalRequest] = {}
     ran: set[str] = set()
@@ -280,9 +280,9 @@ def wants(ctx: Context, g: Grounding, named: bool) -> HostedSpec | None:
     """The default model's MCP call: the one an approval lets run; else, once per prompt, a
     call of the listed tool the prompt is most about (by name, then by description words),
     unless a function tool is named for the subject."""
-    approved = _approved(ctx)
-    if approved is not None:
-        return approved
+    allowed = approved(ctx)
+    if allowed is not None:
+        return allowed
     done = ctx.hosted_since_user
     if done.get(MCP_CALL_TOOL.name, 0) or done.get(MCP_APPROVAL_TOOL.name, 0) or named:
         return None
@@ -308,9 +308,9 @@ def plan(ctx: Context) -> HostedSpec | None:
     """The call a forcing `tool_choice` makes: of the named server's named tool, else the
     most relevant listed one."""
     g = ground(ctx)
-    approved = _approved(ctx)
-    if approved is not None:
-        return approved
+    allowed = approved(ctx)
+    if allowed is not None:
+        return allowed
     target = ctx.choice.forced_target
     label = target[0] if target else None
     name = target[1] if len(target) > 1 else None

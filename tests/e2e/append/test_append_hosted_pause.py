@@ -134,7 +134,6 @@ def test_a_computer_call_pauses_and_its_output_resumes_ws(serve: Serve) -> None:
     assert final.output[0].call_id == pause["pending_calls"][0]["call_id"]
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_an_approved_mcp_call_runs_after_the_pause_ws(serve: Serve, mcp_url: str) -> None:
     _, client = serve()
     frame = create_frame(input=ADD_PROMPT, tools=[mcp_tool(mcp_url)], instructions=None)
@@ -149,7 +148,6 @@ def test_an_approved_mcp_call_runs_after_the_pause_ws(serve: Serve, mcp_url: str
     assert call.output == str(args["a"] + args["b"])  # the MCP server's own sum
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_a_denied_mcp_call_is_skipped_ws(serve: Serve, mcp_url: str) -> None:
     _, client = serve()
     frame = create_frame(input=ADD_PROMPT, tools=[mcp_tool(mcp_url)], instructions=None)
@@ -207,7 +205,6 @@ async def test_a_scripted_computer_call_pauses_and_its_output_resumes_http(
     assert output[1]["content"][0]["text"] == "Clicked."
 
 
-@pytest.mark.simulated_only(behind.MCP)
 async def test_an_approval_pauses_then_the_call_runs_http(http: HttpClient, mcp_url: str) -> None:
     events = await http_rollout(
         http, answer_approval(True), input=ADD_PROMPT, tools=[mcp_tool(mcp_url)]
@@ -220,7 +217,6 @@ async def test_an_approval_pauses_then_the_call_runs_http(http: HttpClient, mcp_
     assert output[2]["output"] == str(args["a"] + args["b"])
 
 
-@pytest.mark.simulated_only(behind.MCP)
 async def test_a_denied_approval_resumes_to_an_answer_http(http: HttpClient, mcp_url: str) -> None:
     events = await http_rollout(
         http, answer_approval(False), input=ADD_PROMPT, tools=[mcp_tool(mcp_url)]

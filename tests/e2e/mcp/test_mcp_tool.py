@@ -11,7 +11,6 @@ import orjson
 import pytest
 from openai import OpenAI
 
-from support import behind
 from support.processes import free_port
 from support.sdk import assert_event_class
 from support.tools import MODEL
@@ -21,7 +20,6 @@ def _mcp(url: str, **extra: Any) -> dict[str, Any]:
     return {"type": "mcp", "server_label": "calc", "server_url": url, **extra}
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_lists_and_calls_a_tool(client: OpenAI, mcp_url: str) -> None:
     events = list(
         client.responses.create(
@@ -55,7 +53,6 @@ def test_lists_and_calls_a_tool(client: OpenAI, mcp_url: str) -> None:
     assert answer.type == "message"
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_history_listing_is_not_repeated(client: OpenAI, mcp_url: str) -> None:
     tools = [_mcp(mcp_url, require_approval="never")]
     first = client.responses.create(model=MODEL, input="hello", tools=tools)  # type: ignore[arg-type]
@@ -90,7 +87,6 @@ def test_allowed_tools_filter_the_listing(client: OpenAI, mcp_url: str) -> None:
     assert all(o.type != "mcp_call" or o.name == "echo" for o in response.output)
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_approval_requested_then_approved(client: OpenAI, mcp_url: str) -> None:
     tools = [_mcp(mcp_url)]  # require_approval defaults to always
     first = client.responses.create(model=MODEL, input="echo back 'hi there'", tools=tools)  # type: ignore[arg-type]
@@ -112,7 +108,6 @@ def test_approval_requested_then_approved(client: OpenAI, mcp_url: str) -> None:
     assert answer.type == "message"
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_approval_denied_skips_the_call(client: OpenAI, mcp_url: str) -> None:
     tools = [_mcp(mcp_url, require_approval={"never": {"tool_names": ["add"]}})]
     first = client.responses.create(model=MODEL, input="echo this", tools=tools)  # type: ignore[arg-type]
@@ -132,7 +127,6 @@ def test_approval_denied_skips_the_call(client: OpenAI, mcp_url: str) -> None:
     assert [o.type for o in added.output] == ["mcp_list_tools", "mcp_call", "message"]
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_forced_tool_choice_and_a_failing_tool(client: OpenAI, mcp_url: str) -> None:
     response = client.responses.create(
         model=MODEL,
@@ -158,7 +152,6 @@ def test_unreachable_server_is_a_424(client: OpenAI) -> None:
     )
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) -> None:
     response = client.responses.create(
         model=MODEL,
@@ -171,7 +164,6 @@ def test_the_answer_says_what_the_tool_returned(client: OpenAI, mcp_url: str) ->
     assert f"The echo tool says: {call.output.splitlines()[0]}" in response.output_text
 
 
-@pytest.mark.simulated_only(behind.MCP)
 def test_a_url_ending_in_sse_uses_the_sse_transport(client: OpenAI, mcp_sse_url: str) -> None:
     response = client.responses.create(
         model=MODEL,
