@@ -287,6 +287,9 @@ class Engine:
         if self.model is None or not self.plan_of(prepared).samples:
             return
         r = prepared.rollout  # (its context was fitted to the window by `prepare`)
+        # (the root of a multi-agent response may call its actions from the first step: `run`
+        # makes its team)
+        r.ctx.team = r.team is not None or (r.request is not None and r.request.waits_for_inject)
         r.opened = await self.model.open(r)
 
     async def discard(self, prepared: Prepared) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from protocol.agentitems import AGENT_ITEMS
 from protocol.items import (
     FunctionCall,
     FunctionCallOutput,
@@ -46,17 +47,18 @@ def messages(ctx: Context) -> list[dict[str, Any]]:
     context's messages are remembered (its items only grow), so a turn renders its new items
     only."""
     items = ctx.items
+    instructions = hosted.instructions(ctx)
     seen = _rendered.get(ctx)
-    if seen is not None and seen[0] == ctx.instructions and 0 < seen[1] <= len(items):
+    if seen is not None and seen[0] == instructions and 0 < seen[1] <= len(items):
         if items[seen[1] - 1] is seen[2]:
             out = list(seen[3])
             _render(out, ctx, seen[1])
-            _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
+            _rendered[ctx] = (instructions, len(items), items[-1], out)
             return list(out)
-    out = [{"role": "system", "content": ctx.instructions}] if ctx.instructions else []
+    out = [{"role": "system", "content": instructions}] if instructions else []
     _render(out, ctx, 0)
     if items:
-        _rendered[ctx] = (ctx.instructions, len(items), items[-1], out)
+        _rendered[ctx] = (instructions, len(items), items[-1], out)
     return list(out)
 
 
@@ -71,6 +73,8 @@ _rendered: weakref.WeakKeyDictionary[Context, tuple[str | None, int, Item, list[
 def _render(out: list[dict[str, Any]], ctx: Context, start: int) -> None:
     items = ctx.items
     for item in items[start:] if start else items:
+        if type(item) in AGENT_ITEMS:  # a multi-agent action's call or output, a message
+            item = hosted.as_plain(item)
         if isinstance(item, Message):
             role = "system" if item.role == "developer" else item.role
             out.append({"role": role, "content": _content(item)})
@@ -168,7 +172,7 @@ def request(r: Rollout, config: UpstreamConfig) -> dict[str, Any]:
     if offered:
         body["tools"] = offered
         body["tool_choice"] = tool_choice(ctx)
-        if not ctx.choice.parallel:
+        if not hosted.parallel(ctx):
             body["parallel_tool_calls"] = False
     left = r.budget_left
     if left is not None:
@@ -313,7 +317,7 @@ class ChatStream:
     def _close_hosted(self) -> None:
         if self._hosted_call is not None:
             name, *arguments = self._hosted_call
-            self.held.append(p.Hosted(self.hosted[name]("".join(arguments))))
+            self.held.append(self.hosted[name]("".join(arguments)))
             self._hosted_call = None
 
     def end(self, prompt_tokens: int, count: Any) -> list[p.Piece]:

@@ -6,7 +6,11 @@
 # the hosted call (the `web_search_call`, the `mcp_call`, or the `mcp_approval_request` when
 # `require_approval` holds it back), with its items and events as the real API has them; a
 # hosted call already in the context is shown to the engine as that function's call and
-# output (a declined approval as the call and a refusal). Pure: no I/O.
+# output (a declined approval as the call and a refusal). The root of a multi-agent response is
+# offered its actions (`spawn_agent`, `wait_agent`, ...) as functions of those names, and a call
+# of one is the team's action (rollout.engine.agents); a subagent is told whose context it is
+# (`instructions`); the actions' items are shown as function calls and outputs, an agent's
+# message as a user message (`as_plain`). Pure: no I/O.
 from __future__ import annotations
 
 import functools
@@ -16,23 +20,36 @@ from typing import Any
 
 import orjson
 
+from protocol.agentitems import (
+    AGENT_ACTIONS,
+    AgentMessage,
+    MultiAgentCall,
+    MultiAgentCallOutput,
+    output_text,
+)
 from protocol.hosted import MCP_CALL_TOOL, WEB_SEARCH_TOOL
 from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
     Item,
     McpApprovalRequest,
     McpApprovalResponse,
     McpCall,
+    Message,
     SearchAction,
     WebSearchCall,
+    text_of,
 )
-from rollout.conversation.calls import HostedSpec
+from rollout.conversation.calls import AgentCallSpec, HostedSpec
 from rollout.conversation.context import Context
+from rollout.model import pieces as p
 from rollout.model.hosted import mcp
 from rollout.model.hosted.mcp_client import Server
 from rollout.model.hosted.web_search import WebSearchSpec
 
-#: What turns an engine's call (its arguments, JSON text) into the hosted call rollout runs.
-Maker = Callable[[str], HostedSpec]
+#: What turns an engine's call (its arguments, JSON text) into the piece of the call rollout
+#: runs (a hosted call, a multi-agent action).
+Maker = Callable[[str], p.Piece]
 
 WEB_SEARCH = {
     "name": WEB_SEARCH_TOOL.name,
@@ -49,6 +66,70 @@ MCP_PREFIX = "mcp__"
 DECLINED = "The user declined to run this tool call."
 _UNNAMEABLE = re.compile(r"[^A-Za-z0-9_-]")  # (a function's name: letters, digits, _ and -)
 _NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+_NAME = {"type": "string", "description": "the agent's name"}
+_TEXT = {"type": "string"}
+
+
+def _action(name: str, description: str, properties: dict[str, Any], *required: str) -> Any:
+    parameters = {"type": "object", "properties": properties, "required": list(required)}
+    return {"name": name, "description": description, "parameters": parameters}
+
+
+#: The multi-agent actions as functions, their arguments as docs/protocol-choices.md has them.
+AGENT_FUNCTIONS: dict[str, dict[str, Any]] = {
+    f["name"]: f
+    for f in (
+        _action(
+            "spawn_agent",
+            "Start a subagent on a task; it works in parallel with you. (multi-agent action)",
+            {
+                "agent_name": _NAME,
+                "message": {"type": "string", "description": "its task"},
+                "model": _TEXT,
+                "reasoning_effort": _TEXT,
+            },
+            "message",
+        ),
+        _action(
+            "wait_agent",
+            "Wait until the named subagents have answered; returns their answers. "
+            "(multi-agent action)",
+            {
+                "targets": {"type": "array", "items": _TEXT},
+                "timeout_ms": {"type": "integer"},
+            },
+            "targets",
+        ),
+        _action(
+            "send_message",
+            "Send a message to an agent. (multi-agent action)",
+            {"target": _NAME, "message": _TEXT},
+            "target",
+            "message",
+        ),
+        _action(
+            "followup_task",
+            "Give an agent a new task, started when its current one ends. (multi-agent action)",
+            {"target": _NAME, "message": _TEXT},
+            "target",
+            "message",
+        ),
+        _action(
+            "interrupt_agent",
+            "Stop what an agent is doing. (multi-agent action)",
+            {"target": _NAME},
+            "target",
+        ),
+        _action("list_agents", "The agents and their status. (multi-agent action)", {}),
+    )
+}
+assert set(AGENT_FUNCTIONS) == set(AGENT_ACTIONS)  # (a function for each action)
+#: What a subagent's engine is told first (its instructions follow).
+SUBAGENT = (
+    "You are the subagent '{name}' of a multi-agent response: the user's message is your task."
+)
 
 
 def mcp_name(label: str, tool: str) -> str:
@@ -84,6 +165,9 @@ def _offers(ctx: Context) -> dict[str, tuple[dict[str, Any], Maker]]:
                 approval = config.needs_approval(tool)
                 maker = functools.partial(_mcp, config.server, name, approval)
                 out.setdefault(offered_as, (function, maker))
+    if ctx.team and ctx.agent is None:  # the root of a multi-agent response
+        for name, function in AGENT_FUNCTIONS.items():
+            out[name] = (function, functools.partial(_agent_call, name))
     for name in ctx.function_tools:
         out.pop(name, None)
     return out
@@ -122,18 +206,37 @@ def approved(ctx: Context) -> HostedSpec | None:
     return mcp.approved(ctx)
 
 
-def _search(arguments: str) -> HostedSpec:
+def parallel(ctx: Context) -> bool:
+    """Whether the engine may make several calls in a step: as the request says, but always
+    for the root of a multi-agent response, whose actions (offered as functions) come several
+    in a step, as the simulated model's do (the request's rule is for its client calls)."""
+    return ctx.choice.parallel or (ctx.team and ctx.agent is None)
+
+
+def instructions(ctx: Context) -> str | None:
+    """The instructions the engine is sent: a subagent's say whose context it is."""
+    if ctx.agent is None:
+        return ctx.instructions
+    told = SUBAGENT.format(name=ctx.agent)
+    return f"{told}\n\n{ctx.instructions}" if ctx.instructions else told
+
+
+def _search(arguments: str) -> p.Piece:
     value = _object(arguments)
     query = value.get("query") if value is not None else None
-    return WebSearchSpec(query=str(query or arguments or "").strip() or "search")
+    return p.Hosted(WebSearchSpec(query=str(query or arguments or "").strip() or "search"))
 
 
-def _mcp(server: Server, name: str, approval: bool, arguments: str) -> HostedSpec:
+def _mcp(server: Server, name: str, approval: bool, arguments: str) -> p.Piece:
     value = _object(arguments)
     text = orjson.dumps(value if value is not None else {}).decode()
     if approval:
-        return mcp.McpApprovalSpec(server=server, name=name, arguments=text)
-    return mcp.McpCallSpec(server=server, name=name, arguments=text)
+        return p.Hosted(mcp.McpApprovalSpec(server=server, name=name, arguments=text))
+    return p.Hosted(mcp.McpCallSpec(server=server, name=name, arguments=text))
+
+
+def _agent_call(action: str, arguments: str) -> p.Piece:
+    return p.AgentCall(AgentCallSpec(action=action, arguments=arguments or "{}"))
 
 
 def _object(arguments: str) -> dict[str, Any] | None:
@@ -172,15 +275,35 @@ def as_call(item: Item, ctx: Context) -> tuple[str, str, str, str] | None:
     return None
 
 
+def as_plain(item: Item) -> Item:
+    """A multi-agent item as the engine sees it: an action's call and output as a function's,
+    a message from another agent as a user message naming its author; any other item as is."""
+    if isinstance(item, MultiAgentCall):
+        return FunctionCall(
+            id=item.id, call_id=item.call_id, name=item.action, arguments=item.arguments
+        )
+    if isinstance(item, MultiAgentCallOutput):
+        return FunctionCallOutput(id=item.id, call_id=item.call_id, output=output_text(item))
+    if isinstance(item, AgentMessage):
+        said = f"Message from agent '{item.author}': {text_of(item.content)}"
+        return Message(id=item.id, role="user", content=said)
+    return item
+
+
 __all__ = [
+    "AGENT_FUNCTIONS",
     "DECLINED",
     "MCP_PREFIX",
+    "SUBAGENT",
     "WEB_SEARCH",
     "Maker",
     "approved",
     "as_call",
+    "as_plain",
     "forced",
+    "instructions",
     "mcp_name",
     "names",
     "offered",
+    "parallel",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from protocol import codec
+from protocol.agentitems import AGENT_ITEMS
 from protocol.items import FunctionCall, FunctionCallOutput, Message
 from rollout.conversation.calls import Citation
 from rollout.engine.loop import Rollout
@@ -36,6 +37,8 @@ def input_items(r: Rollout) -> list[dict[str, Any]]:
     rollout's, not the engine's); reasoning and hosted calls are rollout's own items."""
     out = []
     for item in r.ctx.items:
+        if type(item) in AGENT_ITEMS:  # a multi-agent action's call or output, a message
+            item = hosted.as_plain(item)
         if isinstance(item, Message | FunctionCall | FunctionCallOutput):
             value = codec.to_json(item)
             value.pop("id", None)
@@ -63,13 +66,14 @@ def request(r: Rollout, config: UpstreamConfig) -> dict[str, Any]:
         "stream": True,
         "store": False,
     }
-    if r.ctx.instructions:
-        body["instructions"] = r.ctx.instructions
+    instructions = hosted.instructions(r.ctx)
+    if instructions:
+        body["instructions"] = instructions
     offered = [t["function"] for t in chat.tools(r.ctx)]
     if offered:
         body["tools"] = [{"type": "function", **t} for t in offered]
         body["tool_choice"] = tool_choice(r)
-        if not r.ctx.choice.parallel:
+        if not hosted.parallel(r.ctx):
             body["parallel_tool_calls"] = False
         max_calls = r.ctx.choice.max_calls
         if max_calls is not None:  # what is left of it, when it is not spent (then: none)
@@ -147,7 +151,7 @@ class ResponsesStream:
             name, *deltas = self._hosted_call
             self._hosted_call = None
             arguments = str(item.get("arguments") or "".join(deltas))
-            self.held.append(p.Hosted(self.hosted[name](arguments)))
+            self.held.append(self.hosted[name](arguments))
             return []
         if kind in ("response.completed", "response.incomplete"):
             self.done = True

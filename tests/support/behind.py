@@ -35,6 +35,7 @@ import rollout
 import rollout.server.listen
 import rollout.testing.plugin
 import rollout.testing.thread
+from protocol.agentitems import MultiAgentCall, MultiAgentCallOutput
 from protocol.hosted import HOSTED_BY_ITEM, WEB_SEARCH_TOOL
 from protocol.items import (
     FunctionCall,
@@ -46,12 +47,13 @@ from protocol.items import (
     McpListTools,
     Message,
     OtherTool,
+    OutputText,
     SearchAction,
     UrlSource,
     WebSearchCall,
     text_of,
 )
-from rollout.conversation.calls import CallSpec, FunctionCallSpec
+from rollout.conversation.calls import AgentCallSpec, CallSpec, FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.engine.engine import Engine
 from rollout.engine.loop import Pieces, Rollout
@@ -62,7 +64,14 @@ from rollout.model.policy import CallStep, Policy, Step
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
 from rollout.upstream import UpstreamConfig, UpstreamModel
-from rollout.upstream.hosted import DECLINED, MCP_PREFIX, WEB_SEARCH, mcp_name
+from rollout.upstream.hosted import (
+    AGENT_FUNCTIONS,
+    DECLINED,
+    MCP_PREFIX,
+    SUBAGENT,
+    WEB_SEARCH,
+    mcp_name,
+)
 
 ENV = "ROLLOUT_TEST_BEHIND_UPSTREAM"
 
@@ -76,10 +85,6 @@ CLIENT_TOOLS = (
 HOSTED_TOOLS = (
     "code interpreter, file search and image generation are hosted tools the engine path does "
     "not offer an engine (web search and MCP tools are offered, as functions)"
-)
-MULTI_AGENT = (
-    "multi-agent actions (spawn_agent, wait_agent, ...) are not offered to an engine: the "
-    "simulated model alone orchestrates subagents"
 )
 SIMULATED_ENGINE = (
     "it is about the simulated engine itself (that it never uses the prompt memo, the shared "
@@ -130,22 +135,74 @@ class AsEngine:
     policy decides on the context as rollout has it (`_hosted_view`): the hosted tools offered
     as such (each MCP server with its listing), each call made as its hosted item
     (`web_search_call` with the sources the function's output lists, `mcp_call` with its
-    output, a declined call as its approval request and the refusal), so the default model
-    searches, cites and calls MCP tools as it does in front."""
+    output, a declined call as its approval request and the refusal), and a multi-agent
+    response's agents as the team has them (`_team_view`), so the default model searches,
+    cites, calls MCP tools and orchestrates subagents as it does in front."""
 
     policy: Policy
 
     def next_step(self, ctx: Context) -> Step:
-        search = ctx.function_tools.get(WEB_SEARCH_TOOL.name)
-        searches = search is not None and search.description == WEB_SEARCH["description"]
-        servers = _mcp_offered(ctx)
-        if not searches and not servers:
-            return self.policy.next_step(ctx)
-        with _hosted_view(ctx, searches, servers):
-            step = self.policy.next_step(ctx)
+        with _team_view(ctx):
+            search = ctx.function_tools.get(WEB_SEARCH_TOOL.name)
+            searches = search is not None and search.description == WEB_SEARCH["description"]
+            servers = _mcp_offered(ctx)
+            if not searches and not servers:
+                step = self.policy.next_step(ctx)
+            else:
+                with _hosted_view(ctx, searches, servers):
+                    step = self.policy.next_step(ctx)
         if not isinstance(step, CallStep):
             return step
         return attrs.evolve(step, calls=tuple(_as_function(c) for c in step.calls))
+
+
+#: A subagent's instructions, as rollout sends them (rollout.upstream.hosted SUBAGENT).
+_SUBAGENT = re.compile(re.escape(SUBAGENT).replace(re.escape("{name}"), "(?P<name>[^']+)"))
+
+
+@contextlib.contextmanager
+def _team_view(ctx: Context) -> Iterator[None]:
+    """`ctx` as rollout has it for an agent of a multi-agent response: a subagent's context
+    named for its agent; the root's actions the team's (not functions), their calls and
+    outputs `multi_agent_call` and `multi_agent_call_output` items."""
+    tools = ctx.function_tools
+    root = all(
+        (tool := tools.get(name)) is not None and tool.description == f["description"]
+        for name, f in AGENT_FUNCTIONS.items()
+    )
+    found = _SUBAGENT.match(ctx.instructions or "")
+    if not root and found is None:
+        yield
+        return
+    saved = (ctx.function_tools, ctx.items, ctx.team, ctx.agent)
+    if found is not None:
+        ctx.agent = found["name"]
+    if root:
+        ctx.team = True
+        ctx.function_tools = {k: v for k, v in tools.items() if k not in AGENT_FUNCTIONS}
+        actions: dict[str, Any] = {}
+        items: list[Item] = []
+        for item in ctx.items:
+            if isinstance(item, FunctionCall) and item.name in AGENT_FUNCTIONS:
+                actions[item.call_id] = item.name
+                item = MultiAgentCall(
+                    id=item.id,
+                    action=item.name,  # type: ignore[arg-type]
+                    arguments=item.arguments,
+                    call_id=item.call_id,
+                )
+            elif isinstance(item, FunctionCallOutput) and item.call_id in actions:
+                said = (OutputText(text=text_of(item.output)),)
+                action = actions[item.call_id]
+                item = MultiAgentCallOutput(
+                    id=item.id, action=action, call_id=item.call_id, output=said
+                )
+            items.append(item)
+        ctx.items = items
+    try:
+        yield
+    finally:
+        ctx.function_tools, ctx.items, ctx.team, ctx.agent = saved
 
 
 #: An MCP tool rollout offers an engine: its description ends naming the tool and its server.
@@ -173,6 +230,8 @@ def _as_function(spec: CallSpec) -> CallSpec:
     """A hosted call the policy makes, as the engine's call of the function offered for it."""
     if isinstance(spec, WebSearchSpec):
         return FunctionCallSpec(name=WEB_SEARCH_TOOL.name, arguments=_query(spec.query))
+    if isinstance(spec, AgentCallSpec):
+        return FunctionCallSpec(name=spec.action, arguments=spec.arguments)
     if isinstance(spec, McpCallSpec | McpApprovalSpec):  # (the front decides on approval)
         return FunctionCallSpec(
             name=mcp_name(spec.server.label, spec.name), arguments=spec.arguments

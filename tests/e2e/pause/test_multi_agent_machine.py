@@ -27,11 +27,8 @@ from rollout.conversation.calls import AgentCallSpec, FunctionCallSpec
 from rollout.conversation.context import Context
 from rollout.model.steps import CallStep, Step, TextStep
 from rollout.testing.thread import ServerThread
-from support import behind
 from support.servers import threaded
 from support.waits import TIMEOUT, holds_within
-
-pytestmark = pytest.mark.simulated_only(behind.MULTI_AGENT)
 
 TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 TEAM = st.lists(st.integers(0, 2), min_size=1, max_size=3)  # client calls per subagent

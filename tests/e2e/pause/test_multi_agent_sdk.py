@@ -19,9 +19,6 @@ from rollout.engine.engine import Engine
 from rollout.model.policy import ScriptedPolicy
 from rollout.model.script import agents, step, steps
 from rollout.testing.thread import ServerThread
-from support import behind
-
-pytestmark = pytest.mark.simulated_only(behind.MULTI_AGENT)
 
 READ_TOOL: dict[str, Any] = {
     "type": "function",
