@@ -174,11 +174,18 @@ def _team_view(ctx: Context) -> Iterator[None]:
     if not root and found is None:
         yield
         return
-    saved = (ctx.function_tools, ctx.items, ctx.team, ctx.agent)
-    if found is not None:
-        ctx.agent = found["name"]
+    with _restored(ctx, "function_tools", "items", "team", "agent"):
+        _as_team(ctx, root, found["name"] if found is not None else None)
+        yield
+
+
+def _as_team(ctx: Context, root: bool, agent: str | None) -> None:
+    """`ctx` made an agent's (`agent`) or the root's, in place."""
+    if agent is not None:
+        ctx.agent = agent
     if root:
         ctx.team = True
+        tools = ctx.function_tools
         ctx.function_tools = {k: v for k, v in tools.items() if k not in AGENT_FUNCTIONS}
         actions: dict[str, Any] = {}
         items: list[Item] = []
@@ -199,10 +206,6 @@ def _team_view(ctx: Context) -> Iterator[None]:
                 )
             items.append(item)
         ctx.items = items
-    try:
-        yield
-    finally:
-        ctx.function_tools, ctx.items, ctx.team, ctx.agent = saved
 
 
 #: An MCP tool rollout offers an engine: its description ends naming the tool and its server.
@@ -250,15 +253,16 @@ def _hosted_view(
     """`ctx` (the back's own, made for this one request) as rollout has it while the policy
     decides: web search and the MCP servers hosted tools, their calls and outputs hosted
     items."""
-    saved = (
-        ctx.hosted,
-        ctx.function_tools,
-        ctx.hosted_since_user,
-        ctx.items,
-        ctx.tools,
-        ctx.mcp_listed,
-        ctx.choice,
-    )
+    fields = ("hosted", "function_tools", "hosted_since_user", "items", "tools", "mcp_listed")
+    with _restored(ctx, *fields, "choice"):
+        _as_hosted(ctx, searches, servers)
+        yield
+
+
+def _as_hosted(
+    ctx: Context, searches: bool, servers: dict[str, dict[str, tuple[str, dict[str, Any]]]]
+) -> None:
+    """`ctx` made as rollout has it, in place: its hosted calls hosted items."""
     search = WEB_SEARCH_TOOL.name if searches else None
     mcp_tools = {
         name: (label, tool) for label, ts in servers.items() for tool, (name, _) in ts.items()
@@ -300,18 +304,17 @@ def _hosted_view(
         ctx.choice = attrs.evolve(
             ctx.choice, forced=None, forced_hosted="mcp", forced_target=(label, tool)
         )
+
+
+@contextlib.contextmanager
+def _restored(ctx: Context, *fields: str) -> Iterator[None]:
+    """`ctx`'s `fields` as they were, once the block (which changes them) is done."""
+    saved = [getattr(ctx, name) for name in fields]
     try:
         yield
     finally:
-        (
-            ctx.hosted,
-            ctx.function_tools,
-            ctx.hosted_since_user,
-            ctx.items,
-            ctx.tools,
-            ctx.mcp_listed,
-            ctx.choice,
-        ) = saved
+        for name, value in zip(fields, saved, strict=True):
+            setattr(ctx, name, value)
 
 
 def _hosted_items(

@@ -3,13 +3,34 @@
 # writes the response head and body itself), so it can cut, stall, or send anything at all.
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from openai import OpenAI
+
+from rollout.engine.engine import Engine
+from rollout.testing.thread import ServerThread
+from rollout.upstream import UpstreamConfig, UpstreamModel
+
 Answer = Callable[[dict[str, Any], socket.socket], None]
+SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+
+
+def sse(events: list[dict[str, Any]], done: bool) -> bytes:
+    """A whole SSE answer of these events (`done`: ended by `data: [DONE]`, as chat is)."""
+    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    return SSE_HEAD + body + (b"data: [DONE]\n\n" if done else b"")
+
+
+def responses_sse(events: list[dict[str, Any]]) -> bytes:
+    """A Responses stream of these events, then `response.completed` with a small usage."""
+    usage = {"input_tokens": 5, "output_tokens": 3}
+    end = {"type": "response.completed", "response": {"status": "completed", "usage": usage}}
+    return sse([*events, end], done=False)
 
 
 def said(body: dict[str, Any]) -> str:
@@ -53,3 +74,18 @@ class BreakableEngine:
 
     def close(self) -> None:
         self.listener.close()
+
+
+@contextlib.contextmanager
+def in_front(answer: Answer, api: str) -> Iterator[OpenAI]:
+    """A rollout server in front of a BreakableEngine that answers with `answer` in the `api`
+    dialect (chat, responses); the SDK's client of the server."""
+    breakable = BreakableEngine(answer)
+    config = UpstreamConfig(url=breakable.url, api=api)
+    server = ServerThread(Engine(model=UpstreamModel(config)))
+    server.start()
+    try:
+        yield OpenAI(base_url=server.http_base_url, api_key="k", max_retries=0)
+    finally:
+        server.stop()
+        breakable.close()

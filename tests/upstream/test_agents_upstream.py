@@ -14,19 +14,10 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from rollout.engine.engine import Engine
-from rollout.testing.thread import ServerThread
-from rollout.upstream import UpstreamConfig, UpstreamModel
 from rollout.upstream.hosted import AGENT_FUNCTIONS, SUBAGENT
-from support.breakable import BreakableEngine
+from support.breakable import in_front, responses_sse, sse
 
-SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
 BETA = ["responses_multi_agent=v1"]
-
-
-def _sse(events: list[dict[str, Any]], done: bool) -> bytes:
-    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-    return SSE_HEAD + body + (b"data: [DONE]\n\n" if done else b"")
 
 
 class TeamEngine:
@@ -76,7 +67,7 @@ class TeamEngine:
                 {"delta": {"tool_calls": [call]}},
                 {"delta": {}, "finish_reason": "tool_calls"},
             ]
-            return _sse([{"choices": [{"index": 0, **c}]} for c in chunks], done=True)
+            return sse([{"choices": [{"index": 0, **c}]} for c in chunks], done=True)
         item = {"type": "function_call", "name": name, "call_id": "c1"}
         return self._responses(
             [
@@ -89,7 +80,7 @@ class TeamEngine:
     def text(self, text: str) -> bytes:
         if self.api == "chat":
             chunk = {"index": 0, "delta": {"content": text}, "finish_reason": "stop"}
-            return _sse([{"choices": [chunk]}], done=True)
+            return sse([{"choices": [chunk]}], done=True)
         return self._responses(
             [
                 {"type": "response.content_part.added", "part": {"type": "output_text"}},
@@ -98,23 +89,14 @@ class TeamEngine:
         )
 
     def _responses(self, events: list[dict[str, Any]]) -> bytes:
-        usage = {"input_tokens": 5, "output_tokens": 3}
-        end = {"type": "response.completed", "response": {"status": "completed", "usage": usage}}
-        return _sse([*events, end], done=False)
+        return responses_sse(events)
 
 
 @pytest.fixture(params=["chat", "responses"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[OpenAI, TeamEngine]]:
     engine = TeamEngine(request.param)
-    breakable = BreakableEngine(engine.answer)
-    config = UpstreamConfig(url=breakable.url, api=request.param)
-    server = ServerThread(Engine(model=UpstreamModel(config)))
-    server.start()
-    try:
-        yield OpenAI(base_url=server.http_base_url, api_key="k", max_retries=0), engine
-    finally:
-        server.stop()
-        breakable.close()
+    with in_front(engine.answer, request.param) as client:
+        yield client, engine
 
 
 def test_the_root_is_offered_the_actions_and_its_calls_are_the_teams(

@@ -13,17 +13,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from rollout.engine.engine import Engine
-from rollout.testing.thread import ServerThread
-from rollout.upstream import UpstreamConfig, UpstreamModel
-from support.breakable import BreakableEngine
-
-SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
-
-
-def _sse(events: list[dict[str, Any]], done: bool) -> bytes:
-    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-    return SSE_HEAD + body + (b"data: [DONE]\n\n" if done else b"")
+from support.breakable import in_front, responses_sse, sse
 
 
 def _first(sources: str) -> str:
@@ -50,10 +40,10 @@ class SearchingEngine:
             chunks = [{"tool_calls": [call]}, {"tool_calls": [args]}]
             events = [{"choices": [{"index": 0, "delta": d}]} for d in chunks]
             end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
-            conn.sendall(_sse([*events, end], done=True))
+            conn.sendall(sse([*events, end], done=True))
             return
         chunk = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        conn.sendall(_sse([chunk], done=True))
+        conn.sendall(sse([chunk], done=True))
 
     def responses(self, body: dict[str, Any], conn: socket.socket) -> None:
         self.requests.append(body)
@@ -72,23 +62,15 @@ class SearchingEngine:
                 {"type": "response.function_call_arguments.delta", "delta": arguments},
                 {"type": "response.output_item.done", "item": {**item, "arguments": arguments}},
             ]
-        usage = {"input_tokens": 5, "output_tokens": 3}
-        end = {"type": "response.completed", "response": {"status": "completed", "usage": usage}}
-        conn.sendall(_sse([*events, end], done=False))
+        conn.sendall(responses_sse(events))
 
 
 @pytest.fixture(params=["chat", "responses"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[OpenAI, SearchingEngine, str]]:
     api = request.param
     engine = SearchingEngine()
-    breakable = BreakableEngine(engine.chat if api == "chat" else engine.responses)
-    server = ServerThread(Engine(model=UpstreamModel(UpstreamConfig(url=breakable.url, api=api))))
-    server.start()
-    try:
-        yield OpenAI(base_url=server.http_base_url, api_key="k", max_retries=0), engine, api
-    finally:
-        server.stop()
-        breakable.close()
+    with in_front(engine.chat if api == "chat" else engine.responses, api) as client:
+        yield client, engine, api
 
 
 def test_a_hosted_search_is_offered_as_a_function_and_run_by_rollout(

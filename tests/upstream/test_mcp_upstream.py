@@ -16,25 +16,16 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from rollout.engine.engine import Engine
-from rollout.testing.thread import ServerThread
-from rollout.upstream import UpstreamConfig, UpstreamModel
 from rollout.upstream.hosted import DECLINED
-from support.breakable import BreakableEngine
+from support.breakable import in_front, responses_sse, sse
 from support.mcpserver import serve_mcp
 
-SSE_HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
 ADD = "mcp__calc__add"
 
 
 @pytest.fixture(scope="module")
 def mcp_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield from serve_mcp(tmp_path_factory, "streamable-http", "/mcp")
-
-
-def _sse(events: list[dict[str, Any]], done: bool) -> bytes:
-    body = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-    return SSE_HEAD + body + (b"data: [DONE]\n\n" if done else b"")
 
 
 class CallingEngine:
@@ -61,7 +52,7 @@ class CallingEngine:
                     {"delta": {"tool_calls": [args]}},
                     {"delta": {}, "finish_reason": "tool_calls"},
                 ]
-            conn.sendall(_sse([{"choices": [{"index": 0, **c}]} for c in chunks], done=True))
+            conn.sendall(sse([{"choices": [{"index": 0, **c}]} for c in chunks], done=True))
             return
         if shown is not None:
             events = [
@@ -75,9 +66,7 @@ class CallingEngine:
                 {"type": "response.function_call_arguments.delta", "delta": arguments},
                 {"type": "response.output_item.done", "item": {**item, "arguments": arguments}},
             ]
-        usage = {"input_tokens": 5, "output_tokens": 3}
-        end = {"type": "response.completed", "response": {"status": "completed", "usage": usage}}
-        conn.sendall(_sse([*events, end], done=False))
+        conn.sendall(responses_sse(events))
 
     def shown(self, body: dict[str, Any]) -> str | None:
         """The output of the last call the request shows, if it ends with one."""
@@ -116,15 +105,8 @@ class CallingEngine:
 @pytest.fixture(params=["chat", "responses"])
 def served(request: pytest.FixtureRequest) -> Iterator[tuple[OpenAI, CallingEngine]]:
     engine = CallingEngine(request.param)
-    breakable = BreakableEngine(engine.answer)
-    config = UpstreamConfig(url=breakable.url, api=request.param)
-    server = ServerThread(Engine(model=UpstreamModel(config)))
-    server.start()
-    try:
-        yield OpenAI(base_url=server.http_base_url, api_key="k", max_retries=0), engine
-    finally:
-        server.stop()
-        breakable.close()
+    with in_front(engine.answer, request.param) as client:
+        yield client, engine
 
 
 def calc(url: str, **more: Any) -> dict[str, Any]:
