@@ -145,8 +145,8 @@ def _offers(ctx: Context) -> dict[str, tuple[dict[str, Any], Maker]]:
     choice = ctx.choice
     if ctx.web_search and choice.allows_hosted(WEB_SEARCH_TOOL.offered_as):
         out[WEB_SEARCH_TOOL.name] = (WEB_SEARCH, _search)
-    if choice.allows_hosted(MCP_CALL_TOOL.offered_as):
-        configs = mcp.configs(ctx)
+    configs = mcp.configs(ctx) if choice.allows_hosted(MCP_CALL_TOOL.offered_as) else {}
+    if configs:  # (the listings are looked for in the context only when there are servers)
         for label, listing in mcp.listed(ctx).items():
             config = configs.get(label)
             if config is None:  # (a server listed earlier that this request does not offer)
