@@ -24,8 +24,6 @@ from protocol.agentitems import (
     MultiAgentCall,
     MultiAgentCallOutput,
 )
-from protocol.deltas import DeltaRun
-from protocol.events import Event
 from protocol.items import FunctionCallOutput, InputText, Item, Message, OutputText, text_of
 from protocol.request import CreateRequest
 from protocol.response import Usage
@@ -34,144 +32,22 @@ from rollout.conversation.context import Context, Route
 from rollout.conversation.ids import new_id
 from rollout.conversation.work import Work
 from rollout.engine.ingest import extend
-from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Rollout, Sink
+from rollout.engine.loop import Call, EndRollout, Executor, LoopEnv, Outcome, Rollout
 from rollout.engine.sampling import run_loop
-from rollout.engine.step import Outcome
-from rollout.model import reasoning
-from rollout.model.profiles import REASONING_TOKENS, ModelProfile
+from rollout.engine.teamparts import (
+    TEAMS_KEPT,
+    Kept,
+    Numbered,
+    Parked,
+    Slots,
+    spawn_model_args,
+    spawn_settings,
+)
+from rollout.model.profiles import ModelProfile
 
 log = logging.getLogger("rollout.engine.agents")
 
-TEAMS_KEPT = 64  # parked teams the process keeps (over HTTP), the oldest dropped first
 DEFAULT_LIMIT = 6  # max_concurrent_subagents when unset (the SDK's MultiAgentConfig)
-FLUSH_S = 5.0  # how long a flush may hold off a cancel (a client that reads nothing)
-
-
-@attrs.define(eq=False)
-class Numbered:
-    """The sink every agent of a team sends to: each event is numbered as it leaves, under one
-    lock (the order numbered is the order sent), then goes to the response's own sink."""
-
-    inner: Sink
-    seq: int = 0
-    lock: trio.Lock = attrs.field(factory=trio.Lock)
-
-    async def emit(self, event: Event) -> None:
-        await self._take()
-        try:
-            numbered = attrs.evolve(event, sequence_number=self.seq)
-            self.seq += 1
-            await self.inner.emit(numbered)
-        finally:
-            self.lock.release()
-
-    async def emit_run(self, run: DeltaRun[Any]) -> None:
-        await self._take()
-        try:
-            numbered = attrs.evolve(run, sequence_number=self.seq)
-            self.seq += len(run)
-            await self.inner.emit_run(numbered)
-        finally:
-            self.lock.release()
-
-    async def _take(self) -> None:
-        """The lock, without a checkpoint when it is free (as a sink's emit has none when its
-        client keeps up), and shielded when it is not: an event whose item is in the output
-        is never dropped by a cancel on its way to the wire (the holder's own emit can be)."""
-        try:
-            self.lock.acquire_nowait()
-        except trio.WouldBlock:
-            with trio.CancelScope(shield=True):
-                await self.lock.acquire()
-
-    async def flush(self) -> None:
-        """Let what is queued leave now, shielded (for at most FLUSH_S): a flush writes what
-        every agent queued, and a cancel in the middle of the write (one agent's task ends
-        when the root answers) must not lose the others' events."""
-        with trio.CancelScope(shield=True, deadline=trio.current_time() + FLUSH_S):
-            await self.inner.flush()
-
-    def push(self) -> None:
-        self.inner.push()
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
-@attrs.define(eq=False)
-class Slots:
-    """At most `limit` agents running at once; the others wait, first come first served."""
-
-    limit: int
-    holders: set[str] = attrs.field(factory=set)
-    queue: dict[str, trio.Event] = attrs.field(factory=dict)  # waiting agents, in order
-
-    def take_now(self, agent: Agent) -> bool:
-        if agent.name in self.holders:
-            return True
-        if len(self.holders) < self.limit and not self.queue:
-            self.holders.add(agent.name)
-            return True
-        return False
-
-    async def take(self, agent: Agent) -> None:
-        if self.take_now(agent):
-            return
-        granted = self.queue.setdefault(agent.name, trio.Event())
-        try:
-            await granted.wait()
-        finally:
-            if agent.name not in self.holders:
-                self.queue.pop(agent.name, None)
-
-    def give_back(self, agent: Agent) -> None:
-        self.queue.pop(agent.name, None)
-        if agent.name not in self.holders:
-            return
-        self.holders.discard(agent.name)
-        if self.queue:  # the slot goes to the agent waiting longest
-            name, granted = next(iter(self.queue.items()))
-            del self.queue[name]
-            self.holders.add(name)
-            granted.set()
-
-
-@attrs.frozen(eq=False)
-class Kept:
-    """A parked team's subagent: what its continuation needs (no stream, sink or connection)."""
-
-    name: str
-    status: str
-    answer: str
-    ctx: Context
-    route: Route
-    request: CreateRequest | None
-    reasoning: reasoning.ReasoningPlan | None
-    window: int | None
-
-    @classmethod
-    def of(cls, agent: Agent) -> Kept:
-        r = agent.rollout
-        return cls(
-            agent.name, agent.status, agent.answer, r.ctx, r.route, r.request, r.reasoning, r.window
-        )
-
-
-@attrs.define(eq=False)
-class Parked:
-    """Teams whose response completed with subagents stopped at client calls (over HTTP), by
-    response id, until a continuation (`previous_response_id`) takes its own; at most
-    TEAMS_KEPT, the oldest dropped first. Only this process's: a team is not in the store."""
-
-    teams: dict[str, list[Kept]] = attrs.field(factory=dict)
-
-    def keep(self, response_id: str, team: Agents) -> None:
-        self.teams[response_id] = [Kept.of(a) for a in team]
-        while len(self.teams) > TEAMS_KEPT:
-            del self.teams[next(iter(self.teams))]
-
-    def take(self, response_id: str | None) -> list[Kept] | None:
-        return self.teams.pop(response_id, None) if response_id else None
 
 
 @attrs.define(eq=False)
@@ -201,18 +77,6 @@ def _answer(ctx: Context) -> str:
         if isinstance(item, Message) and item.role == "assistant":
             return text_of(item.content)
     return ""
-
-
-def _model_args(args: dict[str, Any]) -> tuple[str | None, str | None]:
-    """spawn_agent's `model` and `reasoning_effort` (ValueError: not a model name, or not an
-    effort a request may name)."""
-    model, effort = args.get("model"), args.get("reasoning_effort")
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise ValueError("'model' must be a model name (a non-empty string).")
-    if effort is not None and (not isinstance(effort, str) or effort not in REASONING_TOKENS):
-        allowed = ", ".join(f"'{e}'" for e in REASONING_TOKENS)
-        raise ValueError(f"'reasoning_effort' must be one of {allowed}.")
-    return model, effort
 
 
 def _task(text: str) -> Message:
@@ -292,7 +156,8 @@ class Agents:
         waiting = any(a.status == "waiting_for_client" for a in self)
         stored = r.request is None or r.request.store is not False
         if waiting and stored and outcome.status == "completed" and self.parked is not None:
-            self.parked.keep(r.stream.response.id, self)  # a continuation resumes them
+            kept = [Kept.of(a.name, a.status, a.answer, a.rollout) for a in self]
+            self.parked.keep(r.stream.response.id, kept)  # a continuation resumes them
         return outcome
 
     async def _resume(self, r: Rollout) -> None:
@@ -313,7 +178,7 @@ class Agents:
             if begin:
                 sub.ctx.response_steps = sub.ctx.response_calls = 0
                 await extend(sub.ctx, answers, sub.work)
-                agent.status = "running" if self._slots.take_now(agent) else "pending"
+                agent.status = "running" if self._slots.take_now(agent.name) else "pending"
             self._nursery.start_soon(self._drive, agent, begin)
 
     async def _notes(self, r: Rollout) -> None:
@@ -401,11 +266,13 @@ class Agents:
         name = args.get("agent_name") or f"agent_{len(self.agents) + 1}"
         if not isinstance(name, str) or name == ROOT_AGENT or name in self.agents:
             return {"error": f"An agent named {orjson.dumps(name).decode()} exists already."}
-        model, effort = _model_args(args)
+        model, effort = spawn_model_args(args)
         work = Work(keep_spans=root.work.keep_spans)
         request, route, plan, window = root.request, root.route, root.reasoning, root.window
         if (model is not None or effort is not None) and root.request is not None:
-            request, plan, window = self._settings(root.request, model, effort, window)
+            request, plan, window = spawn_settings(
+                root.request, model, effort, window, self.models, self.cap
+            )
             if model is not None and model != root.request.model and self.router is not None:
                 route = await self.router(model, work)  # (its engine is that model's)
         ctx = Context(model=request.model if request else root.ctx.model, route=route, agent=name)
@@ -415,7 +282,7 @@ class Agents:
         sub = self._rollout(name, ctx, own, work)
         agent = Agent(name=name, rollout=sub)
         self.agents[name] = agent
-        if self._slots.take_now(agent):  # (in spawn order: the first `limit` run at once)
+        if self._slots.take_now(agent.name):  # (in spawn order: the first `limit` run at once)
             agent.status = "running"
         self._nursery.start_soon(self._drive, agent)
         said: dict[str, Any] = {"agent_name": name, "status": agent.status}
@@ -445,23 +312,6 @@ class Agents:
             team=self,
         )
 
-    def _settings(
-        self, req: CreateRequest, model: str | None, effort: str | None, window: int | None
-    ) -> tuple[CreateRequest, reasoning.ReasoningPlan | None, int | None]:
-        """A subagent's request (the root's, with its own model and effort), how its steps
-        reason, and its window: as a create naming that model and effort would have them."""
-        given = dict(req.reasoning or {})
-        if effort is not None:
-            given["effort"] = effort
-        own = attrs.evolve(req, model=model or req.model, reasoning=given or None)
-        if self.models is None:
-            return own, None, window
-        profile = self.models(own.model)
-        window = profile.context_window
-        if self.cap is not None:
-            window = min(window, self.cap)
-        return own, reasoning.plan(profile, own.reasoning, own.include), window
-
     async def _drive(self, agent: Agent, begin: bool = True) -> None:
         """The subagent's loop, one task after another (its spawn's, then each follow-up's),
         each in a slot of the team's limit; it never raises (an agent's failure is its
@@ -475,7 +325,7 @@ class Agents:
             with trio.CancelScope() as scope:
                 agent.scope = scope
                 try:
-                    await self._slots.take(agent)
+                    await self._slots.take(agent.name)
                     agent.status = "running"
                     outcome = await run_loop(r, self._env, self._client)
                     status = outcome.status
@@ -487,7 +337,7 @@ class Agents:
                     log.exception("subagent %s failed", agent.name)
                     status = "failed"
                 finally:
-                    self._slots.give_back(agent)
+                    self._slots.give_back(agent.name)
             agent.scope = None
             agent.status, agent.answer = status, _answer(r.ctx)
             begin = False  # (next: its follow-up task)
@@ -546,4 +396,4 @@ class Agents:
         return {"agent_name": target, "delivered": True}
 
 
-__all__ = ["DEFAULT_LIMIT", "TEAMS_KEPT", "Agent", "Agents", "Kept", "Numbered", "Parked"]
+__all__ = ["DEFAULT_LIMIT", "TEAMS_KEPT", "Agent", "Agents", "Kept", "Parked"]

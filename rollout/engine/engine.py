@@ -45,6 +45,7 @@ from rollout.engine.loop import (
     Executor,
     LoopEnv,
     Model,
+    Outcome,
     Rollout,
     Sink,
     as_sink,
@@ -52,7 +53,6 @@ from rollout.engine.loop import (
 from rollout.engine.plan import CreatePlan, Prepared
 from rollout.engine.sampling import run_loop
 from rollout.engine.simulated import SimulatedModel
-from rollout.engine.step import Outcome
 from rollout.model import profiles, reasoning
 from rollout.model.accel.shared import SharedEngine, comes_back
 from rollout.model.hosted import mcp

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -25,12 +25,18 @@ from rollout.model import pieces as p
 from rollout.model.inference import CacheOptions
 from rollout.model.reasoning import ReasoningPlan
 
-if TYPE_CHECKING:
-    from rollout.engine.step import Outcome
-
 DEFAULT_SECRET = b"rollout: reasoning items"  # seals encrypted_content; Engine.secret overrides
 
 Emit = Callable[[Event], Awaitable[None]]
+
+
+@attrs.frozen
+class Outcome:
+    """How the loop ended: `completed`, `incomplete` (with a reason) or `failed`."""
+
+    status: str
+    reason: str | None = None
+    message: str | None = None
 
 
 class Disconnected(Exception):

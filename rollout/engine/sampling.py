@@ -18,8 +18,8 @@ import itertools
 from protocol.items import FunctionCall
 from rollout.conversation.calls import AgentCallSpec, HostedSpec
 from rollout.conversation.context import fit
-from rollout.engine.loop import Executor, LoopEnv, Rollout
-from rollout.engine.step import Outcome, StepRunner, ToolCall
+from rollout.engine.loop import Executor, LoopEnv, Outcome, Rollout
+from rollout.engine.step import StepRunner, ToolCall
 
 NO_TEAM = "The model called a multi-agent action, but the request did not enable multi_agent."
 

@@ -1,7 +1,7 @@
 # One sampling step of the loop (rollout.engine.loop): the pieces a model streams turned into
 # the response's events, its context and its usage. At most one output item is open at a time
 # (the next opener or the end of the step closes it); a step ends with its calls (to run next) or
-# with how the response ended (an Outcome). Also what a step leaves: ToolCall, Outcome, and the
+# with how the response ended (an Outcome). Also what a step leaves: ToolCall, an Outcome, and the
 # engine's memory of hidden reasoning.
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from protocol.items import Item, UrlCitation
 from protocol.sealing import Sealed, seal
 from rollout.conversation.calls import CallSpec, Citation, CustomCallSpec, FunctionCallSpec
 from rollout.conversation.ids import new_id
+from rollout.engine.loop import Outcome
 from rollout.model import pieces as p
 
 if TYPE_CHECKING:
@@ -38,15 +39,6 @@ class ToolCall:
     output_index: int
     item: Item
     spec: CallSpec
-
-
-@attrs.frozen
-class Outcome:
-    """How the loop ended: `completed`, `incomplete` (with a reason) or `failed`."""
-
-    status: str
-    reason: str | None = None
-    message: str | None = None
 
 
 async def scripted_wait(r: Rollout, seconds: float) -> None:

@@ -509,7 +509,7 @@ def test_a_bad_model_or_effort_fails_that_spawn_only(extra: dict[str, Any], mess
 def test_parked_teams_are_bounded_and_taken_once() -> None:
     parked = Parked()
     for n in range(TEAMS_KEPT + 3):
-        parked.keep(f"resp_{n}", Agents(limit=1))
+        parked.keep(f"resp_{n}", [])
     assert len(parked.teams) == TEAMS_KEPT
     assert parked.take("resp_0") is None  # the oldest were dropped
     assert parked.take(f"resp_{TEAMS_KEPT + 2}") == []

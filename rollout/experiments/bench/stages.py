@@ -26,8 +26,7 @@ from protocol.request import CreateRequest
 from rollout.conversation.work import Work
 from rollout.engine import engine as engine_module
 from rollout.engine.engine import Prepared
-from rollout.engine.loop import EndRollout, Executor
-from rollout.engine.step import Outcome
+from rollout.engine.loop import EndRollout, Executor, Outcome
 from rollout.experiments.bench.figure import Figure, Report
 from rollout.experiments.bench.firsttoken import (
     ECHO_SERVER,
