@@ -34,7 +34,7 @@ FORMAT_KEYS = ("type", "name", "schema", "strict", "description")
 
 def input_items(r: Rollout) -> list[dict[str, Any]]:
     """The conversation as stateless input: messages, calls and outputs, without ids (they are
-    rollout's, not the engine's); reasoning and hosted calls are rollout's own items."""
+    rollout's, not the engine's) or agents; reasoning and hosted calls are rollout's own items."""
     out = []
     for item in r.ctx.items:
         if type(item) in AGENT_ITEMS:  # a multi-agent action's call or output, a message
@@ -42,6 +42,7 @@ def input_items(r: Rollout) -> list[dict[str, Any]]:
         if isinstance(item, Message | FunctionCall | FunctionCallOutput):
             value = codec.to_json(item)
             value.pop("id", None)
+            value.pop("agent", None)  # (a multi-agent response's: the beta's field, not the API's)
             out.append(value)
         elif (shown := hosted.as_call(item, r.ctx)) is not None:  # a hosted call, as its function's
             call_id, name, arguments, output = shown

@@ -149,3 +149,17 @@ def test_without_multi_agent_no_action_is_offered(served: tuple[OpenAI, TeamEngi
     assert final.status == "failed" and final.error is not None
     assert "spawn_agent" in final.error.message and "did not declare" in final.error.message
     assert engine.offered(engine.requests[0][1]) == set()
+
+
+def test_a_chained_turn_sends_no_agent_field(served: tuple[OpenAI, TeamEngine]) -> None:
+    """The items of a multi-agent response carry their `agent` (the beta's field); the engine
+    is sent the conversation without it, as the API it speaks has it."""
+    client, engine = served
+    kw: dict[str, Any] = {"model": "m", "multi_agent": {"enabled": True}, "betas": BETA}
+    first = client.beta.responses.create(input="Read a.py.", store=True, **kw)
+    assert first.output[-1].agent.agent_name == "root"
+    then = client.beta.responses.create(previous_response_id=first.id, input="Thanks.", **kw)
+    assert then.status == "completed"
+    body = engine.requests[-1][1]
+    sent = body["input"] if engine.api == "responses" else body["messages"]
+    assert sent and all("agent" not in item for item in sent)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from openai import OpenAI
 
-from rollout.upstream.hosted import DECLINED
+from rollout.upstream.hosted import DECLINED, mcp_name
 from support.breakable import in_front, responses_sse, sse
 from support.mcpserver import serve_mcp
 
@@ -234,3 +234,10 @@ def test_an_mcp_tool_choice_forces_its_function(
     forced = engine.requests[0]["tool_choice"]
     assert (forced.get("function") or forced)["name"] == ADD
     assert engine.requests[1]["tool_choice"] == "auto"  # (it binds the first step only)
+
+
+def test_mcp_names_are_function_names() -> None:
+    """What a chat function's name may hold: letters, digits, _ and -, at most 64."""
+    assert mcp_name("calc", "add") == ADD
+    assert mcp_name("my server", "files.read/v2") == "mcp__my_server__files_read_v2"
+    assert len(mcp_name("s" * 40, "t" * 40)) == 64
