@@ -160,9 +160,13 @@ class Stats:
     def record(self, work: Work) -> None:
         self.responses += 1
         self.totals.merge(work)
+        latency = self.latency
         for stage, count in work.counts.items():
             if count.calls:
-                self.latency.setdefault(stage, Histogram()).observe(count.seconds)
+                histogram = latency.get(stage)
+                if histogram is None:
+                    histogram = latency[stage] = Histogram()
+                histogram.observe(count.seconds)
 
     def error(self, code: str | None) -> None:
         key = code or "unknown"

@@ -309,8 +309,8 @@ class Engine:
     ) -> Outcome:
         """Run the loop to its end, as its plan says (`plan_of`). Billing blocks before the
         terminal event, unless a nursery is given: then it runs there, overlapped with whatever
-        comes next (WebSocket). `cancel` stops the loop from outside; the response then ends
-        `incomplete`."""
+        comes next (WebSocket; a bill with no declared latency is made at once instead).
+        `cancel` stops the loop from outside; the response then ends `incomplete`."""
         r = prepared.rollout
         if not self.plan_of(prepared).samples:
             return await self.warm_up(prepared, billing)
@@ -416,10 +416,12 @@ class Engine:
             await r.send_notes()  # posted while the terminal event was on its way
         r.mailbox.closed = True
         r.work.mark("terminal")
-        if billing is None:
-            self.stats.record(r.work)
-        else:
+        if billing is not None and self.costs.billing_s > 0:
             billing.start_soon(self._bill_and_record, r.work)
+            return
+        if billing is not None:  # no latency to overlap: billed here, with no task of its own
+            self._billed(r.work)
+        self.stats.record(r.work)
 
     async def _bill_and_record(self, work: Work) -> None:
         """Background billing: counted even if cancelled (flushed on close)."""
@@ -429,10 +431,17 @@ class Engine:
             self.stats.record(work)
 
     async def bill(self, work: Work) -> None:
+        if self.costs.billing_s <= 0:
+            self._billed(work)
+            return
         with work.stage("billing", items=1):
             self.stats.billed += 1
-            if self.costs.billing_s > 0:
-                await trio.sleep(self.costs.billing_s)
+            await trio.sleep(self.costs.billing_s)
+
+    def _billed(self, work: Work) -> None:
+        """A bill with no declared latency: counted, nothing to wait for."""
+        with work.stage("billing", items=1):
+            self.stats.billed += 1
 
 
 __all__ = ["Engine", "Prepared"]
