@@ -16,17 +16,23 @@ from protocol.errorwire import sse_error_json
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,
+    ArgumentsDoneEvent,
     ContentPartEvent,
     ErrorEvent,
     Event,
     OutputItemEvent,
+    ReasoningSummaryDeltaEvent,
+    ReasoningSummaryDoneEvent,
+    RefusalDeltaEvent,
+    RefusalDoneEvent,
     ResponseEvent,
     TextDeltaEvent,
+    TextDoneEvent,
 )
 from protocol.invalid import Path, format_path, kind_of, to_error
 from protocol.items import Message, OutputText
 from protocol.request import AppendRequest, CreateRequest
-from protocol.response import Response
+from protocol.response import Response, Usage
 
 T = TypeVar("T")
 
@@ -197,7 +203,17 @@ def encode(obj: Any) -> bytes:
 
 #: Events whose fields are all plain JSON values, by class: their fields in wire order.
 _PLAIN: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in attrs.fields(cls)) for cls in (TextDeltaEvent, ArgumentsDeltaEvent)
+    cls: tuple(f.name for f in attrs.fields(cls))
+    for cls in (
+        TextDeltaEvent,
+        ArgumentsDeltaEvent,
+        TextDoneEvent,
+        ArgumentsDoneEvent,
+        RefusalDeltaEvent,
+        RefusalDoneEvent,
+        ReasoningSummaryDeltaEvent,
+        ReasoningSummaryDoneEvent,
+    )
 }
 #: Events whose fields are plain JSON values but one item or content part, by class: their
 #: fields in wire order, and that one (which alone goes through the converter).
@@ -225,9 +241,35 @@ def response_json(response: Response) -> dict[str, Any]:
             data[name] = value
         elif type(value) in (list, tuple) and not value:
             data[name] = []
+        elif name == "output":
+            data[name] = [_item_json(item) for item in value]
+        elif type(value) is Usage:
+            data[name] = _usage_json(value)
         else:
             data[name] = converter.unstructure(value)
     return data
+
+
+def _item_json(item: Any) -> Any:
+    """An output item in JSON form: its direct form when it has one, else the converter's."""
+    direct = _DIRECT.get(type(item))
+    done = direct(item) if direct is not None else None
+    return converter.unstructure(item) if done is None else done
+
+
+def _usage_json(usage: Usage) -> dict[str, Any]:
+    """Usage in JSON form, as the converter makes it (every field is a number)."""
+    cached = usage.input_tokens_details
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {
+            "cached_tokens": cached.cached_tokens,
+            "cache_write_tokens": cached.cache_write_tokens,
+        },
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.output_tokens_details.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
 
 
 def _output_text_json(part: OutputText) -> dict[str, Any] | None:
