@@ -24,7 +24,10 @@ DRAIN_S = 0.05  # how long closing waits for the rest of an answer, to keep its 
 
 _CRLF = -1  # Response._chunk_left: a chunk's data was read, its line end is next
 _STATUS = re.compile(r"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: |$)")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+#: A chunk's size line: its digits (surrounded by whitespace), then any extensions after a ";".
+_SIZE_LINE = re.compile(
+    rb"[ \t\n\r\x0b\x0c]*([0-9A-Fa-f]{1,16})[ \t\n\r\x0b\x0c]*(?:;.*)?", re.DOTALL
+)
 
 
 class Broken(Exception):
@@ -166,40 +169,48 @@ class Response:
             self._left -= len(data)
             self.done = self._left == 0
             return data
-        out = bytearray()
-        while buf:
-            if self._chunk_left > 0:  # a chunk's data
-                n = min(self._chunk_left, len(buf))
-                out += buf[:n]
-                del buf[:n]
-                self._chunk_left -= n
-                if self._chunk_left:
+        out: list[bytes | bytearray] = []
+        at, size, left = 0, len(buf), self._chunk_left
+        try:
+            while at < size:
+                if left > 0:  # a chunk's data
+                    n = min(left, size - at)
+                    out.append(buf[at : at + n])
+                    at += n
+                    left -= n
+                    if left:
+                        break
+                    left = _CRLF
+                    continue
+                if left == _CRLF and buf.startswith(b"\r\n", at):  # (the usual line end)
+                    at += 2
+                    left = 0
+                    continue
+                end = buf.find(b"\r\n", at)
+                if end < 0:
+                    if size - at > 1024:
+                        raise Broken("the answer's chunked framing is malformed")
                     break
-                self._chunk_left = _CRLF
-                continue
-            end = buf.find(b"\r\n")
-            if end < 0:
-                if len(buf) > 1024:
-                    raise Broken("the answer's chunked framing is malformed")
-                break
-            line = bytes(buf[:end])
-            del buf[: end + 2]
-            if self._chunk_left == _CRLF:  # the line end after a chunk's data
-                if line:
-                    raise Broken("the answer's chunked framing is malformed")
-                self._chunk_left = 0
-            elif self._trailer:  # trailer fields, to the empty line
-                if not line:
-                    self.done = True
-                    break
-            else:  # a chunk's size line
-                digits = line.split(b";", 1)[0].strip()
-                if not _HEX.fullmatch(digits):
-                    raise Broken("the answer's chunked framing is malformed")
-                size = int(digits, 16)
-                self._chunk_left = size
-                self._trailer = size == 0
-        return bytes(out)
+                line = buf[at:end]
+                at = end + 2
+                if left == _CRLF:  # the line end after a chunk's data
+                    if line:
+                        raise Broken("the answer's chunked framing is malformed")
+                    left = 0
+                elif self._trailer:  # trailer fields, to the empty line
+                    if not line:
+                        self.done = True
+                        break
+                else:  # a chunk's size line: hex digits, maybe extensions after a ";"
+                    digits = _SIZE_LINE.fullmatch(line)
+                    if digits is None:
+                        raise Broken("the answer's chunked framing is malformed")
+                    left = int(digits[1], 16)
+                    self._trailer = left == 0
+        finally:
+            del buf[:at]
+            self._chunk_left = left
+        return b"".join(out)
 
     def release_now(self) -> bool:
         """Give the connection back to the pool at once, without waiting or yielding, when
