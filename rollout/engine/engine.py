@@ -312,11 +312,12 @@ class Engine:
         comes next (WebSocket; a bill with no declared latency is made at once instead).
         `cancel` stops the loop from outside; the response then ends `incomplete`."""
         r = prepared.rollout
-        if not self.plan_of(prepared).samples:
+        made = self.plan_of(prepared)
+        if not made.samples:
             return await self.warm_up(prepared, billing)
         cancel = cancel or r.cancel
         self.running.add(cancel)
-        plan = self.plan_of(prepared).faults
+        plan = made.faults
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         if r.team is None and r.request is not None and r.request.waits_for_inject:
@@ -335,7 +336,8 @@ class Engine:
                     raise ProtocolError(
                         message=MESSAGES[plan.error], code=plan.error, type="server_error"
                     )
-                await list_mcp_tools(r)
+                if r.ctx.mcp_listed:
+                    await list_mcp_tools(r)
                 if r.team is None:
                     outcome = await run_loop(r, self.loop_env, client)
                 else:  # a multi-agent response: the root's loop and its subagents' loops
@@ -357,7 +359,8 @@ class Engine:
         finally:
             self.running.discard(cancel)
             self.notify()
-            await self.discard(prepared)
+            if r.opened is not None:
+                await self.discard(prepared)
             if self.accelerator is not None:
                 self.accelerator.close(r, r.stream.response.id, comes_back(r))
         await self.finish(prepared, outcome, billing)
@@ -387,8 +390,9 @@ class Engine:
     ) -> None:
         """Post-inference: usage, billing, the store, the terminal event."""
         r = prepared.rollout
-        with contextlib.suppress(Disconnected):
-            await r.send_notes()  # acknowledgements still queued go before the terminal event
+        if r.mailbox.notes:  # acknowledgements still queued go before the terminal event
+            with contextlib.suppress(Disconnected):
+                await r.send_notes()
         if billing is None:
             await self.bill(r.work)
         if outcome.status == "completed":
@@ -413,7 +417,8 @@ class Engine:
             events = r.stream.fail(failure.code or "server_error", failure.message, usage=r.usage)
         with contextlib.suppress(Disconnected):
             await r.send(events)
-            await r.send_notes()  # posted while the terminal event was on its way
+            if r.mailbox.notes:  # posted while the terminal event was on its way
+                await r.send_notes()
         r.mailbox.closed = True
         r.work.mark("terminal")
         if billing is not None and self.costs.billing_s > 0:
