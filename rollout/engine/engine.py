@@ -18,6 +18,7 @@ import trio
 from protocol.choices import resolve_format, resolve_tool_choice
 from protocol.conversations import conversation_id_of
 from protocol.errors import ProtocolError
+from protocol.hosted import MCP_CALL_TOOL
 from protocol.input import (
     check_input,
     instructions_text,
@@ -244,7 +245,10 @@ class Engine:
             req.tool_choice, parallel=req.parallel, max_calls=req.max_tool_calls
         )
         ctx.format = resolve_format(req.text)
-        ctx.mcp_listed = await mcp.listings(ctx, new_id)  # (a server it cannot reach: 424)
+        if MCP_CALL_TOOL.name in ctx.hosted:  # (a server it cannot reach: 424)
+            ctx.mcp_listed = await mcp.listings(ctx, new_id)
+        elif ctx.mcp_listed:
+            ctx.mcp_listed = {}
         ctx.response_steps = ctx.response_calls = 0
         if route is None:
             prefix = ctx.block_hashes[1] if len(ctx.block_hashes) > 1 else None

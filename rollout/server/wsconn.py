@@ -363,19 +363,24 @@ class WsConnection:
         is over its high-water mark."""
         if self._closed is not None:
             raise self._closed
+        out = self._out
         if isinstance(message, str):
-            self._queue(self._ws.send(TextMessage(data=message)))
+            out.put(self._ws.send(TextMessage(data=message)))
         else:
-            self._queue(text_frame(message))
-        if self._out.queued > self._out.high_water:
+            out.put(text_frame(message))
+        if out.queued > out.high_water:
             await self._below_high_water()
 
     async def send_messages(self, messages: list[bytes]) -> None:
         """Queue several text frames (UTF-8 JSON, as `send_message` takes bytes) at once."""
         if self._closed is not None:
             raise self._closed
-        self._queue(b"".join(map(text_frame, messages)))
-        if self._out.queued > self._out.high_water:
+        out = self._out
+        if len(messages) == 1:
+            out.put(text_frame(messages[0]))
+        else:
+            out.put(b"".join(map(text_frame, messages)))
+        if out.queued > out.high_water:
             await self._below_high_water()
 
     async def _below_high_water(self) -> None:

@@ -204,7 +204,10 @@ def forced(ctx: Context) -> str | None:
 
 def approved(ctx: Context) -> HostedSpec | None:
     """The MCP call an approval response since the prompt lets run (and that has not run):
-    rollout runs it, as the real API does, with no step of the engine's."""
+    rollout runs it, as the real API does, with no step of the engine's. (Only a request that
+    offers an MCP server runs one: for any other, the context is not looked through.)"""
+    if MCP_CALL_TOOL.name not in ctx.hosted:
+        return None
     return mcp.approved(ctx)
 
 
