@@ -259,9 +259,19 @@ def _json_of_fields(fields: tuple[str, ...]) -> Any:
     for name in fields:
         lines.append(f"    v = r.{name}")
         check = "if v is not None:\n        " if name == "conversation" else ""
-        lines.append(f'    {check}data["{name}"] = v if type(v) in as_is else other("{name}", v)')
+        value = f'v if type(v) in as_is else other("{name}", v)'
+        if name == "output":  # (a list of items, usually)
+            value = f"[item(i) for i in v] if type(v) is list else {value}"
+        elif name == "tools":  # (a tuple of tools)
+            value = f"[tool(t) for t in v] if type(v) is tuple else {value}"
+        lines.append(f'    {check}data["{name}"] = {value}')
     lines.append("    return data")
-    namespace: dict[str, Any] = {"as_is": frozenset(_AS_IS), "other": _field_json}
+    namespace: dict[str, Any] = {
+        "as_is": frozenset(_AS_IS),
+        "other": _field_json,
+        "item": _item_json,
+        "tool": _tool_json,
+    }
     exec("\n".join(lines), namespace)  # the source is built from the class's own field names
     return namespace["to_json"]
 

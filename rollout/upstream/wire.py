@@ -135,9 +135,9 @@ class Response:
         self._trailer = False  # past the last (empty) chunk: reading its trailer (chunked)
         self.done = not self._chunked and self._left == 0
         self._closed = False
-        self._keep = "close" not in _tokens(headers.get("connection", "")) and (
-            self._chunked or self._left >= 0
-        )
+        connection = headers.get("connection")
+        closes = connection is not None and "close" in _tokens(connection)
+        self._keep = not closes and (self._chunked or self._left >= 0)
 
     async def read(self, idle_s: float) -> bytes:
         """The body's next bytes (what one network read brought); b"" at its end. Broken when
