@@ -414,7 +414,9 @@ class Engine:
         # Stored before the terminal event is sent: a client that saw it can retrieve and chain
         # the response at once, and (with a durable store) after a crash of the server. A store
         # that fails ends it `failed` instead, with the store's error (it was not kept).
-        failure = await bound.keep(self.store, prepared, outcome.status != "failed")
+        failure = None
+        if prepared.request.store or r.stream.response.conversation is not None:  # (else none)
+            failure = await bound.keep(self.store, prepared, outcome.status != "failed")
         if failure is not None:
             prepared.unstored = failure
             r.stream.retract(events)
