@@ -92,7 +92,8 @@ class Engine:
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache, on_setattr=_remade)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
-    changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
+    # set when a loop or request ends (replaced each time: no setattr hooks to run for it)
+    changed: trio.Event = attrs.field(factory=trio.Event, on_setattr=attrs.setters.NO_OP)
     faults: Faults | None = None
     # The model table (read only: a new table is assigned whole, and replaces the memo).
     models: Mapping[str, profiles.ModelProfile] = attrs.field(
