@@ -16,17 +16,23 @@ from protocol.errorwire import sse_error_json
 from protocol.events import (
     CLASS_BY_TYPE,
     ArgumentsDeltaEvent,
+    ArgumentsDoneEvent,
     ContentPartEvent,
     ErrorEvent,
     Event,
     OutputItemEvent,
+    ReasoningSummaryDeltaEvent,
+    ReasoningSummaryDoneEvent,
+    RefusalDeltaEvent,
+    RefusalDoneEvent,
     ResponseEvent,
     TextDeltaEvent,
+    TextDoneEvent,
 )
 from protocol.invalid import Path, format_path, kind_of, to_error
-from protocol.items import Message, OutputText
+from protocol.items import FunctionCall, FunctionTool, Message, OtherTool, OutputText
 from protocol.request import AppendRequest, CreateRequest
-from protocol.response import Response
+from protocol.response import Response, Usage
 
 T = TypeVar("T")
 
@@ -197,7 +203,17 @@ def encode(obj: Any) -> bytes:
 
 #: Events whose fields are all plain JSON values, by class: their fields in wire order.
 _PLAIN: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in attrs.fields(cls)) for cls in (TextDeltaEvent, ArgumentsDeltaEvent)
+    cls: tuple(f.name for f in attrs.fields(cls))
+    for cls in (
+        TextDeltaEvent,
+        ArgumentsDeltaEvent,
+        TextDoneEvent,
+        ArgumentsDoneEvent,
+        RefusalDeltaEvent,
+        RefusalDoneEvent,
+        ReasoningSummaryDeltaEvent,
+        ReasoningSummaryDoneEvent,
+    )
 }
 #: Events whose fields are plain JSON values but one item or content part, by class: their
 #: fields in wire order, and that one (which alone goes through the converter).
@@ -212,22 +228,74 @@ _AS_IS = (str, int, float, bool, type(None), dict)  # the request's dicts are JS
 
 def response_json(response: Response) -> dict[str, Any]:
     """A Response in JSON form, as the converter makes it: a field whose value is JSON as it
-    is (most are, and always the request's dicts) is taken as it is; only items, tools, usage
-    and errors go through the converter. A response's lifecycle events each take one, and the
-    converter's pass over every field, with its dispatch on each declared type, was most of a
-    first token's encoding when the caches are cold (as between the turns of an agent)."""
-    data = {}
-    for name in _RESPONSE_FIELDS:
-        value = getattr(response, name)
-        if value is None and name == "conversation":
-            continue  # (off the wire when the response belongs to none)
-        if type(value) in _AS_IS:
-            data[name] = value
-        elif type(value) in (list, tuple) and not value:
-            data[name] = []
-        else:
-            data[name] = converter.unstructure(value)
-    return data
+    is (most are, and always the request's dicts) is taken as it is; items, tools and usage
+    take their direct forms where they have one, the rest (errors, say) the converter's. A
+    response's lifecycle events each take one, and the converter's pass over every field, with
+    its dispatch on each declared type, was most of a first token's encoding when the caches
+    are cold (as between the turns of an agent). (The function is generated from the fields:
+    `_response_json`.)"""
+    return _response_json(response)
+
+
+def _field_json(name: str, value: Any) -> Any:
+    """A Response field's value that is not JSON as it is, in JSON form."""
+    if type(value) in (list, tuple):
+        if not value:
+            return []
+        if name == "output":
+            return [_item_json(item) for item in value]
+        if name == "tools":
+            return [_tool_json(tool) for tool in value]
+    elif type(value) is Usage:
+        return _usage_json(value)
+    return converter.unstructure(value)
+
+
+def _json_of_fields(fields: tuple[str, ...]) -> Any:
+    """A function giving the JSON form of a Response field by field (`_field_json` for values not
+    JSON as they are; `conversation` left out when None): generated, as attrs generates
+    __init__, since a loop over the fields with getattr costs three times as much."""
+    lines = ["def to_json(r):", "    data = {}"]
+    for name in fields:
+        lines.append(f"    v = r.{name}")
+        check = "if v is not None:\n        " if name == "conversation" else ""
+        value = f'v if type(v) in as_is else other("{name}", v)'
+        if name == "output":  # (a list of items, usually)
+            value = f"[item(i) for i in v] if type(v) is list else {value}"
+        elif name == "tools":  # (a tuple of tools)
+            value = f"[tool(t) for t in v] if type(v) is tuple else {value}"
+        lines.append(f'    {check}data["{name}"] = {value}')
+    lines.append("    return data")
+    namespace: dict[str, Any] = {
+        "as_is": frozenset(_AS_IS),
+        "other": _field_json,
+        "item": _item_json,
+        "tool": _tool_json,
+    }
+    exec("\n".join(lines), namespace)  # the source is built from the class's own field names
+    return namespace["to_json"]
+
+
+def _item_json(item: Any) -> Any:
+    """An output item in JSON form: its direct form when it has one, else the converter's."""
+    direct = _DIRECT.get(type(item))
+    done = direct(item) if direct is not None else None
+    return converter.unstructure(item) if done is None else done
+
+
+def _usage_json(usage: Usage) -> dict[str, Any]:
+    """Usage in JSON form, as the converter makes it (every field is a number)."""
+    cached = usage.input_tokens_details
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {
+            "cached_tokens": cached.cached_tokens,
+            "cache_write_tokens": cached.cache_write_tokens,
+        },
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.output_tokens_details.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    }
 
 
 def _output_text_json(part: OutputText) -> dict[str, Any] | None:
@@ -259,8 +327,50 @@ def _message_json(item: Message) -> dict[str, Any] | None:
     return data
 
 
+def _function_call_json(item: FunctionCall) -> dict[str, Any]:
+    """A function call in JSON form, as the converter makes it (`async` and `agent` only when
+    set)."""
+    data: dict[str, Any] = {
+        "type": item.type,
+        "id": item.id,
+        "call_id": item.call_id,
+        "name": item.name,
+        "arguments": item.arguments,
+        "status": item.status,
+    }
+    if item.async_ is not None:
+        data["async"] = item.async_
+    if item.agent is not None:
+        data["agent"] = {"agent_name": item.agent.agent_name}
+    return data
+
+
+def _tool_json(tool: Any) -> Any:
+    """A tool of the request in JSON form, as the converter makes it: a function's field by
+    field (its parameters are the request's JSON), any other as the request sent it."""
+    if type(tool) is FunctionTool:
+        data = {
+            "type": tool.type,
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "strict": tool.strict,
+        }
+        if tool.async_ is not None:
+            data["async"] = tool.async_
+        return data
+    if type(tool) is OtherTool:
+        return tool.raw or {"type": tool.type}
+    return converter.unstructure(tool)
+
+
 #: Items and parts with a direct JSON form for the common case (None: the converter's).
-_DIRECT: dict[type, Any] = {Message: _message_json, OutputText: _output_text_json}
+_DIRECT: dict[type, Any] = {
+    Message: _message_json,
+    OutputText: _output_text_json,
+    FunctionCall: _function_call_json,
+}
+_response_json = _json_of_fields(_RESPONSE_FIELDS)
 
 
 def _snapshot(response: Response) -> bytes:

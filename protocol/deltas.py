@@ -52,7 +52,8 @@ class DeltaRun(Generic[E]):
 
     @property
     def type(self) -> str:
-        return str(attrs.fields_dict(self.cls)["type"].default)
+        cls: Any = self.cls  # (hashable: see _fields)
+        return _shape(cls)[0]
 
     def events(self) -> list[E]:
         fields = dict(self.fields)
@@ -93,12 +94,34 @@ def _fields(run: DeltaRun[Any]) -> tuple[Any, Fields]:
     return cls, run.fields
 
 
+@functools.cache
+def _shape(cls: Any) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """An event class's `type`, and the fields after its delta with their defaults."""
+    names = [f.name for f in attrs.fields(cls)]
+    after = attrs.fields(cls)[names.index("delta") + 1 :]
+    return str(attrs.fields_dict(cls)["type"].default), tuple((f.name, f.default) for f in after)
+
+
+def _one(run: DeltaRun[Any], stream_id: str | None) -> bytes:
+    """A run of one event, encoded as `codec.encode_event` encodes that event (its fields in
+    the class's order), without the event."""
+    cls: Any = run.cls  # (hashable: see _fields)
+    kind, after = _shape(cls)
+    data = {"type": kind, "sequence_number": run.sequence_number}
+    data.update(run.fields)
+    data["delta"] = run.deltas[0]
+    data.update(after)
+    if stream_id is not None:
+        data["stream_id"] = stream_id
+    return orjson.dumps(data)
+
+
 def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
     """Each event's JSON, as `codec.encode_event(event, stream_id)` would give it. A run of
-    one (a response's first token) is that event's encoding: its template would be made for
-    it alone (the fields name the response's item)."""
+    one (a response's first token) is encoded directly: its template would be made for it
+    alone (the fields name the response's item)."""
     if len(run.deltas) == 1:
-        return [codec.encode_event(run.events()[0], stream_id)]
+        return [_one(run, stream_id)]
     head, middle, tail = (p.replace(b"%", b"%%") for p in _parts(*_fields(run), stream_id))
     fmt = head + b"%d" + middle + b"%b" + tail
     n = run.sequence_number

@@ -210,16 +210,20 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
     def begin_text(self, item_id: str, *, refusal: bool = False) -> list[Event]:
         """Open an assistant message with one content part: `output_text`, or a `refusal`
         (then deltas are `response.refusal.delta` and the part ends with `.refusal.done`)."""
-        index = self.next_output_index
+        output = self.response.output
+        index = len(output)
         item = Message(id=item_id, role="assistant", content=(), status="in_progress")
-        self.response.output.append(item)
+        output.append(item)
         self._text = _OpenText(item_id=item_id, output_index=index, refusal=refusal)
         part: OutputText | Refusal = _EMPTY_REFUSAL if refusal else _EMPTY_TEXT
+        added = self._item_event("response.output_item.added", index, item)
+        n = self._seq
+        self._seq = n + 1
         return [
-            self._item_event("response.output_item.added", index, item),
+            added,
             ContentPartEvent(
                 type="response.content_part.added",
-                sequence_number=self._n(),
+                sequence_number=n,
                 item_id=item_id,
                 output_index=index,
                 content_index=0,
@@ -261,21 +265,35 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         t = self._require_text()
         self._text = None
         text = "".join(t.text)
+        item_id, index, n = t.item_id, t.output_index, self._seq
+        self._seq = n + 2  # (the done event and the part's; the item's numbers itself)
         part: OutputText | Refusal
         done: TextDoneEvent | RefusalDoneEvent
         if t.refusal:
             part = Refusal(refusal=text)
-            done = RefusalDoneEvent(**self._in_part(t), refusal=text)
+            done = RefusalDoneEvent(
+                sequence_number=n,
+                item_id=item_id,
+                output_index=index,
+                content_index=0,
+                refusal=text,
+            )
         else:
             part = OutputText(text=text, annotations=tuple(t.annotations))
-            done = TextDoneEvent(**self._in_part(t), text=text)
-        item = Message(id=t.item_id, role="assistant", content=(part,), status=status)
-        self.response.output[t.output_index] = item
-        return [
-            done,
-            ContentPartEvent(type="response.content_part.done", **self._in_part(t), part=part),
-            self._item_event("response.output_item.done", t.output_index, item),
-        ]
+            done = TextDoneEvent(
+                sequence_number=n, item_id=item_id, output_index=index, content_index=0, text=text
+            )
+        item = Message(id=item_id, role="assistant", content=(part,), status=status)
+        self.response.output[index] = item
+        part_done = ContentPartEvent(
+            type="response.content_part.done",
+            sequence_number=n + 1,
+            item_id=item_id,
+            output_index=index,
+            content_index=0,
+            part=part,
+        )
+        return [done, part_done, self._item_event("response.output_item.done", index, item)]
 
     def _in_part(self, t: _OpenText) -> dict[str, Any]:
         """The next event's sequence number and where it stands: the open message's one
@@ -369,9 +387,11 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         if self.agent is not None and type(item) in AGENT_STAMPED:
             item = attrs.evolve(item, agent=self.agent)  # type: ignore[arg-type]
             self.response.output[index] = item
+        n = self._seq
+        self._seq = n + 1
         return OutputItemEvent(
             type=type_,  # type: ignore[arg-type]
-            sequence_number=self._n(),
+            sequence_number=n,
             output_index=index,
             item=item,
         )

@@ -3,6 +3,7 @@
 # when. Experiments read these; nothing here changes behaviour.
 from __future__ import annotations
 
+import bisect
 import time
 from collections import defaultdict
 
@@ -20,10 +21,9 @@ class Histogram:
     def observe(self, value: float) -> None:
         self.total += 1
         self.sum += value
-        for i, bound in enumerate(BUCKETS):
-            if value <= bound:
-                self.counts[i] += 1
-                break
+        i = bisect.bisect_left(BUCKETS, value)  # the first bound at or above it, if any
+        if i < len(BUCKETS) and value <= BUCKETS[i]:
+            self.counts[i] += 1
 
 
 STAGES = (
@@ -100,8 +100,13 @@ class Work:
         return _Stage(self, name, items, tokens)
 
     def merge(self, other: Work) -> None:
+        counts = self.counts
         for name, c in other.counts.items():
-            self.counts[name].add(c)
+            mine = counts[name]  # (StageCount.add, inline: a response's end merges a few)
+            mine.calls += c.calls
+            mine.items += c.items
+            mine.tokens += c.tokens
+            mine.seconds += c.seconds
         self.ideal_inference_s += other.ideal_inference_s
         if self.keep_spans:
             self.spans.extend(other.spans)
@@ -160,9 +165,13 @@ class Stats:
     def record(self, work: Work) -> None:
         self.responses += 1
         self.totals.merge(work)
+        latency = self.latency
         for stage, count in work.counts.items():
             if count.calls:
-                self.latency.setdefault(stage, Histogram()).observe(count.seconds)
+                histogram = latency.get(stage)
+                if histogram is None:
+                    histogram = latency[stage] = Histogram()
+                histogram.observe(count.seconds)
 
     def error(self, code: str | None) -> None:
         key = code or "unknown"

@@ -18,6 +18,7 @@ import trio
 from protocol.choices import resolve_format, resolve_tool_choice
 from protocol.conversations import conversation_id_of
 from protocol.errors import ProtocolError
+from protocol.hosted import MCP_CALL_TOOL
 from protocol.input import (
     check_input,
     instructions_text,
@@ -91,7 +92,8 @@ class Engine:
     stats: Stats = attrs.field(factory=Stats)
     cache: PrefixCache = attrs.field(factory=PrefixCache, on_setattr=_remade)
     running: set[Cancel] = attrs.field(factory=set)  # loops in progress (for shutdown)
-    changed: trio.Event = attrs.field(factory=trio.Event)  # set when a loop or request ends
+    # set when a loop or request ends (replaced each time: no setattr hooks to run for it)
+    changed: trio.Event = attrs.field(factory=trio.Event, on_setattr=attrs.setters.NO_OP)
     faults: Faults | None = None
     # The model table (read only: a new table is assigned whole, and replaces the memo).
     models: Mapping[str, profiles.ModelProfile] = attrs.field(
@@ -244,7 +246,10 @@ class Engine:
             req.tool_choice, parallel=req.parallel, max_calls=req.max_tool_calls
         )
         ctx.format = resolve_format(req.text)
-        ctx.mcp_listed = await mcp.listings(ctx, new_id)  # (a server it cannot reach: 424)
+        if MCP_CALL_TOOL.name in ctx.hosted:  # (a server it cannot reach: 424)
+            ctx.mcp_listed = await mcp.listings(ctx, new_id)
+        elif ctx.mcp_listed:
+            ctx.mcp_listed = {}
         ctx.response_steps = ctx.response_calls = 0
         if route is None:
             prefix = ctx.block_hashes[1] if len(ctx.block_hashes) > 1 else None
@@ -309,14 +314,15 @@ class Engine:
     ) -> Outcome:
         """Run the loop to its end, as its plan says (`plan_of`). Billing blocks before the
         terminal event, unless a nursery is given: then it runs there, overlapped with whatever
-        comes next (WebSocket). `cancel` stops the loop from outside; the response then ends
-        `incomplete`."""
+        comes next (WebSocket; a bill with no declared latency is made at once instead).
+        `cancel` stops the loop from outside; the response then ends `incomplete`."""
         r = prepared.rollout
-        if not self.plan_of(prepared).samples:
+        made = self.plan_of(prepared)
+        if not made.samples:
             return await self.warm_up(prepared, billing)
         cancel = cancel or r.cancel
         self.running.add(cancel)
-        plan = self.plan_of(prepared).faults
+        plan = made.faults
         if plan.disconnect_after is not None:
             r.sink = DisconnectingSink(r.sink, plan.disconnect_after)
         if r.team is None and r.request is not None and r.request.waits_for_inject:
@@ -335,7 +341,8 @@ class Engine:
                     raise ProtocolError(
                         message=MESSAGES[plan.error], code=plan.error, type="server_error"
                     )
-                await list_mcp_tools(r)
+                if r.ctx.mcp_listed:
+                    await list_mcp_tools(r)
                 if r.team is None:
                     outcome = await run_loop(r, self.loop_env, client)
                 else:  # a multi-agent response: the root's loop and its subagents' loops
@@ -357,7 +364,8 @@ class Engine:
         finally:
             self.running.discard(cancel)
             self.notify()
-            await self.discard(prepared)
+            if r.opened is not None:
+                await self.discard(prepared)
             if self.accelerator is not None:
                 self.accelerator.close(r, r.stream.response.id, comes_back(r))
         await self.finish(prepared, outcome, billing)
@@ -387,8 +395,9 @@ class Engine:
     ) -> None:
         """Post-inference: usage, billing, the store, the terminal event."""
         r = prepared.rollout
-        with contextlib.suppress(Disconnected):
-            await r.send_notes()  # acknowledgements still queued go before the terminal event
+        if r.mailbox.notes:  # acknowledgements still queued go before the terminal event
+            with contextlib.suppress(Disconnected):
+                await r.send_notes()
         if billing is None:
             await self.bill(r.work)
         if outcome.status == "completed":
@@ -406,20 +415,25 @@ class Engine:
         # Stored before the terminal event is sent: a client that saw it can retrieve and chain
         # the response at once, and (with a durable store) after a crash of the server. A store
         # that fails ends it `failed` instead, with the store's error (it was not kept).
-        failure = await bound.keep(self.store, prepared, outcome.status != "failed")
+        failure = None
+        if prepared.request.store or r.stream.response.conversation is not None:  # (else none)
+            failure = await bound.keep(self.store, prepared, outcome.status != "failed")
         if failure is not None:
             prepared.unstored = failure
             r.stream.retract(events)
             events = r.stream.fail(failure.code or "server_error", failure.message, usage=r.usage)
         with contextlib.suppress(Disconnected):
             await r.send(events)
-            await r.send_notes()  # posted while the terminal event was on its way
+            if r.mailbox.notes:  # posted while the terminal event was on its way
+                await r.send_notes()
         r.mailbox.closed = True
         r.work.mark("terminal")
-        if billing is None:
-            self.stats.record(r.work)
-        else:
+        if billing is not None and self.costs.billing_s > 0:
             billing.start_soon(self._bill_and_record, r.work)
+            return
+        if billing is not None:  # no latency to overlap: billed here, with no task of its own
+            self._billed(r.work)
+        self.stats.record(r.work)
 
     async def _bill_and_record(self, work: Work) -> None:
         """Background billing: counted even if cancelled (flushed on close)."""
@@ -429,10 +443,17 @@ class Engine:
             self.stats.record(work)
 
     async def bill(self, work: Work) -> None:
+        if self.costs.billing_s <= 0:
+            self._billed(work)
+            return
         with work.stage("billing", items=1):
             self.stats.billed += 1
-            if self.costs.billing_s > 0:
-                await trio.sleep(self.costs.billing_s)
+            await trio.sleep(self.costs.billing_s)
+
+    def _billed(self, work: Work) -> None:
+        """A bill with no declared latency: counted, nothing to wait for."""
+        with work.stage("billing", items=1):
+            self.stats.billed += 1
 
 
 __all__ = ["Engine", "Prepared"]

@@ -141,13 +141,15 @@ class WsConnection:
         ended: Callable[[], None] = lambda: None,
         *,
         successor: bool = False,
-    ) -> None:
+    ) -> bool:
         """Frames in, each message (or TooLarge) given to `deliver` in this task, until the
         peer's close frame or EOF (after a close of ours, reading on for the peer's close frame,
         LINGER_S at most). Reading waits while `deliver` does and while the outbox is over
         HIGH_WATER. With `spawn`, `deliver` may return what this task does instead (see
         `handing_over`): a successor (`spawn` starts it) reads on, and this returns once that
-        is done and the reading ended. At the end, `ended` is called and `reading_done` set."""
+        is done and the reading ended. At the end, `ended` is called and `reading_done` set.
+        True when this task did a message's work (a `successor` then returns as soon as it is
+        done, to park as the next successor)."""
         self._deliver, self._ended = deliver, ended
         if spawn is not None and self._successor is None:
             self._successor = Successor(spawn, self._succeed)
@@ -168,10 +170,16 @@ class WsConnection:
                 if self._successor is not None:
                     self._successor.release()
                 ended()
-        if after is not None:
+        if after is None:
+            return False
+        assert self._successor is not None
+        try:
             await after()
-            if not successor:
-                await self.reading_done.wait()
+        finally:
+            self._successor.back(parks=successor)
+        if not successor:
+            await self.reading_done.wait()
+        return True
 
     async def _read_frames(self) -> After | None:
         """Read until the end (None), or until a message takes this task (what it does)."""
@@ -309,8 +317,13 @@ class WsConnection:
         return after
 
     async def _succeed(self) -> None:
-        """A successor's reading: on from what is buffered."""
-        await self.read(self._deliver, None, self._ended, successor=True)
+        """A successor's reading: on from what is buffered. When a message took this task and
+        its work is done, the task parks as the next successor (unless one is parked already)
+        and reads on when a hand-over wakes it: no task is started and ended per message."""
+        assert self._successor is not None
+        while await self.read(self._deliver, None, self._ended, successor=True):
+            if not await self._successor.park():
+                return
 
     def _on_close(self, event: CloseConnection) -> None:
         """The peer's close frame, or wsproto failing the connection (bad framing 1002, bad
@@ -350,19 +363,24 @@ class WsConnection:
         is over its high-water mark."""
         if self._closed is not None:
             raise self._closed
+        out = self._out
         if isinstance(message, str):
-            self._queue(self._ws.send(TextMessage(data=message)))
+            out.put(self._ws.send(TextMessage(data=message)))
         else:
-            self._queue(text_frame(message))
-        if self._out.queued > self._out.high_water:
+            out.put(text_frame(message))
+        if out.queued > out.high_water:
             await self._below_high_water()
 
     async def send_messages(self, messages: list[bytes]) -> None:
         """Queue several text frames (UTF-8 JSON, as `send_message` takes bytes) at once."""
         if self._closed is not None:
             raise self._closed
-        self._queue(b"".join(map(text_frame, messages)))
-        if self._out.queued > self._out.high_water:
+        out = self._out
+        if len(messages) == 1:
+            out.put(text_frame(messages[0]))
+        else:
+            out.put(b"".join(map(text_frame, messages)))
+        if out.queued > out.high_water:
             await self._below_high_water()
 
     async def _below_high_water(self) -> None:

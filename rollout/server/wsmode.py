@@ -19,7 +19,7 @@ from wsproto.utilities import RemoteProtocolError
 from protocol import codec
 from protocol.deltas import DeltaRun, encode_run
 from protocol.errors import ProtocolError
-from protocol.events import ErrorEvent, ErrorPayload, Event
+from protocol.events import TERMINAL_TYPES, ErrorEvent, ErrorPayload, Event, ResponseEvent
 from protocol.lanes import Lane
 from rollout.engine.loop import Disconnected
 from rollout.server import logs
@@ -55,6 +55,8 @@ class LaneSink:
         except WsClosed:
             raise Disconnected() from None
         self.taps.sent()
+        if type(event) is ResponseEvent and event.type in TERMINAL_TYPES:
+            self.ws.push()  # a response's end leaves at once: the client's turn comes next
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         frames = encode_run(run, self.lane)

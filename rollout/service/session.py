@@ -308,7 +308,7 @@ class Session:
                 self.sink_for(lane),
                 owner=self.owner,
                 hold=Hold.UNTIL_END,
-                cached=functools.partial(self._cached, lane, work),
+                cached=functools.partial(self._cached, lane, work) if parent else None,
                 route=self.routes.get((req.model, req.prompt_cache_key)),
             )
         except ProtocolError as exc:

@@ -142,7 +142,8 @@ class Steerer:
         if steering is None:
             return None
         response = known.rollout.stream.response
-        if response.status == "completed" and self._required(known):
+        open_calls = known.rollout.ctx.open_calls
+        if response.status == "completed" and open_calls and self._required(known):
             steering.handle(SteerStep.WAIT_FOR_INPUT)
             await self._announce(known)
             return None

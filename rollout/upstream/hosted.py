@@ -142,6 +142,8 @@ def _offers(ctx: Context) -> dict[str, tuple[dict[str, Any], Maker]]:
     """Each function offered for a hosted tool: its chat function and its Maker, by name;
     none that a function tool of the request already names."""
     out: dict[str, tuple[dict[str, Any], Maker]] = {}
+    if not ctx.hosted and not ctx.team:  # (the common request: no hosted tool, no team)
+        return out
     choice = ctx.choice
     if ctx.web_search and choice.allows_hosted(WEB_SEARCH_TOOL.offered_as):
         out[WEB_SEARCH_TOOL.name] = (WEB_SEARCH, _search)
@@ -202,7 +204,10 @@ def forced(ctx: Context) -> str | None:
 
 def approved(ctx: Context) -> HostedSpec | None:
     """The MCP call an approval response since the prompt lets run (and that has not run):
-    rollout runs it, as the real API does, with no step of the engine's."""
+    rollout runs it, as the real API does, with no step of the engine's. (Only a request that
+    offers an MCP server runs one: for any other, the context is not looked through.)"""
+    if MCP_CALL_TOOL.name not in ctx.hosted:
+        return None
     return mcp.approved(ctx)
 
 

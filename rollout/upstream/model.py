@@ -301,14 +301,19 @@ def _batch(translate: _Translator, batch: list[bytes], whole: bool) -> tuple[lis
                 p.Failed("server_error", "The upstream engine sent an event that is not JSON.")
             )
             continue
-        if not whole and isinstance(value, dict):
-            text = _checked_text(translate, value)
+        if not whole and type(value) is dict:
+            try:
+                text = translate.text(value)
+            except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+                text = None  # the slow path says what is wrong with it
             if text is not None:
                 texts.append(text)
                 continue
-        _flush(texts, pieces)
+        if texts:
+            _flush(texts, pieces)
         pieces.extend(_parsed(translate, data, value, whole))
-    _flush(texts, pieces)
+    if texts:
+        _flush(texts, pieces)
     return pieces, False
 
 
@@ -318,19 +323,15 @@ def _flush(texts: list[str], pieces: list[p.Piece]) -> None:
         texts.clear()
 
 
-def _checked_text(translate: _Translator, value: dict[str, Any]) -> str | None:
-    try:
-        return translate.text(value)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
-        return None  # the slow path says what is wrong with it
-
-
 def _parsed(translate: _Translator, data: bytes, value: object, whole: bool) -> list[p.Piece]:
     """One event's (or a `whole` answer's) pieces; a failure for one that is not a JSON object
     or whose fields have the wrong types (logged once, with what was sent)."""
     if not isinstance(value, dict):
         return [_invalid(data)]
-    return _checked(lambda: translate.whole(value) if whole else translate.feed(value), data)
+    try:
+        return translate.whole(value) if whole else translate.feed(value)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError):
+        return [_invalid(data)]
 
 
 def _checked(translate: Callable[[], list[p.Piece]], data: bytes = b"") -> list[p.Piece]:

@@ -192,6 +192,9 @@ async def _read(response: Response, idle_s: float) -> bytes:
 async def close(response: Response, *, drain: bool = False) -> None:
     """Close a response, also when cancelled: a stream not read to its end drops its
     connection, which is how the engine learns the request was abandoned (`drain`: its end was
-    seen, so the rest of the body is read to keep the connection)."""
+    seen, so the rest of the body is read to keep the connection). An answer read to its end
+    gives its connection back at once, with nothing to wait for."""
+    if response.release_now():
+        return
     with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_WITHIN_S):
         await response.aclose(drain=drain)

@@ -8,6 +8,9 @@
 # is replaced by a fresh one once. Transport trouble is Broken, with what went wrong.
 from __future__ import annotations
 
+import errno
+import math
+import os
 import re
 import ssl
 from urllib.parse import urlsplit
@@ -21,7 +24,10 @@ DRAIN_S = 0.05  # how long closing waits for the rest of an answer, to keep its 
 
 _CRLF = -1  # Response._chunk_left: a chunk's data was read, its line end is next
 _STATUS = re.compile(r"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: |$)")
-_HEX = re.compile(rb"[0-9A-Fa-f]{1,16}")
+#: A chunk's size line: its digits (surrounded by whitespace), then any extensions after a ";".
+_SIZE_LINE = re.compile(
+    rb"[ \t\n\r\x0b\x0c]*([0-9A-Fa-f]{1,16})[ \t\n\r\x0b\x0c]*(?:;.*)?", re.DOTALL
+)
 
 
 class Broken(Exception):
@@ -37,22 +43,77 @@ class _Stale(Exception):
 
 
 class Conn:
-    """One connection: its stream and the bytes read past what was consumed."""
+    """One connection: its stream and the bytes read past what was consumed. On a plain TCP
+    connection reads and writes go straight to the socket's descriptor (trio's stream wraps
+    each in an error translator and a first attempt that yields even when it succeeds); any
+    other stream (TLS) is used as it is."""
 
-    __slots__ = ("buf", "stream")
+    __slots__ = ("buf", "socket", "stream")
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self.buf = bytearray()
+        self.socket = stream.socket if type(stream) is trio.SocketStream else None
 
-    async def fill(self) -> bool:
-        """Read once more into `buf`; False at the end of the stream."""
-        try:
-            data = await self.stream.receive_some(READ_SIZE)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            raise Broken(f"the connection broke: {type(exc).__name__}: {exc}") from exc
+    async def fill(self, *, waiting: bool = False, idle_s: float = math.inf) -> bool:
+        """Read once more into `buf`; False at the end of the stream; Idle when nothing comes
+        for `idle_s` (a cancel scope only around a wait). As trio's read, it raises if the
+        task is cancelled and yields after a read that did not wait. `waiting`: the answer is
+        not expected yet (a request was just sent), so it waits for the socket first rather
+        than trying a read that would fail."""
+        sock = self.socket
+        if sock is None:
+            with trio.move_on_after(idle_s) as idle:
+                try:
+                    data = await self.stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    raise Broken(f"the connection broke: {type(exc).__name__}: {exc}") from exc
+            if idle.cancelled_caught:
+                raise Idle(f"nothing for {idle_s:g} s")
+            self.buf += data
+            return bool(data)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        waited = waiting
+        if waiting:
+            await _readable(sock, idle_s)
+        while True:
+            try:
+                fd = sock.fileno()
+                if fd < 0:
+                    raise OSError(errno.EBADF, "the connection was closed")
+                data = os.read(fd, READ_SIZE)
+                break
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise Broken(f"the connection broke: {type(exc).__name__}: {exc}") from exc
+            waited = True
+            await _readable(sock, idle_s)
+        if not waited:
+            await trio.lowlevel.cancel_shielded_checkpoint()
         self.buf += data
         return bool(data)
+
+    async def send_all(self, data: bytes) -> None:
+        """Write all of `data`; on a plain TCP connection without a yield when the socket
+        takes it at once (the answer's wait follows)."""
+        sock = self.socket
+        if sock is None:
+            await self.stream.send_all(data)
+            return
+        view = memoryview(data)
+        while view:
+            try:
+                fd = sock.fileno()
+                if fd < 0:
+                    raise trio.ClosedResourceError("the connection was closed")
+                view = view[os.write(fd, view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                raise trio.BrokenResourceError(f"socket connection broken: {exc}") from exc
+            await trio.lowlevel.wait_writable(sock)
 
     async def aclose(self) -> None:
         with trio.CancelScope(shield=True):
@@ -74,9 +135,9 @@ class Response:
         self._trailer = False  # past the last (empty) chunk: reading its trailer (chunked)
         self.done = not self._chunked and self._left == 0
         self._closed = False
-        self._keep = "close" not in _tokens(headers.get("connection", "")) and (
-            self._chunked or self._left >= 0
-        )
+        connection = headers.get("connection")
+        closes = connection is not None and "close" in _tokens(connection)
+        self._keep = not closes and (self._chunked or self._left >= 0)
 
     async def read(self, idle_s: float) -> bytes:
         """The body's next bytes (what one network read brought); b"" at its end. Broken when
@@ -88,11 +149,7 @@ class Response:
                 return data
             if self.done:
                 break
-            with trio.move_on_after(idle_s) as idle:
-                more = await conn.fill()
-            if idle.cancelled_caught:
-                raise Idle(f"nothing for {idle_s:g} s")
-            if not more:
+            if not await conn.fill(idle_s=idle_s):
                 if self._chunked or self._left > 0:
                     raise Broken("the answer was cut short (the connection closed)")
                 self.done = True  # the body runs to the connection's close
@@ -112,47 +169,68 @@ class Response:
             self._left -= len(data)
             self.done = self._left == 0
             return data
-        out = bytearray()
-        while buf:
-            if self._chunk_left > 0:  # a chunk's data
-                n = min(self._chunk_left, len(buf))
-                out += buf[:n]
-                del buf[:n]
-                self._chunk_left -= n
-                if self._chunk_left:
+        out: list[bytes | bytearray] = []
+        at, size, left = 0, len(buf), self._chunk_left
+        try:
+            while at < size:
+                if left > 0:  # a chunk's data
+                    n = min(left, size - at)
+                    out.append(buf[at : at + n])
+                    at += n
+                    left -= n
+                    if left:
+                        break
+                    left = _CRLF
+                    continue
+                if left == _CRLF and buf.startswith(b"\r\n", at):  # (the usual line end)
+                    at += 2
+                    left = 0
+                    continue
+                end = buf.find(b"\r\n", at)
+                if end < 0:
+                    if size - at > 1024:
+                        raise Broken("the answer's chunked framing is malformed")
                     break
-                self._chunk_left = _CRLF
-                continue
-            end = buf.find(b"\r\n")
-            if end < 0:
-                if len(buf) > 1024:
-                    raise Broken("the answer's chunked framing is malformed")
-                break
-            line = bytes(buf[:end])
-            del buf[: end + 2]
-            if self._chunk_left == _CRLF:  # the line end after a chunk's data
-                if line:
-                    raise Broken("the answer's chunked framing is malformed")
-                self._chunk_left = 0
-            elif self._trailer:  # trailer fields, to the empty line
-                if not line:
-                    self.done = True
-                    break
-            else:  # a chunk's size line
-                digits = line.split(b";", 1)[0].strip()
-                if not _HEX.fullmatch(digits):
-                    raise Broken("the answer's chunked framing is malformed")
-                size = int(digits, 16)
-                self._chunk_left = size
-                self._trailer = size == 0
-        return bytes(out)
+                line = buf[at:end]
+                at = end + 2
+                if left == _CRLF:  # the line end after a chunk's data
+                    if line:
+                        raise Broken("the answer's chunked framing is malformed")
+                    left = 0
+                elif self._trailer:  # trailer fields, to the empty line
+                    if not line:
+                        self.done = True
+                        break
+                else:  # a chunk's size line: hex digits, maybe extensions after a ";"
+                    digits = _SIZE_LINE.fullmatch(line)
+                    if digits is None:
+                        raise Broken("the answer's chunked framing is malformed")
+                    left = int(digits[1], 16)
+                    self._trailer = left == 0
+        finally:
+            del buf[:at]
+            self._chunk_left = left
+        return b"".join(out)
+
+    def release_now(self) -> bool:
+        """Give the connection back to the pool at once, without waiting or yielding, when
+        nothing is left to do (the answer was read to its end and the connection is kept);
+        True when the answer is closed, now or before."""
+        if self._closed:
+            return True
+        conn = self._conn
+        if not (self.done and self._keep and not conn.buf) or self._wire._closed:
+            return False
+        self._closed = True
+        self._wire.keep(conn)
+        return True
 
     async def aclose(self, *, drain: bool = False) -> None:
         """Give the connection back to the pool if the answer was read to its end (`drain`:
         its reader saw its logical end, so wait at most DRAIN_S for the rest), else close it:
         a stream abandoned midway drops its connection, which is how the engine learns the
         request was abandoned."""
-        if self._closed:
+        if self.release_now():
             return
         self._closed = True
         conn = self._conn
@@ -195,8 +273,13 @@ class Wire:
         self._closed = False  # aclose'd: answers that end later close their connections
 
     async def post(self, path: str, body: bytes) -> Response:
-        """POST `body` to the URL's path + `path`; the answer once its head is in."""
-        await self._slots.acquire()
+        """POST `body` to the URL's path + `path`; the answer once its head is in. A free
+        connection slot is taken without a pass through the scheduler."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._slots.acquire_nowait()
+        except trio.WouldBlock:
+            await self._slots.acquire()
         try:
             head = b"POST %s HTTP/1.1\r\n%s%d\r\n\r\n" % (
                 (self.prefix + path).encode("latin-1"),
@@ -216,11 +299,16 @@ class Wire:
             raise
 
     async def release(self, conn: Conn, *, keep: bool) -> None:
-        self._slots.release()
         if keep and not self._closed:
-            self._idle.append(conn)
+            self.keep(conn)
         else:
+            self._slots.release()
             await conn.aclose()
+
+    def keep(self, conn: Conn) -> None:
+        """An answer read to its end: its connection goes back to the pool."""
+        self._slots.release()
+        self._idle.append(conn)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -248,13 +336,15 @@ class Wire:
     async def _exchange(self, conn: Conn, request: bytes, *, reused: bool) -> Response:
         try:
             try:
-                await conn.stream.send_all(request)
+                await conn.send_all(request)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 if reused:
                     raise _Stale from exc
                 raise Broken(f"the request could not be sent: {exc}") from exc
+            waiting = True  # (the answer cannot be in yet: its read waits first)
             while True:  # informational answers (1xx) come before the real one
-                status, headers = await _head(conn, reused)
+                status, headers = await _head(conn, reused, waiting)
+                waiting = False
                 if status >= 200:
                     return Response(self, conn, status, headers)
                 reused = False
@@ -265,14 +355,16 @@ class Wire:
             raise
 
 
-async def _head(conn: Conn, reused: bool) -> tuple[int, dict[str, str]]:
-    """An answer's status and headers, read from `conn`."""
+async def _head(conn: Conn, reused: bool, waiting: bool = False) -> tuple[int, dict[str, str]]:
+    """An answer's status and headers, read from `conn` (`waiting`: none of it can be in yet,
+    unless the buffer holds it)."""
     buf = conn.buf
     while (end := buf.find(b"\r\n\r\n")) < 0:
         if len(buf) > MAX_HEAD:
             raise Broken(f"the answer's head is larger than {MAX_HEAD} bytes")
         try:
-            more = await conn.fill()
+            more = await conn.fill(waiting=waiting and not buf)
+            waiting = False
         except Broken:
             if reused and not buf:
                 raise _Stale from None
@@ -298,6 +390,17 @@ async def _head(conn: Conn, reused: bool) -> tuple[int, dict[str, str]]:
     if version == "HTTP/1.0" and "keep-alive" not in _tokens(headers.get("connection", "")):
         headers["connection"] = "close"
     return int(code), headers
+
+
+async def _readable(sock: trio.socket.SocketType, idle_s: float) -> None:
+    """Wait until `sock` has something to read (Idle after `idle_s`)."""
+    if idle_s == math.inf:
+        await trio.lowlevel.wait_readable(sock)
+        return
+    with trio.move_on_after(idle_s) as idle:
+        await trio.lowlevel.wait_readable(sock)
+    if idle.cancelled_caught:
+        raise Idle(f"nothing for {idle_s:g} s")
 
 
 def _length(value: str) -> int:

@@ -15,6 +15,7 @@ from protocol import codec, sse
 from protocol.deltas import DeltaRun, encode_run, plain, sse_run
 from protocol.events import (
     ArgumentsDeltaEvent,
+    CustomInputDeltaEvent,
     ReasoningSummaryDeltaEvent,
     RefusalDeltaEvent,
     TextDeltaEvent,
@@ -44,6 +45,9 @@ FIELDS: dict[type, Any] = {
         st.tuples(st.just("item_id"), IDS),
         st.tuples(st.just("output_index"), INDEX),
         st.tuples(st.just("summary_index"), INDEX),
+    ),
+    CustomInputDeltaEvent: st.tuples(
+        st.tuples(st.just("item_id"), IDS), st.tuples(st.just("output_index"), INDEX)
     ),
 }
 

@@ -227,6 +227,19 @@ def test_a_chunked_body_split_anywhere_reads_as_its_data(
     assert wire.connections == 1 and [c for c, _ in server.requests] == [0, 0]
 
 
+@given(
+    st.lists(
+        st.sampled_from([b"0", b"1a", b"F", b" ", b"\t", b"\x0b", b";", b"x=y", b"\n", b"g", b"+"]),
+        max_size=8,
+    ).map(b"".join)
+)
+def test_a_size_line_is_read_as_its_digits_before_any_extension(line: bytes) -> None:
+    digits = line.split(b";", 1)[0].strip()
+    plain = digits if re.fullmatch(rb"[0-9A-Fa-f]{1,16}", digits) else None
+    found = wire_module._SIZE_LINE.fullmatch(bytearray(line))
+    assert (found[1] if found is not None else None) == plain
+
+
 async def test_a_chunked_answer_written_byte_by_byte() -> None:
     # Every split: inside each "\r\n", the hex size, the extension, the trailer.
     parts = [b"hello ", b"x" * 0x1A, b"\r\n in data \r\n"]
