@@ -1,14 +1,12 @@
 # The SSE body of one HTTP response (`text/event-stream`). Events are framed into an outbox
-# (rollout.server.outbox) whose writer sends what has gathered as one h11 chunk in one socket
-# write: a burst of deltas leaves together, while an idle stream's event leaves at once. The
-# outbox is bounded: a client that stops reading stalls its own producer at HIGH_WATER.
+# (rollout.server.outbox) whose writer sends what has gathered as one chunk in one socket write:
+# a burst of deltas leaves together, while an idle stream's event leaves at once. The outbox is
+# bounded: a client that stops reading stalls its own producer at HIGH_WATER.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, Protocol
 
-import attrs
-import h11
 import trio
 
 from protocol import codec
@@ -21,6 +19,13 @@ from rollout.service.taps import Taps
 HIGH_WATER = 256 * 1024  # queued body bytes before the producer waits for the writer
 
 
+class Framing(Protocol):
+    """How the connection frames a response body (rollout.server.http11.Http11)."""
+
+    def chunk(self, parts: list[bytes], size: int) -> list[bytes]: ...
+    def end(self) -> bytes: ...
+
+
 class SseBroken(Exception):
     """Raised by `send`: the peer went away while the body was being written."""
 
@@ -28,14 +33,14 @@ class SseBroken(Exception):
 class SseSink:
     """The events of one HTTP request as an SSE body. The response head goes out with the first
     event (or at the end), so a request refused before any event still gets a plain HTTP error
-    status. Body bytes leave as h11 chunks through an Outbox; `send` writes them, and
+    status. Body bytes leave as chunks through an Outbox; `send` writes them, and
     `write_now` (if the connection has one) a push."""
 
     def __init__(
         self,
-        h11conn: h11.Connection,
+        framing: Framing,
         send: Callable[[bytes], Awaitable[None]],
-        head: Callable[[], Awaitable[h11.Response]],
+        head: Callable[[], Awaitable[bytes]],
         nursery: trio.Nursery,
         taps: Taps,
         *,
@@ -44,7 +49,7 @@ class SseSink:
         write_now: Callable[[bytes | memoryview], int] | None = None,
         writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._conn = h11conn
+        self._framing = framing
         self._send = send
         self._head = head
         self._nursery = nursery
@@ -55,7 +60,7 @@ class SseSink:
         self._out = Outbox(
             send,
             HIGH_WATER,
-            frame=self._chunk,
+            frame=framing.chunk,
             broken=(SseBroken,),
             write_now=write_now,
             writable=writable,
@@ -122,37 +127,11 @@ class SseSink:
         try:
             if self._out.broken:
                 raise SseBroken()
-            await self._send(self._conn.send(h11.EndOfMessage()) or b"")
+            await self._send(self._framing.end())
         except SseBroken:
             raise Disconnected() from None
 
     async def _start(self) -> None:
         self.started = True
-        response = await self._head()
-        self._out.put(self._conn.send(response) or b"", head=True)
+        self._out.put(await self._head(), head=True)
         self._nursery.start_soon(self._out.run)
-
-    def _chunk(self, parts: list[bytes], size: int) -> list[Any]:
-        """The chunk's framing around the batch's parts themselves (h11 passes a body through as
-        is, asking only its length: the placeholder of its sendfile support), so the body is
-        copied once, into the write."""
-        batch = _Batch(parts, size)
-        framed = self._conn.send_with_data_passthrough(h11.Data(data=cast(bytes, batch))) or []
-        out: list[Any] = []
-        for piece in framed:
-            if piece is batch:
-                out += parts
-            else:
-                out.append(piece)
-        return out
-
-
-@attrs.frozen
-class _Batch:
-    """Queued parts, as h11 sees a body: their length."""
-
-    parts: list[bytes]
-    size: int
-
-    def __len__(self) -> int:
-        return self.size
