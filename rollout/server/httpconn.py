@@ -29,6 +29,7 @@ from rollout.server.closing import linger_close
 from rollout.server.exchange import Request, digits, integer
 from rollout.server.http11 import CONTINUE, END, BadRequest, Head, Http11
 from rollout.server.limits import Limits, too_many_body_bytes
+from rollout.server.outbox import Flusher
 from rollout.server.resources import route
 from rollout.server.sockio import SocketIO, writable, write_now
 from rollout.server.ssebody import SseBroken, SseSink
@@ -52,6 +53,7 @@ class _Closed(Exception):
 class HttpConnection:
     stream: trio.abc.Stream
     service: Service
+    flusher: Flusher  # sends SSE bodies' bytes (the server's)
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     owner: str | None = None  # the API key of the current request, when keys are configured
@@ -65,7 +67,7 @@ class HttpConnection:
     _head_only: bool = False  # the current request is HEAD: its response has no body
     _reserved: int = 0  # bytes of the body budget the current request holds
     _linger: bool = False  # close lingering: the peer may still be sending (see closing.py)
-    _nursery: trio.Nursery | None = None  # the connection's tasks (SSE writers)
+    _sink: SseSink | None = None  # the current (or last) response's SSE body
     _until: float | None = None  # when the wait for the current head or body gives up
     _head_timed: bool = False  # `_until` counts the header timeout from the head's first bytes
     _waited: bool = False  # a read waited since the last request began
@@ -163,14 +165,6 @@ class HttpConnection:
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        async with trio.open_nursery() as nursery:  # for SSE bodies' writer tasks
-            self._nursery = nursery
-            try:
-                await self._run()
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def _run(self) -> None:
         setup = self.engine.costs.connection_setup_s
         if setup > 0:
             with self.engine.stats.totals.stage("connect"):
@@ -217,6 +211,8 @@ class HttpConnection:
         except _Closed:
             return
         finally:
+            if self._sink is not None:
+                self._sink.drop()  # (a body cut short: nothing more of it is sent)
             await self.taps.aclose()  # first: closing the stream raises if cancelled
             if self._linger:
                 await linger_close(self.stream)
@@ -367,18 +363,18 @@ class HttpConnection:
         await self._respond(status, self._headers(content_type), data)
 
     def sse(self) -> SseSink:
-        assert self._nursery is not None
-        return SseSink(
+        self._sink = SseSink(
             self.http,
             self._send_framed,
             self._sse_head,
-            self._nursery,
+            self.flusher,
             self.taps,
             close=self.stream.aclose,
             body=not self._head_only,
             write_now=write_now(self.stream, SseBroken),
             writable=writable(self.stream, SseBroken),
         )
+        return self._sink
 
     async def _sse_head(self) -> bytes:
         self.status = 200

@@ -16,6 +16,7 @@ from rollout.engine.engine import Engine
 from rollout.server.closing import LINGER_S
 from rollout.server.httpconn import HttpConnection
 from rollout.server.limits import Limits
+from rollout.server.outbox import Flusher
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -77,10 +78,12 @@ async def serve(
     async with engine.store.connect(), trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
+        flusher = Flusher()  # SSE bodies' writes: it outlives every connection
+        await nursery.start(flusher.run)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 for listener in listeners:
-                    accepting.start_soon(_accept, listener, connections, service, limits)
+                    accepting.start_soon(_accept, listener, connections, service, limits, flusher)
                 log.info("serving on http://%s:%d/v1", host, bound)
                 task_status.started(bound)
                 await (stop.wait() if stop is not None else trio.sleep_forever())
@@ -114,7 +117,11 @@ def _service(
 
 
 async def _accept(
-    listener: trio.SocketListener, connections: trio.Nursery, service: Service, limits: Limits
+    listener: trio.SocketListener,
+    connections: trio.Nursery,
+    service: Service,
+    limits: Limits,
+    flusher: Flusher,
 ) -> None:
     """Accept connections on `listener` until cancelled, each handled in `connections` (or
     refused, past the limits)."""
@@ -127,14 +134,16 @@ async def _accept(
                 await trio.sleep(0.1)
                 continue
             if limits.admit():
-                connections.start_soon(_handle, stream, service, limits)
+                connections.start_soon(_handle, stream, service, limits, flusher)
             else:
                 connections.start_soon(limits.refuse, stream)
 
 
-async def _handle(stream: trio.SocketStream, service: Service, limits: Limits) -> None:
+async def _handle(
+    stream: trio.SocketStream, service: Service, limits: Limits, flusher: Flusher
+) -> None:
     try:
-        await HttpConnection(stream, service, limits=limits).run()
+        await HttpConnection(stream, service, flusher, limits=limits).run()
     except Exception:
         log.exception("connection handler failed")
     finally:

@@ -1,7 +1,8 @@
 # The SSE body of one HTTP response (`text/event-stream`). Events are framed into an outbox
-# (rollout.server.outbox) whose writer sends what has gathered as one chunk in one socket write:
-# a burst of deltas leaves together, while an idle stream's event leaves at once. The outbox is
-# bounded: a client that stops reading stalls its own producer at HIGH_WATER.
+# (rollout.server.outbox) whose bytes the server's flusher sends, once the producer yields, as
+# one chunk in one socket write: a burst of deltas leaves together, while an idle stream's event
+# leaves at once. The body's end goes with its last batch. The outbox is bounded: a client that
+# stops reading stalls its own producer at HIGH_WATER.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
@@ -13,7 +14,7 @@ from protocol import codec
 from protocol.deltas import DeltaRun, encode_run, sse_run
 from protocol.events import Event
 from rollout.engine.loop import Disconnected
-from rollout.server.outbox import Outbox
+from rollout.server.outbox import Flusher, Outbox
 from rollout.service.taps import Taps
 
 HIGH_WATER = 256 * 1024  # queued body bytes before the producer waits for the writer
@@ -41,7 +42,7 @@ class SseSink:
         framing: Framing,
         send: Callable[[bytes], Awaitable[None]],
         head: Callable[[], Awaitable[bytes]],
-        nursery: trio.Nursery,
+        flusher: Flusher,
         taps: Taps,
         *,
         close: Callable[[], Awaitable[None]],
@@ -52,7 +53,6 @@ class SseSink:
         self._framing = framing
         self._send = send
         self._head = head
-        self._nursery = nursery
         self._taps = taps
         self._close = close
         self._body = body  # False for HEAD: the head a GET would get, no body
@@ -64,6 +64,7 @@ class SseSink:
             broken=(SseBroken,),
             write_now=write_now,
             writable=writable,
+            flusher=flusher,
         )
 
     @property
@@ -119,19 +120,18 @@ class SseSink:
         await self._close()
 
     async def end(self) -> None:
-        """Send what is queued and end the body; Disconnected if the peer went away."""
+        """Send what is queued and end the body (its last chunk with the last batch);
+        Disconnected if the peer went away."""
         if not self.started:
             await self._start()
-        self._out.end()
-        await self._out.done.wait()
-        try:
-            if self._out.broken:
-                raise SseBroken()
-            await self._send(self._framing.end())
-        except SseBroken:
-            raise Disconnected() from None
+        await self._out.finish(self._framing.end())
+        if self._out.broken:
+            raise Disconnected()
+
+    def drop(self) -> None:
+        """Send nothing more (the connection is closing)."""
+        self._out.drop()
 
     async def _start(self) -> None:
         self.started = True
         self._out.put(await self._head(), head=True)
-        self._nursery.start_soon(self._out.run)

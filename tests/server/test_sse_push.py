@@ -1,16 +1,19 @@
 # An SSE body's push: the response head and the events queued so far reach the socket from the
-# producing task, before it yields (so the writer task, which has not run, did not send them);
-# on a stream without a write that cannot wait, a push leaves them to the writer.
+# producing task, before it yields (so the flusher, which has not run, did not send them); on a
+# stream without a write that cannot wait, a push leaves them to a writer task. What is queued
+# without a push leaves once the producer waits, coalesced, and the body's end with the last.
 from __future__ import annotations
 
 import socket
 
 import trio
+import trio.testing
 
 from protocol.events import ResponseEvent
 from protocol.response import Response
 from rollout.conversation.work import Stats
 from rollout.server.http11 import Http11
+from rollout.server.outbox import Flusher
 from rollout.server.sockio import write_now
 from rollout.server.ssebody import SseBroken, SseSink
 from rollout.service.taps import Taps
@@ -42,10 +45,12 @@ async def sink_on(
     async def head() -> bytes:
         return conn.response_head(200, [("content-type", "text/event-stream")])
 
+    flusher = Flusher()
+    await nursery.start(flusher.run)
     taps = Taps("http", 1, Stats())
     immediate = write_now(stream, SseBroken) if now else None
     return SseSink(
-        conn, stream.send_all, head, nursery, taps, close=stream.aclose, write_now=immediate
+        conn, stream.send_all, head, flusher, taps, close=stream.aclose, write_now=immediate
     )
 
 
@@ -77,5 +82,33 @@ async def test_without_a_write_that_cannot_wait_the_writer_sends_them() -> None:
         got = b""
         while b"response.created" not in got:
             got += peer.recv(65536)
+        await sink.emit(created())
+        sink.push()
+        assert sink.writes == 1 and sink.queued > 0
+        await trio.testing.wait_all_tasks_blocked()  # (no flush: the producer waits)
+        assert sink.writes == 2 and sink.queued == 0  # a writer task sent it
+        nursery.cancel_scope.cancel()
+    peer.close()
+
+
+async def test_what_a_producer_queues_leaves_once_it_waits_and_the_end_with_it() -> None:
+    stream, peer, conn = connection()
+    async with trio.open_nursery() as nursery:
+        sink = await sink_on(stream, conn, nursery, now=True)
+        await sink.emit(created())
+        sink.push()
+        await sink.emit(created())
+        await sink.emit(created())
+        assert sink.writes == 1 and sink.queued > 0
+        await trio.testing.wait_all_tasks_blocked()  # the flusher sends both in one write
+        assert sink.writes == 2 and sink.queued == 0
+        await sink.emit(created())
+        await sink.end()  # the last event and the body's end: one write, from this task
+        assert sink.writes == 3 and sink.queued == 0
+        peer.settimeout(TIMEOUT)
+        got = b""
+        while not got.endswith(b"\r\n0\r\n\r\n"):
+            got += peer.recv(65536)
+        assert got.count(b"event: response.created") == 4
         nursery.cancel_scope.cancel()
     peer.close()
