@@ -28,6 +28,10 @@ __all__ = ["CONTINUE", "END", "LAST_CHUNK", "BadRequest", "Head", "Http11"]
 
 
 _FRAMING = ("content-length", "transfer-encoding")
+# Response fields that say nothing of framing or the connection (the transport's own).
+_PLAIN = frozenset(
+    ["content-type", "x-request-id", "x-rollout-worker", "cache-control", "retry-after", "allow"]
+)
 
 
 def _named(headers: list[tuple[str, str]], name: str) -> list[str]:
@@ -197,6 +201,23 @@ class Http11:
         connection closes after it; a `connection: close` among `headers` makes it so."""
         head = self.head
         method = head.method if head is not None else None
+        version = self.version
+        if (
+            self.keep_alive
+            and version is not None
+            and version >= "1.1"
+            and status not in (204, 304)
+        ):
+            sized = bool(headers) and headers[-1][0] == "content-length"
+            for i in range(len(headers) - sized):
+                if headers[i][0] not in _PLAIN:
+                    break
+            else:  # the transport's usual headers: nothing to add but the framing
+                self.responding = True
+                self.body_framing = "none" if method == "HEAD" else "length" if sized else "chunked"
+                lines = "".join([f"{name}: {value}\r\n" for name, value in headers])
+                framing = "" if sized else "Transfer-Encoding: chunked\r\n"
+                return f"HTTP/1.1 {status} \r\n{lines}{framing}\r\n".encode("latin-1")
         close = False
         if status not in (204, 304) and (_named(headers, "transfer-encoding") or not _named(
             headers, "content-length"

@@ -31,7 +31,7 @@ from rollout.server.http11 import CONTINUE, END, BadRequest, Head, Http11
 from rollout.server.limits import Limits, too_many_body_bytes
 from rollout.server.outbox import Flusher
 from rollout.server.resources import route
-from rollout.server.sockio import SocketIO, writable, write_now
+from rollout.server.sockio import SocketIO
 from rollout.server.ssebody import SseBroken, SseSink
 from rollout.server.wsconn import Handshake
 from rollout.server.wsmode import serve_websocket
@@ -149,7 +149,8 @@ class HttpConnection:
 
     async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
-        await self.taps.status(status, data)
+        if self.taps.recorder is not None:
+            await self.taps.status(status, data)
         await self._respond(status, self._headers(JSON, extra), data)
 
     async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
@@ -197,14 +198,8 @@ class HttpConnection:
                 finally:
                     self.engine.stats.http_in_flight -= 1
                     self.engine.notify()
-                    logs.event(
-                        "http_request",
-                        request_id=self.request_id,
-                        method=request.method,
-                        path=request.path[:200],
-                        status=self.status,
-                        ms=round((time.perf_counter() - started) * 1000, 2),
-                    )
+                    if logs.access.isEnabledFor(logging.INFO):
+                        self._log(request, started)
                 if not served or not http.keep_alive or not http.client_done:
                     return
                 http.next_cycle()
@@ -213,7 +208,8 @@ class HttpConnection:
         finally:
             if self._sink is not None:
                 self._sink.drop()  # (a body cut short: nothing more of it is sent)
-            await self.taps.aclose()  # first: closing the stream raises if cancelled
+            if self.taps.recorder is not None:
+                await self.taps.aclose()  # first: closing the stream raises if cancelled
             if self._linger:
                 await linger_close(self.stream)
             elif type(self.stream) is trio.SocketStream:
@@ -221,6 +217,17 @@ class HttpConnection:
             else:
                 with trio.move_on_after(1):
                     await self.stream.aclose()
+
+    def _log(self, request: Request, started: float) -> None:
+        """The request's line in the access log."""
+        logs.event(
+            "http_request",
+            request_id=self.request_id,
+            method=request.method,
+            path=request.path[:200],
+            status=self.status,
+            ms=round((time.perf_counter() - started) * 1000, 2),
+        )
 
     async def _next_head(self) -> Head:
         """The next request's head (EOFError: the client closed the connection before one)."""
@@ -371,14 +378,15 @@ class HttpConnection:
             self.taps,
             close=self.stream.aclose,
             body=not self._head_only,
-            write_now=write_now(self.stream, SseBroken),
-            writable=writable(self.stream, SseBroken),
+            write_now=self._io.write_now,
+            writable=self._io.writable,
         )
         return self._sink
 
     async def _sse_head(self) -> bytes:
         self.status = 200
-        await self.taps.status(200)
+        if self.taps.recorder is not None:
+            await self.taps.status(200)
         head = self._headers("text/event-stream", {"cache-control": "no-cache"})
         return self.http.response_head(200, head)
 

@@ -111,43 +111,6 @@ class SocketIO:
             raise _broken(exc) from exc
 
 
-def write_now(
-    stream: trio.abc.Stream, broken: type[Exception]
-) -> Callable[[bytes | memoryview], int] | None:
-    """A write on `stream` that neither waits nor yields (SocketIO.write_now), its errors
-    raised as `broken`; None where the stream has none."""
-    write = SocketIO(stream).write_now
-    if write is None:
-        return None
-
-    def now(data: bytes | memoryview) -> int:
-        assert write is not None
-        try:
-            return write(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise broken() from None
-
-    return now
-
-
-def writable(
-    stream: trio.abc.Stream, broken: type[Exception]
-) -> Callable[[], Awaitable[None]] | None:
-    """SocketIO.writable of `stream`, its errors raised as `broken`; None where it has none."""
-    wait = SocketIO(stream).writable
-    if wait is None:
-        return None
-
-    async def ready() -> None:
-        assert wait is not None
-        try:
-            await wait()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise broken() from None
-
-    return ready
-
-
 def _broken(exc: OSError) -> Exception:
     if exc.errno == errno.EBADF:
         return trio.ClosedResourceError("the connection was closed")

@@ -61,7 +61,7 @@ class SseSink:
             send,
             HIGH_WATER,
             frame=framing.chunk,
-            broken=(SseBroken,),
+            broken=(SseBroken, trio.BrokenResourceError, trio.ClosedResourceError),
             write_now=write_now,
             writable=writable,
             flusher=flusher,
@@ -77,31 +77,31 @@ class SseSink:
         return self._out.writes
 
     async def emit(self, event: Event) -> None:
-        payload = codec.encode_sse_event(event)
-        await self.emit_bytes(event.type.encode(), payload)
+        await self._put(event.type.encode(), codec.encode_sse_event(event))
 
     async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
         """One event already encoded (its `type` and JSON data)."""
-        await self._put(lambda: [payload], lambda: b"event: %s\ndata: %s\n\n" % (kind, payload), 1)
+        await self._put(kind, payload)
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         """A run of delta events, framed from its template in one go."""
-        await self._put(lambda: encode_run(run), lambda: sse_run(run), len(run))
+        await self._put(b"", b"", run)
 
-    async def _put(
-        self, encoded: Callable[[], list[bytes]], framed: Callable[[], bytes], n: int
-    ) -> None:
-        """Queue `n` events (`framed`: as body bytes; `encoded`: each one's JSON, for taps)."""
+    async def _put(self, kind: bytes, payload: bytes, run: DeltaRun[Any] | None = None) -> None:
+        """Queue one event (its `type` and JSON data), or a `run` of deltas."""
         if not self.started:
             await self._start()
-        if self._out.broken:
+        out = self._out
+        if out.broken:
             raise Disconnected()
-        await self._taps.events(encoded)
+        if self._taps.recorder is not None:
+            await self._taps.events((lambda: encode_run(run)) if run else (lambda: [payload]))
         if self._body:
-            self._out.put(framed())
-        self._taps.sent(n)
-        await self._out.below_high_water()
-        if self._out.broken:
+            out.put(sse_run(run) if run else b"event: %s\ndata: %s\n\n" % (kind, payload))
+        self._taps.sent(len(run) if run else 1)
+        if out.queued > out.high_water:
+            await out.drained.wait()
+        if out.broken:
             raise Disconnected()
 
     async def flush(self) -> None:

@@ -14,8 +14,8 @@ from protocol.response import Response
 from rollout.conversation.work import Stats
 from rollout.server.http11 import Http11
 from rollout.server.outbox import Flusher
-from rollout.server.sockio import write_now
-from rollout.server.ssebody import SseBroken, SseSink
+from rollout.server.sockio import SocketIO
+from rollout.server.ssebody import SseSink
 from rollout.service.taps import Taps
 from support.waits import TIMEOUT
 
@@ -48,7 +48,7 @@ async def sink_on(
     flusher = Flusher()
     await nursery.start(flusher.run)
     taps = Taps("http", 1, Stats())
-    immediate = write_now(stream, SseBroken) if now else None
+    immediate = SocketIO(stream).write_now if now else None
     return SseSink(
         conn, stream.send_all, head, flusher, taps, close=stream.aclose, write_now=immediate
     )
