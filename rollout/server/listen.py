@@ -2,8 +2,10 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
+import errno
 import gc
 import logging
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -124,19 +126,56 @@ async def _accept(
     flusher: Flusher,
 ) -> None:
     """Accept connections on `listener` until cancelled, each handled in `connections` (or
-    refused, past the limits)."""
+    refused, past the limits). One connection per wake-up, as trio's `accept` takes one per
+    pass through the scheduler, but on a plain socket (a duplicate of the listener's): the wait
+    comes first, then one accept, with none of the layers around trio's."""
     async with listener:
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError as exc:  # e.g. out of file descriptors: wait, do not die
-                log.warning("accept failed: %s", exc)
-                await trio.sleep(0.1)
-                continue
-            if limits.admit():
-                connections.start_soon(_handle, stream, service, limits, flusher)
-            else:
-                connections.start_soon(limits.refuse, stream)
+        sock = socket.socket(fileno=os.dup(listener.socket.fileno()))
+        try:
+            while True:
+                await trio.lowlevel.wait_readable(sock)
+                try:
+                    accepted, _ = sock.accept()
+                except BlockingIOError:  # taken already (another worker process)
+                    continue
+                except OSError as exc:
+                    if exc.errno in _IGNORABLE:  # the connection failed before it was taken
+                        continue
+                    log.warning("accept failed: %s", exc)  # e.g. out of file descriptors:
+                    await trio.sleep(0.1)  # wait, do not die
+                    continue
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(accepted))
+                if limits.admit():
+                    connections.start_soon(_handle, stream, service, limits, flusher)
+                else:
+                    connections.start_soon(limits.refuse, stream)
+        finally:
+            trio.lowlevel.notify_closing(sock)
+            sock.close()
+
+
+# What accept(2) may fail with for one connection, the listener being fine (as trio has them).
+_IGNORABLE = {
+    getattr(errno, name)
+    for name in (
+        "EPERM",
+        "ECONNABORTED",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+        "ENOSR",
+        "ESOCKTNOSUPPORT",
+        "EPROTONOSUPPORT",
+        "ETIMEDOUT",
+        "ECONNRESET",
+    )
+    if hasattr(errno, name)
+}
 
 
 async def _handle(
