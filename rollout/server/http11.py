@@ -81,7 +81,7 @@ class Http11:
         """The next request's head, or None until it is all in; at the connection's end with
         nothing received, EOFError."""
         buf = self.buf
-        if buf[:1] == b"\n" or buf[:2] == b"\r\n":
+        if buf.startswith((b"\n", b"\r\n")):
             raise BadRequest("no request line received")
         blank = BLANK_LINE.search(buf)
         if blank is None:

@@ -154,7 +154,7 @@ class HttpConnection:
         await self._respond(status, self._headers(JSON, extra), data)
 
     async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
-        await self.taps.error(exc)
+        self.taps.refused(exc)
         if exc.headers:
             extra = {**exc.headers, **(extra or {})}
         if exc.status in (429, 503):  # retryable: say when
@@ -232,10 +232,12 @@ class HttpConnection:
     async def _next_head(self) -> Head:
         """The next request's head (EOFError: the client closed the connection before one)."""
         self._until, self._head_timed, self._waited = None, False, False
+        http = self.http
         while True:
-            head = self.http.next_head()
-            if head is not None:
-                return head
+            if http.buf or http.eof:  # (nothing to parse before the first read)
+                head = http.next_head()
+                if head is not None:
+                    return head
             await self._fill(body=False)
 
     async def _upgrade(self, request: Request, head: Head) -> None:
@@ -332,37 +334,35 @@ class HttpConnection:
     async def _serve(self, request: Request, head: Head) -> bool:
         """Answer one request. False when the connection must close afterwards."""
         try:
-            return await self._answer(request, head)
+            try:
+                if not await self._read_body(request, head):
+                    return False
+            except BadRequest as exc:
+                await self._protocol_error(exc)
+                return False
+            # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
+            headers = request.headers
+            ambiguous = "transfer-encoding" in headers and "content-length" in headers
+            if self.taps.watching:
+                ctype = headers.get("content-type")
+                seen = HttpIn(request.method, request.path, request.query, request.body, ctype)
+                await self.taps.request(seen)
+            try:
+                self.owner = None  # until the key is checked
+                self.owner = authorize(request, self.config.api_keys)
+                await route(self, request)
+            except Disconnected:  # the client left in the middle of a streamed reply
+                raise _Closed() from None
+            except ProtocolError as exc:
+                if not self.http.responding:
+                    await self.error(exc)
+                else:
+                    return False
+            return not ambiguous
         finally:  # the body is let go of: its bytes go back to the server's budget
             assert self.limits is not None
             self.limits.release(self._reserved)
             self._reserved = 0
-
-    async def _answer(self, request: Request, head: Head) -> bool:
-        try:
-            if not await self._read_body(request, head):
-                return False
-        except BadRequest as exc:
-            await self._protocol_error(exc)
-            return False
-        # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
-        ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
-        if self.taps.watching:
-            content_type = request.headers.get("content-type")
-            seen = HttpIn(request.method, request.path, request.query, request.body, content_type)
-            await self.taps.request(seen)
-        try:
-            self.owner = None  # until the key is checked
-            self.owner = authorize(request, self.config.api_keys)
-            await route(self, request)
-        except Disconnected:  # the client left in the middle of a streamed reply
-            raise _Closed() from None
-        except ProtocolError as exc:
-            if not self.http.responding:
-                await self.error(exc)
-            else:
-                return False
-        return not ambiguous
 
     # -- what resources need of the connection ---------------------------------------------------
 
