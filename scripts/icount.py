@@ -14,7 +14,9 @@ requests to after its N measured ones, divided by N):
   (the same on one WebSocket), `long` (5,000 deltas over SSE), `full` (a 50,000-token history
   resent whole over SSE), `chain` (one turn chained to a stored response over HTTP), `wstrip`
   (a function call and its output's answer, chained on one WebSocket: two responses);
-- the simulated model (`rollout serve`, the instant profile): `sim-sse`, `sim-ws`.
+- the simulated model (`rollout serve`, the instant profile): `sim-sse`, `sim-ws`, and
+  `get404` (a `GET /nothing` answered 404 on a fresh connection: the HTTP transport's own
+  cost, with no engine work).
 
 Needs valgrind, and for the upstream kinds Node and aimock (`npm ci` in tests/upstream).
 Prints `icount.KIND VALUE Minstr/request` lines.
@@ -26,6 +28,7 @@ import argparse
 import glob
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,7 +53,7 @@ from rollout.experiments.bench.gwclients import Turn, WsSession, sse_turn
 from rollout.experiments.bench.gwpeers import Gateway, free_port
 
 UPSTREAM = ("sse", "ws", "long", "full", "chain", "wstrip")
-SIMULATED = ("sim-sse", "sim-ws")
+SIMULATED = ("sim-sse", "sim-ws", "get404")
 
 
 def _turns(kind: str, port: int) -> tuple[Callable[[], object], Callable[[], None]]:
@@ -84,8 +87,34 @@ def _turns(kind: str, port: int) -> tuple[Callable[[], object], Callable[[], Non
         "full": lambda: sse_turn(port, full),
         "chain": chained,
         "wstrip": trip,
+        "get404": lambda: not_found(port),
     }[kind]
     return one, (ws.close if ws is not None else lambda: None)
+
+
+def not_found(port: int) -> bytes:
+    """`GET /nothing` on a fresh connection, read to the end of its 404 (the server closes
+    nothing: the client does, once the body is in)."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += _received(sock)
+        head, _, body = data.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 404 "):
+            raise RuntimeError(f"expected a 404: {head[:200]!r}")
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while len(body) < length:
+            body += _received(sock)
+        return body
+
+
+def _received(sock: socket.socket) -> bytes:
+    data = sock.recv(65536)
+    if not data:
+        raise ConnectionError("the server closed the connection early")
+    return data
 
 
 def count(kind: str, n: int, warm: int, upstream: str | None) -> float:

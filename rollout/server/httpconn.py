@@ -1,9 +1,11 @@
-# HTTP/1.1 on trio with h11: framing only. Keep-alive, body and header limits (and the
-# server-wide body budget), HEAD answered without a body, SSE bodies (rollout.server.ssebody), and
-# the standard error envelope; the REST surface itself (routes and handlers) is
-# rollout.server.resources. A WebSocket upgrade on /v1/responses, once vetted
-# (rollout.server.admission, which checks API keys too), is handed to the WebSocket module with
-# the bytes already read, so both transports share one port.
+# HTTP/1.1 on trio: framing only (rollout.server.http11 parses and frames, sans-IO). Keep-alive,
+# body and header limits (and the server-wide body budget), HEAD answered without a body, SSE
+# bodies (rollout.server.ssebody), and the standard error envelope; the REST surface itself
+# (routes and handlers) is rollout.server.resources. A WebSocket upgrade on /v1/responses, once
+# vetted (rollout.server.admission, which checks API keys too), is handed to the WebSocket module
+# with the bytes already read, so both transports share one port. Reads and writes go straight
+# to the socket (rollout.server.sockio): a read waits, under the idle or header timeout, only
+# when nothing is there yet; a reply's head and body leave in one write.
 from __future__ import annotations
 
 import logging
@@ -12,7 +14,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
-import h11
 import orjson
 import trio
 
@@ -26,9 +27,11 @@ from rollout.server import logs
 from rollout.server.admission import authorize, check_connections, check_handshake, is_upgrade
 from rollout.server.closing import linger_close
 from rollout.server.exchange import Request, digits, integer
+from rollout.server.http11 import CONTINUE, END, BadRequest, Head, Http11
 from rollout.server.limits import Limits, too_many_body_bytes
+from rollout.server.outbox import Flusher
 from rollout.server.resources import route
-from rollout.server.sockio import writable, write_now
+from rollout.server.sockio import SocketIO
 from rollout.server.ssebody import SseBroken, SseSink
 from rollout.server.wsconn import Handshake
 from rollout.server.wsmode import serve_websocket
@@ -46,29 +49,28 @@ class _Closed(Exception):
     """The peer went away or the connection must close; nothing more to send."""
 
 
-class _BodyTooLarge(Exception):
-    """The body being read declares more than the limit (a chunk's size says so)."""
-
-
 @attrs.define(eq=False)
 class HttpConnection:
     stream: trio.abc.Stream
     service: Service
+    flusher: Flusher  # sends SSE bodies' bytes (the server's)
     engine: Engine = attrs.field(init=False)
     config: ServerConfig = attrs.field(init=False)
     owner: str | None = None  # the API key of the current request, when keys are configured
-    conn: h11.Connection = attrs.field(init=False)
+    http: Http11 = attrs.field(init=False)
     request_id: str = ""
     status: int = 0  # of the current request's response, for the access log
     number: int = 0  # this connection's number (for capture)
     taps: Taps = attrs.field(init=False)
     limits: Limits | None = None  # server-wide counters (made here if not given)
-    _head: bytearray = attrs.field(factory=bytearray)  # raw bytes of the current request head
+    _io: SocketIO = attrs.field(init=False)
     _head_only: bool = False  # the current request is HEAD: its response has no body
     _reserved: int = 0  # bytes of the body budget the current request holds
-    _body_seen: int = 0  # bytes of the current request's body received so far
     _linger: bool = False  # close lingering: the peer may still be sending (see closing.py)
-    _nursery: trio.Nursery | None = None  # the connection's tasks (SSE writers)
+    _sink: SseSink | None = None  # the current (or last) response's SSE body
+    _until: float | None = None  # when the wait for the current head or body gives up
+    _head_timed: bool = False  # `_until` counts the header timeout from the head's first bytes
+    _waited: bool = False  # a read waited since the last request began
 
     def __attrs_post_init__(self) -> None:
         self.number = self.service.taps.number()
@@ -81,144 +83,164 @@ class HttpConnection:
                 self.config.max_body_bytes_in_flight,
                 self.engine.stats,
             )
-        self.conn = h11.Connection(
-            h11.SERVER, max_incomplete_event_size=self.config.max_header_bytes
-        )
+        self.http = Http11(self.config.max_header_bytes)
+        self._io = SocketIO(self.stream)
 
     # -- I/O ------------------------------------------------------------------------------------
 
-    async def _next(self, timeout: float, body_limit: int | None = None) -> Any:
-        """The next h11 event. Waiting for a request head, `timeout` is the idle limit until its
-        first byte, then the head must be complete within the header timeout. Reading a body
-        within `body_limit`, a chunk declaring more raises _BodyTooLarge before it is read."""
-        with trio.move_on_after(timeout) as scope:
-            while True:
-                event = self.conn.next_event()
-                if event is not h11.NEED_DATA:
-                    return event
-                if body_limit is not None and self._body_seen + _chunk_left(self.conn) > body_limit:
-                    raise _BodyTooLarge()
-                if self.conn.their_state is h11.IDLE and self._head:
-                    scope.deadline = min(
-                        scope.deadline, trio.current_time() + self.config.header_timeout_s
-                    )
-                try:
-                    data = await self.stream.receive_some(RECEIVE)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    raise _Closed() from None
-                if self.conn.their_state is h11.IDLE:
-                    self._head += data  # the head so far (its size is limited)
-                    if (
-                        len(self._head) > self.config.max_header_bytes
-                        and b"\r\n\r\n" not in (self._head[: self.config.max_header_bytes + 4])
-                    ):
-                        raise h11.RemoteProtocolError("head too large", error_status_hint=431)
-                self.conn.receive_data(bytes(data))
-        if scope.cancelled_caught:
-            raise _Closed()
+    async def _fill(self, body: bool) -> None:
+        """Read once into the parser: at once when bytes are waiting, else waiting until the
+        current deadline (see `_deadline`), past which the connection closes (_Closed)."""
+        io = self._io
+        data: bytes | bytearray | None = None
+        try:
+            if io.direct:
+                data = io.read_now(RECEIVE)
+            while data is None:
+                with trio.move_on_at(self._deadline(body)):
+                    if io.direct:
+                        await io.readable()
+                        data = io.read_now(RECEIVE)
+                    else:
+                        data = await self.stream.receive_some(RECEIVE)
+                    self._waited = True
+                    continue
+                raise _Closed()  # the deadline passed
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise _Closed() from None
+        self.http.receive(data)
 
-    async def _send(self, event: Any) -> None:
-        if isinstance(event, h11.Response):
-            self.status = event.status_code
-        elif isinstance(event, h11.Data) and self._head_only:
-            return  # HEAD: the head a GET would get, no body (h11 frames it as empty)
-        data = self.conn.send(event)
-        if data:
-            try:
-                await self.stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                raise _Closed() from None
+    def _deadline(self, body: bool) -> float:
+        """When the wait for bytes gives up, set when a wait first comes: waiting for a head, the
+        idle timeout, and the header timeout once the head's first bytes are in (the whole head
+        within it); reading a body, the header timeout for the whole body."""
+        now = trio.current_time()
+        if self._until is None:
+            timeout = self.config.header_timeout_s if body else self.config.idle_timeout_s
+            self._until = now + timeout
+        if not body and not self._head_timed and self.http.head_started:
+            self._head_timed = True
+            self._until = min(self._until, now + self.config.header_timeout_s)
+        return self._until
+
+    async def _write(self, data: bytes) -> None:
+        """Write all of `data`: at once when the socket takes it, else waiting until it has."""
+        try:
+            written = self._io.write_some(data)
+            if written < len(data):
+                await self._io.send_all(data[written:])
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise _Closed() from None
 
     def _headers(self, content_type: str, extra: dict[str, str] | None = None) -> list[Any]:
         headers = [("content-type", content_type), ("x-request-id", self.request_id)]
         if self.config.worker_id is not None:
             headers.append(("x-rollout-worker", self.config.worker_id))
-        headers += list((extra or {}).items())
+        if extra:
+            headers += extra.items()
         return headers
+
+    async def _respond(self, status: int, headers: list[Any], data: bytes) -> None:
+        """A whole response (sized): its head and body in one write (HEAD: the head alone)."""
+        self.status = status
+        headers.append(("content-length", str(len(data))))
+        head = self.http.response_head(status, headers)
+        await self._write(head if self.http.body_framing == "none" else head + data)
 
     async def reply(self, status: int, body: Any, extra: dict[str, str] | None = None) -> None:
         data = body if isinstance(body, bytes) else orjson.dumps(body)
-        await self.taps.status(status, data)
-        headers = [*self._headers(JSON, extra), ("content-length", str(len(data)))]
-        await self._send(h11.Response(status_code=status, headers=headers))
-        await self._send(h11.Data(data=data))
-        await self._send(h11.EndOfMessage())
+        if self.taps.recorder is not None:
+            await self.taps.status(status, data)
+        await self._respond(status, self._headers(JSON, extra), data)
 
     async def error(self, exc: ProtocolError, extra: dict[str, str] | None = None) -> None:
-        await self.taps.error(exc)
+        self.taps.refused(exc)
         if exc.headers:
             extra = {**exc.headers, **(extra or {})}
         if exc.status in (429, 503):  # retryable: say when
             extra = {"retry-after": "1", **(extra or {})}
-        if self.conn.their_state is not h11.DONE:
+        if not self.http.client_done:
             self._linger = True  # answered before the request was read to its end
         await self.reply(exc.status, {"error": exc.payload()}, extra)
 
     # -- the connection -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        async with trio.open_nursery() as nursery:  # for SSE bodies' writer tasks
-            self._nursery = nursery
-            try:
-                await self._run()
-            finally:
-                nursery.cancel_scope.cancel()
-
-    async def _run(self) -> None:
         setup = self.engine.costs.connection_setup_s
         if setup > 0:
             with self.engine.stats.totals.stage("connect"):
                 await trio.sleep(setup)
+        http = self.http
+        first = True
         try:
             while True:
                 try:
-                    event = await self._next(self.config.idle_timeout_s)
-                except h11.RemoteProtocolError as exc:
+                    head = await self._next_head()
+                except BadRequest as exc:
                     await self._protocol_error(exc)
                     return
-                if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
+                except EOFError:
                     return
-                if not isinstance(event, h11.Request):
-                    return
+                if not (first or self._waited):
+                    await trio.lowlevel.checkpoint()  # pipelined: let others run between requests
+                first = False
                 self.request_id = new_id("req")
-                request = _request(event)
+                request = _request(head)
                 self._head_only = request.method == "HEAD"
                 if is_upgrade(request):
-                    await self._upgrade(request, Handshake(list(event.headers), event.target))
+                    await self._upgrade(request, head)
                     return
                 self.engine.stats.http_in_flight += 1
                 self.status = 0
                 started = time.perf_counter()
                 try:
-                    served = await self._serve(request)
+                    served = await self._serve(request, head)
                 finally:
                     self.engine.stats.http_in_flight -= 1
                     self.engine.notify()
-                    logs.event(
-                        "http_request",
-                        request_id=self.request_id,
-                        method=request.method,
-                        path=request.path[:200],
-                        status=self.status,
-                        ms=round((time.perf_counter() - started) * 1000, 2),
-                    )
-                if not served:
+                    if logs.access.isEnabledFor(logging.INFO):
+                        self._log(request, started)
+                if not served or not http.keep_alive or not http.client_done:
                     return
-                if self.conn.our_state is h11.MUST_CLOSE or self.conn.their_state is not h11.DONE:
-                    return
-                self.conn.start_next_cycle()
-                self._head = bytearray(self.conn.trailing_data[0])
+                http.next_cycle()
         except _Closed:
             return
         finally:
-            await self.taps.aclose()  # first: closing the stream raises if cancelled
+            if self._sink is not None:
+                self._sink.drop()  # (a body cut short: nothing more of it is sent)
+            if self.taps.recorder is not None:
+                await self.taps.aclose()  # first: closing the stream raises if cancelled
             if self._linger:
                 await linger_close(self.stream)
+            elif type(self.stream) is trio.SocketStream:
+                self.stream.socket.close()
             else:
                 with trio.move_on_after(1):
                     await self.stream.aclose()
 
-    async def _upgrade(self, request: Request, handshake: Handshake) -> None:
+    def _log(self, request: Request, started: float) -> None:
+        """The request's line in the access log."""
+        logs.event(
+            "http_request",
+            request_id=self.request_id,
+            method=request.method,
+            path=request.path[:200],
+            status=self.status,
+            ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+
+    async def _next_head(self) -> Head:
+        """The next request's head (EOFError: the client closed the connection before one)."""
+        self._until, self._head_timed, self._waited = None, False, False
+        http = self.http
+        while True:
+            if http.buf or http.eof:  # (nothing to parse before the first read)
+                head = http.next_head()
+                if head is not None:
+                    return head
+            await self._fill(body=False)
+
+    async def _upgrade(self, request: Request, head: Head) -> None:
         """Vet a WebSocket handshake here (plain HTTP refusals), then hand the connection over."""
         try:
             check_handshake(request)
@@ -234,11 +256,14 @@ class HttpConnection:
             return
         self.engine.stats.ws_connections += 1
         # What was read past the request head (frames sent in the same write) is frame data.
-        trailing = bytes(self.conn.trailing_data[0])
+        trailing = bytes(self.http.buf)
+        fields = [
+            (name.encode("latin-1"), value.encode("latin-1")) for name, value in head.fields()
+        ]
         try:
             await serve_websocket(
                 self.stream,
-                handshake,
+                Handshake(fields, head.target.encode("latin-1")),
                 self.service,
                 self.owner,
                 self.request_id,
@@ -249,16 +274,15 @@ class HttpConnection:
         finally:
             self.engine.stats.ws_connections -= 1
 
-    async def _protocol_error(self, exc: h11.RemoteProtocolError) -> None:
-        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+    async def _protocol_error(self, exc: BadRequest) -> None:
+        if not self.http.responding:
             self.request_id = self.request_id or new_id("req")
-            status = exc.error_status_hint
             message = "The request could not be parsed as HTTP/1.1."
-            if status == 431:
+            if exc.status == 431:
                 message = "The request headers are too large."
-            await self.error(ProtocolError(message=message, code="bad_request", status=status))
+            await self.error(ProtocolError(message=message, code="bad_request", status=exc.status))
 
-    async def _read_body(self, request: Request) -> bool:
+    async def _read_body(self, request: Request, head: Head) -> bool:
         """Read the body within the limit and the server's body budget; False after answering
         413 or 503 (the connection closes)."""
         length = request.headers.get("content-length")
@@ -269,32 +293,30 @@ class HttpConnection:
             return False
         if declared and not self._reserve(declared):
             return await self._over_budget()
-        if self.conn.client_is_waiting_for_100_continue:
-            await self._send(
-                h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue")
-            )
-        chunks: list[bytes] = []
-        self._body_seen = 0
-        deadline = trio.current_time() + self.config.header_timeout_s  # for the whole body
+        if head.expect_continue:
+            await self._write(CONTINUE)
+        http = self.http
+        pieces: list[bytes] = []
+        seen = 0
+        self._until = None  # the header timeout, for the whole body
         while True:
-            try:
-                event = await self._next(max(0.0, deadline - trio.current_time()), limit)
-            except _BodyTooLarge:
-                await self.error(errors.body_too_large(limit), {"connection": "close"})
-                return False
-            if isinstance(event, h11.Data):
-                self._body_seen += len(event.data)
-                if self._body_seen > limit:
+            piece = http.body()
+            if piece is None:
+                if seen + http.chunk_left > limit:  # a chunk declares more than the limit
                     await self.error(errors.body_too_large(limit), {"connection": "close"})
                     return False
-                if declared is None and not self._reserve(len(event.data)):
-                    return await self._over_budget()
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                request.body = b"".join(chunks)
+                await self._fill(body=True)
+            elif piece is END:
+                request.body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
                 return True
             else:
-                raise _Closed()
+                seen += len(piece)
+                if seen > limit:
+                    await self.error(errors.body_too_large(limit), {"connection": "close"})
+                    return False
+                if declared is None and not self._reserve(len(piece)):
+                    return await self._over_budget()
+                pieces.append(piece)
 
     def _reserve(self, n: int) -> bool:
         assert self.limits is not None
@@ -309,93 +331,79 @@ class HttpConnection:
         await self.error(too_many_body_bytes(self.limits.max_body_bytes), extra)
         return False
 
-    async def _serve(self, request: Request) -> bool:
+    async def _serve(self, request: Request, head: Head) -> bool:
         """Answer one request. False when the connection must close afterwards."""
         try:
-            return await self._answer(request)
+            try:
+                if not await self._read_body(request, head):
+                    return False
+            except BadRequest as exc:
+                await self._protocol_error(exc)
+                return False
+            # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
+            headers = request.headers
+            ambiguous = "transfer-encoding" in headers and "content-length" in headers
+            if self.taps.watching:
+                ctype = headers.get("content-type")
+                seen = HttpIn(request.method, request.path, request.query, request.body, ctype)
+                await self.taps.request(seen)
+            try:
+                self.owner = None  # until the key is checked
+                self.owner = authorize(request, self.config.api_keys)
+                await route(self, request)
+            except Disconnected:  # the client left in the middle of a streamed reply
+                raise _Closed() from None
+            except ProtocolError as exc:
+                if not self.http.responding:
+                    await self.error(exc)
+                else:
+                    return False
+            return not ambiguous
         finally:  # the body is let go of: its bytes go back to the server's budget
             assert self.limits is not None
             self.limits.release(self._reserved)
             self._reserved = 0
 
-    async def _answer(self, request: Request) -> bool:
-        try:
-            if not await self._read_body(request):
-                return False
-        except h11.RemoteProtocolError as exc:
-            await self._protocol_error(exc)
-            return False
-        # Both framings at once (RFC 9112 §6.1): answer, then close the connection.
-        ambiguous = "transfer-encoding" in request.headers and "content-length" in request.headers
-        content_type = request.headers.get("content-type")
-        seen = HttpIn(request.method, request.path, request.query, request.body, content_type)
-        await self.taps.request(seen)
-        try:
-            self.owner = None  # until the key is checked
-            self.owner = authorize(request, self.config.api_keys)
-            await route(self, request)
-        except Disconnected:  # the client left in the middle of a streamed reply
-            raise _Closed() from None
-        except ProtocolError as exc:
-            if self.conn.our_state is h11.SEND_RESPONSE:
-                await self.error(exc)
-            else:
-                return False
-        return not ambiguous
-
     # -- what resources need of the connection ---------------------------------------------------
 
     async def reply_bytes(self, status: int, content_type: str, data: bytes) -> None:
-        headers = [*self._headers(content_type), ("content-length", str(len(data)))]
-        await self._send(h11.Response(status_code=status, headers=headers))
-        await self._send(h11.Data(data=data))
-        await self._send(h11.EndOfMessage())
+        await self._respond(status, self._headers(content_type), data)
 
     def sse(self) -> SseSink:
-        assert self._nursery is not None
-        return SseSink(
-            self.conn,
-            self._write,
+        self._sink = SseSink(
+            self.http,
+            self._send_framed,
             self._sse_head,
-            self._nursery,
+            self.flusher,
             self.taps,
             close=self.stream.aclose,
             body=not self._head_only,
-            write_now=write_now(self.stream, SseBroken),
-            writable=writable(self.stream, SseBroken),
+            write_now=self._io.write_now,
+            writable=self._io.writable,
         )
+        return self._sink
 
-    async def _sse_head(self) -> h11.Response:
+    async def _sse_head(self) -> bytes:
         self.status = 200
-        await self.taps.status(200)
+        if self.taps.recorder is not None:
+            await self.taps.status(200)
         head = self._headers("text/event-stream", {"cache-control": "no-cache"})
-        return h11.Response(status_code=200, headers=head)
+        return self.http.response_head(200, head)
 
-    async def _write(self, data: bytes) -> None:
-        """Bytes already framed by h11 (an SSE body's writer)."""
+    async def _send_framed(self, data: bytes) -> None:
+        """Bytes already framed (an SSE body's writer)."""
         if data:
             try:
-                await self.stream.send_all(data)
+                await self._io.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 raise SseBroken() from None
 
 
-def _request(event: h11.Request) -> Request:
-    target = event.target.decode("latin-1")
-    split = urlsplit(target)
-    headers: dict[str, str] = {}
-    for name, value in event.headers:
-        headers[name.decode("latin-1").lower()] = value.decode("latin-1")
-    return Request(
-        method=event.method.decode("latin-1"),
-        path=split.path,
-        query=parse_qs(split.query),
-        headers=headers,
-    )
-
-
-def _chunk_left(conn: h11.Connection) -> int:
-    """Bytes still to come in the chunk of a chunked body being read, by its declared size.
-    h11 parses the size but does not expose it (ChunkedReader._bytes_in_chunk); 0 if unknown."""
-    left = getattr(getattr(conn, "_reader", None), "_bytes_in_chunk", 0)
-    return left if isinstance(left, int) else 0
+def _request(head: Head) -> Request:
+    target = head.target
+    if target[:1] == "/" and target[1:2] != "/" and "?" not in target and "#" not in target:
+        path, query = target, {}  # what urlsplit and parse_qs make of it
+    else:
+        split = urlsplit(target)
+        path, query = split.path, parse_qs(split.query)
+    return Request(method=head.method, path=path, query=query, headers=head.headers)

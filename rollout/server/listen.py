@@ -2,8 +2,10 @@
 # `serve` is the public entry point (`port = await nursery.start(rollout.serve, ...)`).
 from __future__ import annotations
 
+import errno
 import gc
 import logging
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,7 @@ from rollout.engine.engine import Engine
 from rollout.server.closing import LINGER_S
 from rollout.server.httpconn import HttpConnection
 from rollout.server.limits import Limits
+from rollout.server.outbox import Flusher
 from rollout.service.capture import Captured
 from rollout.service.config import ServerConfig
 from rollout.service.service import Service
@@ -77,10 +80,12 @@ async def serve(
     async with engine.store.connect(), trio.open_nursery() as nursery:
         service.taps.nursery = nursery  # recorders write from here: it outlives every connection
         await nursery.start(service.serve)
+        flusher = Flusher()  # SSE bodies' writes: it outlives every connection
+        await nursery.start(flusher.run)
         async with trio.open_nursery() as connections:
             async with trio.open_nursery() as accepting:
                 for listener in listeners:
-                    accepting.start_soon(_accept, listener, connections, service, limits)
+                    accepting.start_soon(_accept, listener, connections, service, limits, flusher)
                 log.info("serving on http://%s:%d/v1", host, bound)
                 task_status.started(bound)
                 await (stop.wait() if stop is not None else trio.sleep_forever())
@@ -114,27 +119,70 @@ def _service(
 
 
 async def _accept(
-    listener: trio.SocketListener, connections: trio.Nursery, service: Service, limits: Limits
+    listener: trio.SocketListener,
+    connections: trio.Nursery,
+    service: Service,
+    limits: Limits,
+    flusher: Flusher,
 ) -> None:
     """Accept connections on `listener` until cancelled, each handled in `connections` (or
-    refused, past the limits)."""
+    refused, past the limits). One connection per wake-up, as trio's `accept` takes one per
+    pass through the scheduler, but on a plain socket (a duplicate of the listener's): the wait
+    comes first, then one accept, with none of the layers around trio's."""
     async with listener:
-        while True:
-            try:
-                stream = await listener.accept()
-            except OSError as exc:  # e.g. out of file descriptors: wait, do not die
-                log.warning("accept failed: %s", exc)
-                await trio.sleep(0.1)
-                continue
-            if limits.admit():
-                connections.start_soon(_handle, stream, service, limits)
-            else:
-                connections.start_soon(limits.refuse, stream)
+        sock = socket.socket(fileno=os.dup(listener.socket.fileno()))
+        try:
+            while True:
+                await trio.lowlevel.wait_readable(sock)
+                try:
+                    accepted, _ = sock.accept()
+                except BlockingIOError:  # taken already (another worker process)
+                    continue
+                except OSError as exc:
+                    if exc.errno in _IGNORABLE:  # the connection failed before it was taken
+                        continue
+                    log.warning("accept failed: %s", exc)  # e.g. out of file descriptors:
+                    await trio.sleep(0.1)  # wait, do not die
+                    continue
+                stream = trio.SocketStream(trio.socket.from_stdlib_socket(accepted))
+                if limits.admit():
+                    connections.start_soon(_handle, stream, service, limits, flusher)
+                else:
+                    connections.start_soon(limits.refuse, stream)
+        finally:
+            trio.lowlevel.notify_closing(sock)
+            sock.close()
 
 
-async def _handle(stream: trio.SocketStream, service: Service, limits: Limits) -> None:
+# What accept(2) may fail with for one connection, the listener being fine (as trio has them).
+_IGNORABLE = {
+    getattr(errno, name)
+    for name in (
+        "EPERM",
+        "ECONNABORTED",
+        "EPROTO",
+        "ENETDOWN",
+        "ENOPROTOOPT",
+        "EHOSTDOWN",
+        "ENONET",
+        "EHOSTUNREACH",
+        "EOPNOTSUPP",
+        "ENETUNREACH",
+        "ENOSR",
+        "ESOCKTNOSUPPORT",
+        "EPROTONOSUPPORT",
+        "ETIMEDOUT",
+        "ECONNRESET",
+    )
+    if hasattr(errno, name)
+}
+
+
+async def _handle(
+    stream: trio.SocketStream, service: Service, limits: Limits, flusher: Flusher
+) -> None:
     try:
-        await HttpConnection(stream, service, limits=limits).run()
+        await HttpConnection(stream, service, flusher, limits=limits).run()
     except Exception:
         log.exception("connection handler failed")
     finally:

@@ -1,22 +1,28 @@
 # The outgoing bytes of one peer (an SSE body, a WebSocket connection): producers queue them and
-# one task at a time writes them. The writer task sends what has gathered in one write; a flush
-# sends from the producing task itself when no write is in progress (the bytes leave before it
-# yields, not after every other runnable task), and a push does so without yielding at all.
-# Producers wait at the high-water mark, so a peer that stops reading stalls only its own
-# producers. The transport says how a batch is framed and written, and which exceptions mean the
-# peer is gone.
+# one task at a time writes them. What gathers while the producers run goes out in one write
+# once they yield: sent by a writer task of the outbox's own (a WebSocket connection's, for its
+# life) or, for an outbox given a Flusher (an SSE body), by the server's one flusher task, which
+# writes every such outbox's bytes without waiting and starts a writer task for one only when its
+# socket does not take them all. A flush sends from the producing task itself when no write is in
+# progress (the bytes leave before it yields, not after every other runnable task), and a push
+# does so without yielding at all. Producers wait at the high-water mark, so a peer that stops
+# reading stalls only its own producers. The transport says how a batch is framed and written,
+# and which exceptions mean the peer is gone.
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
 Write = Callable[[bytes], Awaitable[None]]
+log = logging.getLogger("rollout.server.outbox")
 
 
 class Outbox:
-    """`put` bytes, `flush` them now, `run` the writer, `end` it once the bytes are out."""
+    """`put` bytes, `flush` them now, `run` the writer (without a Flusher), `end` it once the
+    bytes are out (or `finish`: end, and return once they are)."""
 
     def __init__(
         self,
@@ -28,6 +34,7 @@ class Outbox:
         on_broken: Callable[[], None] = lambda: None,
         write_now: Callable[[bytes | memoryview], int] | None = None,
         writable: Callable[[], Awaitable[None]] | None = None,
+        flusher: Flusher | None = None,
     ) -> None:
         self._write = write
         self._write_now = write_now  # a write that neither waits nor yields (see push)
@@ -35,10 +42,15 @@ class Outbox:
         self._frame = frame  # a batch (its parts and their size) as the parts of one write
         self._broken_by = broken
         self._on_broken = on_broken
+        self._flusher = flusher
+        self._task = flusher is None  # a writer task runs `run` (with a flusher: once needed)
+        self._due = False  # in the flusher's list
+        self._scope: trio.CancelScope | None = None  # of a writer the flusher started
         self.high_water = high_water
         self.head = b""  # written as it is before the next batch
         self.parts: list[bytes] = []  # queued, in order (joined once, into the write)
         self.size = 0  # bytes in `parts`
+        self.tail = b""  # written as it is after the last batch (once ending)
         self.writing = 0  # bytes taken from the buffer and being written
         self.sending = False  # a task (the writer, or a flush) is writing
         self.broken = False  # a write failed: nothing more is sent
@@ -47,7 +59,7 @@ class Outbox:
         self.wake = trio.Event()
         self.drained = trio.Event()
         self.drained.set()
-        self.done = trio.Event()  # the writer returned
+        self.done = trio.Event()  # the writer returned (or, without one, everything is out)
 
     @property
     def queued(self) -> int:
@@ -63,10 +75,43 @@ class Outbox:
             self.size += len(data)
         self.drained = trio.Event() if self.drained.is_set() else self.drained
         self.wake.set()
+        if not (self._task or self._due):
+            self._kick()
 
-    def end(self) -> None:
+    def end(self, tail: bytes = b"") -> None:
+        """No more puts: `tail` (as it is) goes last, then the writer returns."""
+        if not self.broken:
+            self.tail += tail
         self.ending = True
+        self._kick()
+
+    async def finish(self, tail: bytes = b"") -> None:
+        """`end`, and return once everything is out (or the peer is gone): written from this
+        task when nothing else is writing for the outbox."""
+        self.end(tail)
+        if not self._task:
+            if not self.sending and not self.broken:
+                await self._send_queued(now=True)
+            self._settle()
+        if not self.done.is_set():
+            await self.done.wait()
+
+    def drop(self) -> None:
+        """Nothing more is sent (the connection is closing): a writer task returns at once."""
+        self.broken = True
+        self.parts, self.size, self.tail = [], 0, b""
+        if self._scope is not None:
+            self._scope.cancel()
+        if not self._task:
+            self._settle()
+
+    def _kick(self) -> None:
+        """What is queued goes out once the producers yield: the writer task is woken, or the
+        outbox is due for the flusher (`put` does the same inline)."""
         self.wake.set()
+        if not (self._task or self._due) and self._flusher is not None:
+            self._due = True
+            self._flusher.due(self)
 
     async def below_high_water(self) -> None:
         """Wait, when over the high-water mark, until the writer has sent what is queued."""
@@ -89,25 +134,71 @@ class Outbox:
         the writer (which `put` woke) or the next flush. Without `write_now`, nothing."""
         if self._write_now is None or self.sending or self.broken or not (self.head or self.parts):
             return
-        parts: list[Any] = [self.head] if self.head else []
-        if self.parts:
-            parts += self._frame(self.parts, self.size)
-        data = parts[0] if len(parts) == 1 else b"".join(parts)
-        self.head, self.parts, self.size = b"", [], 0
+        self._send_now()
+
+    def send_due(self) -> bool:
+        """(The flusher's.) Send what is queued without waiting; True when a writer task must
+        send the rest (the socket did not take it all, or the stream has no write that cannot
+        wait)."""
+        self._due = False
+        if self._task or self.sending or self.broken:
+            return False  # the task writing takes what is queued
+        if not (self.head or self.parts or self.tail):
+            return False
+        if self._write_now is None or not self._send_now():
+            self._task = True
+            return True
+        return False
+
+    def _send_now(self) -> bool:
+        """Write the head, the queued parts (and the tail, ending) without waiting: True when
+        the socket took all of it; the rest stays first in line."""
+        assert self._write_now is not None
+        data = self._take()
         try:
             written = self._write_now(data)
         except self._broken_by:
-            self.broken = True
-            self._on_broken()
+            self._break()
             self.wake.set()
             self.drained.set()
-            return
+            if not self._task:
+                self._settle()
+            return True
         if written:
             self.writes += 1
         if written < len(data):
             self.head = data[written:]  # (framed already: written as it is, before what follows)
-        else:
-            self.drained.set()
+            return False
+        self.drained.set()
+        if not self._task:
+            self._settle()
+        return True
+
+    def _take(self) -> bytes:
+        """The bytes of the next write, taken from the queue: the head, the batch framed, and
+        the tail once ending."""
+        parts: list[Any] = [self.head] if self.head else []
+        self.head = b""
+        if self.parts:
+            parts += self._frame(self.parts, self.size)
+            self.parts, self.size = [], 0
+        if self.ending and self.tail:
+            parts.append(self.tail)
+            self.tail = b""
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _break(self) -> None:
+        self.broken = True
+        self.parts, self.size, self.tail = [], 0, b""
+        self._on_broken()
+
+    def _left(self) -> bool:
+        return bool(self.head or self.parts or self.tail)
+
+    def _settle(self) -> None:
+        """(Without a writer task.) `done` once everything is out, or nothing more can be."""
+        if self.broken or (self.ending and not self._left()):
+            self.done.set()
 
     async def run(self) -> None:
         """The writer task: sends what gathers until `end` (or the peer is gone)."""
@@ -117,7 +208,7 @@ class Outbox:
                 self.wake = trio.Event()
                 if not self.sending:  # else the task sending now takes what was queued
                     await self._send_queued(now=True)
-                if self.broken or (self.ending and not self.parts and not self.sending):
+                if self.broken or (self.ending and not self.sending and not self._left()):
                     return
         finally:
             self.done.set()
@@ -129,27 +220,22 @@ class Outbox:
         wait is one); the rest is written as a flush writes it."""
         self.sending = True
         try:
-            while self.head or self.parts:
-                parts: list[Any] = [self.head] if self.head else []
-                self.head = b""
-                if self.parts:
-                    batch, self.writing = self.parts, self.size
-                    self.parts, self.size = [], 0
-                    parts += self._frame(batch, self.writing)
-                data = parts[0] if len(parts) == 1 else b"".join(parts)
+            while self.head or self.parts or (self.ending and self.tail):
+                self.writing = self.size
+                data = self._take()
                 await self._write_whole(data, now=now)
                 self.writes += 1
                 self.writing = 0
         except self._broken_by:
-            self.broken = True
-            self.parts, self.size = [], 0
-            self._on_broken()
+            self._break()
         finally:
             self.sending = False
             self.writing = 0
             if self.ending or self.broken:
                 self.wake.set()  # the writer may be waiting for this write to end
         self.drained.set()
+        if not self._task:
+            self._settle()
 
     async def _write_whole(self, data: bytes, *, now: bool) -> None:
         """Write all of `data` (taken from the queue). With a write that cannot wait, what was
@@ -162,9 +248,9 @@ class Outbox:
             try:
                 await self._write(data)
             except trio.Cancelled:
-                self.broken = True
-                self.parts, self.size = [], 0
-                self._on_broken()
+                self._break()
+                if not self._task:
+                    self._settle()
                 raise
             return
         view, written = memoryview(data), 0
@@ -177,10 +263,59 @@ class Outbox:
                 written += write_now(view[written:])
         except trio.Cancelled:
             self.head = bytes(view[written:]) + self.head
-            self.wake.set()  # the writer sends it
+            self._kick()  # the writer sends it
             raise
         if not now:
             await trio.lowlevel.cancel_shielded_checkpoint()
 
 
-__all__ = ["Outbox"]
+class Flusher:
+    """The server's one task that sends what outboxes given to it have queued, once their
+    producers yield (as a writer task of each would), without waiting: an outbox whose socket
+    does not take it all gets a writer task of its own, in this task's nursery, until its end
+    (or its `drop`). `run` it for the server's life."""
+
+    def __init__(self) -> None:
+        self._due: list[Outbox] = []
+        self._parked: trio.lowlevel.Task | None = None  # this task, waiting for outboxes due
+        self._nursery: trio.Nursery | None = None
+
+    def due(self, outbox: Outbox) -> None:
+        self._due.append(outbox)
+        task, self._parked = self._parked, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            while True:
+                while self._due:
+                    due, self._due = self._due, []
+                    for outbox in due:
+                        try:
+                            if outbox.send_due():
+                                outbox._scope = trio.CancelScope()
+                                nursery.start_soon(_writer, outbox, outbox._scope)
+                        except Exception:  # one peer's bug must not stop every other's
+                            log.exception("writing an outbox failed")
+                            outbox.drop()
+                self._parked = trio.lowlevel.current_task()
+                await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self._parked = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+async def _writer(outbox: Outbox, scope: trio.CancelScope) -> None:
+    with scope:
+        try:
+            await outbox.run()
+        except Exception:
+            log.exception("writing an outbox failed")
+            outbox.drop()
+
+
+__all__ = ["Flusher", "Outbox"]

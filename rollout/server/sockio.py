@@ -1,12 +1,13 @@
-# Reads and writes on a TCP connection's socket without trio's stream layer, for the WebSocket
-# connection's hot path: trio's SocketStream wraps every call in a conflict detector, an error
+# Reads and writes on a TCP connection's socket without trio's stream layer, for the hot paths of
+# both transports: trio's SocketStream wraps every call in a conflict detector, an error
 # translator (a generator context manager) and a first attempt that raises and catches an
 # exception when the socket is not ready. With the caches as cold as between a client's turns, a
 # write through it measured 169 µs against 91 µs here (`scripts/cold_costs.py`, last at 5d4eeb7).
 # Here the system call comes first and the readiness wait only when it would block; errors are
 # the stream's (BrokenResourceError, ClosedResourceError), and, as trio's, each call raises if
 # the task is cancelled and a write ends with a checkpoint. `write_now` is a write that neither
-# waits nor yields (an outbox's push). Any other stream (a test's wrapper, TLS) is used as it is.
+# waits nor yields (an outbox's push), `read_now` a read that does neither (the HTTP connection
+# waits itself, under its timeouts). Any other stream (a test's wrapper, TLS) is used as it is.
 from __future__ import annotations
 
 import errno
@@ -30,6 +31,31 @@ class SocketIO:
         if fd < 0:  # closed (never write to a number the system may have given to another)
             raise trio.ClosedResourceError("the connection was closed")
         return fd
+
+    @property
+    def direct(self) -> bool:
+        """The stream is a socket's, read and written here straight."""
+        return self._socket is not None
+
+    def read_now(self, max_bytes: int) -> bytes | None:
+        """A read that neither waits nor yields (with `direct`): the bytes waiting (b"" at the
+        end of the stream), or None when there are none yet (then `readable` waits)."""
+        try:
+            return os.read(self._fd(), max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise _broken(exc) from exc
+
+    async def readable(self) -> None:
+        """Waits until `read_now` has bytes (or the end of the stream) to return."""
+        assert self._socket is not None
+        await trio.lowlevel.wait_readable(self._socket)
+
+    def write_some(self, data: bytes) -> int:
+        """What a write that neither waits nor yields took of `data` (maybe 0; always 0 when
+        the stream is not a socket's: `send_all` writes it)."""
+        return 0 if self._socket is None else self._write_now(data)
 
     async def receive_some(self, max_bytes: int) -> bytes | bytearray:
         if self._socket is None:
@@ -83,43 +109,6 @@ class SocketIO:
             return 0
         except OSError as exc:
             raise _broken(exc) from exc
-
-
-def write_now(
-    stream: trio.abc.Stream, broken: type[Exception]
-) -> Callable[[bytes | memoryview], int] | None:
-    """A write on `stream` that neither waits nor yields (SocketIO.write_now), its errors
-    raised as `broken`; None where the stream has none."""
-    write = SocketIO(stream).write_now
-    if write is None:
-        return None
-
-    def now(data: bytes | memoryview) -> int:
-        assert write is not None
-        try:
-            return write(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise broken() from None
-
-    return now
-
-
-def writable(
-    stream: trio.abc.Stream, broken: type[Exception]
-) -> Callable[[], Awaitable[None]] | None:
-    """SocketIO.writable of `stream`, its errors raised as `broken`; None where it has none."""
-    wait = SocketIO(stream).writable
-    if wait is None:
-        return None
-
-    async def ready() -> None:
-        assert wait is not None
-        try:
-            await wait()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise broken() from None
-
-    return ready
 
 
 def _broken(exc: OSError) -> Exception:

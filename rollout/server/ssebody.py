@@ -1,24 +1,30 @@
 # The SSE body of one HTTP response (`text/event-stream`). Events are framed into an outbox
-# (rollout.server.outbox) whose writer sends what has gathered as one h11 chunk in one socket
-# write: a burst of deltas leaves together, while an idle stream's event leaves at once. The
-# outbox is bounded: a client that stops reading stalls its own producer at HIGH_WATER.
+# (rollout.server.outbox) whose bytes the server's flusher sends, once the producer yields, as
+# one chunk in one socket write: a burst of deltas leaves together, while an idle stream's event
+# leaves at once. The body's end goes with its last batch. The outbox is bounded: a client that
+# stops reading stalls its own producer at HIGH_WATER.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, Protocol
 
-import attrs
-import h11
 import trio
 
 from protocol import codec
 from protocol.deltas import DeltaRun, encode_run, sse_run
 from protocol.events import Event
 from rollout.engine.loop import Disconnected
-from rollout.server.outbox import Outbox
+from rollout.server.outbox import Flusher, Outbox
 from rollout.service.taps import Taps
 
 HIGH_WATER = 256 * 1024  # queued body bytes before the producer waits for the writer
+
+
+class Framing(Protocol):
+    """How the connection frames a response body (rollout.server.http11.Http11)."""
+
+    def chunk(self, parts: list[bytes], size: int) -> list[bytes]: ...
+    def end(self) -> bytes: ...
 
 
 class SseBroken(Exception):
@@ -28,15 +34,15 @@ class SseBroken(Exception):
 class SseSink:
     """The events of one HTTP request as an SSE body. The response head goes out with the first
     event (or at the end), so a request refused before any event still gets a plain HTTP error
-    status. Body bytes leave as h11 chunks through an Outbox; `send` writes them, and
+    status. Body bytes leave as chunks through an Outbox; `send` writes them, and
     `write_now` (if the connection has one) a push."""
 
     def __init__(
         self,
-        h11conn: h11.Connection,
+        framing: Framing,
         send: Callable[[bytes], Awaitable[None]],
-        head: Callable[[], Awaitable[h11.Response]],
-        nursery: trio.Nursery,
+        head: Callable[[], Awaitable[bytes]],
+        flusher: Flusher,
         taps: Taps,
         *,
         close: Callable[[], Awaitable[None]],
@@ -44,10 +50,9 @@ class SseSink:
         write_now: Callable[[bytes | memoryview], int] | None = None,
         writable: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._conn = h11conn
+        self._framing = framing
         self._send = send
         self._head = head
-        self._nursery = nursery
         self._taps = taps
         self._close = close
         self._body = body  # False for HEAD: the head a GET would get, no body
@@ -55,10 +60,11 @@ class SseSink:
         self._out = Outbox(
             send,
             HIGH_WATER,
-            frame=self._chunk,
-            broken=(SseBroken,),
+            frame=framing.chunk,
+            broken=(SseBroken, trio.BrokenResourceError, trio.ClosedResourceError),
             write_now=write_now,
             writable=writable,
+            flusher=flusher,
         )
 
     @property
@@ -71,31 +77,31 @@ class SseSink:
         return self._out.writes
 
     async def emit(self, event: Event) -> None:
-        payload = codec.encode_sse_event(event)
-        await self.emit_bytes(event.type.encode(), payload)
+        await self._put(event.type.encode(), codec.encode_sse_event(event))
 
     async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
         """One event already encoded (its `type` and JSON data)."""
-        await self._put(lambda: [payload], lambda: b"event: %s\ndata: %s\n\n" % (kind, payload), 1)
+        await self._put(kind, payload)
 
     async def emit_run(self, run: DeltaRun[Any]) -> None:
         """A run of delta events, framed from its template in one go."""
-        await self._put(lambda: encode_run(run), lambda: sse_run(run), len(run))
+        await self._put(b"", b"", run)
 
-    async def _put(
-        self, encoded: Callable[[], list[bytes]], framed: Callable[[], bytes], n: int
-    ) -> None:
-        """Queue `n` events (`framed`: as body bytes; `encoded`: each one's JSON, for taps)."""
+    async def _put(self, kind: bytes, payload: bytes, run: DeltaRun[Any] | None = None) -> None:
+        """Queue one event (its `type` and JSON data), or a `run` of deltas."""
         if not self.started:
             await self._start()
-        if self._out.broken:
+        out = self._out
+        if out.broken:
             raise Disconnected()
-        await self._taps.events(encoded)
+        if self._taps.recorder is not None:
+            await self._taps.events((lambda: encode_run(run)) if run else (lambda: [payload]))
         if self._body:
-            self._out.put(framed())
-        self._taps.sent(n)
-        await self._out.below_high_water()
-        if self._out.broken:
+            out.put(sse_run(run) if run else b"event: %s\ndata: %s\n\n" % (kind, payload))
+        self._taps.sent(len(run) if run else 1)
+        if out.queued > out.high_water:
+            await out.drained.wait()
+        if out.broken:
             raise Disconnected()
 
     async def flush(self) -> None:
@@ -114,45 +120,18 @@ class SseSink:
         await self._close()
 
     async def end(self) -> None:
-        """Send what is queued and end the body; Disconnected if the peer went away."""
+        """Send what is queued and end the body (its last chunk with the last batch);
+        Disconnected if the peer went away."""
         if not self.started:
             await self._start()
-        self._out.end()
-        await self._out.done.wait()
-        try:
-            if self._out.broken:
-                raise SseBroken()
-            await self._send(self._conn.send(h11.EndOfMessage()) or b"")
-        except SseBroken:
-            raise Disconnected() from None
+        await self._out.finish(self._framing.end())
+        if self._out.broken:
+            raise Disconnected()
+
+    def drop(self) -> None:
+        """Send nothing more (the connection is closing)."""
+        self._out.drop()
 
     async def _start(self) -> None:
         self.started = True
-        response = await self._head()
-        self._out.put(self._conn.send(response) or b"", head=True)
-        self._nursery.start_soon(self._out.run)
-
-    def _chunk(self, parts: list[bytes], size: int) -> list[Any]:
-        """The chunk's framing around the batch's parts themselves (h11 passes a body through as
-        is, asking only its length: the placeholder of its sendfile support), so the body is
-        copied once, into the write."""
-        batch = _Batch(parts, size)
-        framed = self._conn.send_with_data_passthrough(h11.Data(data=cast(bytes, batch))) or []
-        out: list[Any] = []
-        for piece in framed:
-            if piece is batch:
-                out += parts
-            else:
-                out.append(piece)
-        return out
-
-
-@attrs.frozen
-class _Batch:
-    """Queued parts, as h11 sees a body: their length."""
-
-    parts: list[bytes]
-    size: int
-
-    def __len__(self) -> int:
-        return self.size
+        self._out.put(await self._head(), head=True)

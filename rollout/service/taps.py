@@ -66,9 +66,13 @@ class Taps:
 
     async def error(self, exc: ProtocolError, frame: bytes | None = None) -> None:
         """A refused request: counted by code; over WebSocket, recorded as its error event."""
-        self.stats.error(exc.code)
+        self.refused(exc)
         if frame is not None and self.recorder is not None:
             await self.recorder.event(frame)
+
+    def refused(self, exc: ProtocolError) -> None:
+        """A refused request, counted by code (over HTTP, its reply is recorded by `status`)."""
+        self.stats.error(exc.code)
 
     async def status(self, status: int, body: bytes | None = None) -> None:
         """An HTTP reply: its JSON body, or (None) the start of an SSE stream."""

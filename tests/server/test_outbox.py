@@ -2,13 +2,16 @@
 # socket: all of it when the socket takes it; what a full socket does not take stays first in
 # line and leaves, in order, before anything queued later; nothing while a write is in
 # progress or without a write that cannot wait; a reset peer is a broken outbox, not an error.
+# An outbox sent by a Flusher: what gathers leaves in one write once the producer waits; what a
+# full socket does not take, a writer task sends in order; dropped, its writer stops.
 from __future__ import annotations
 
 import socket
 
 import trio
+import trio.testing
 
-from rollout.server.outbox import Outbox
+from rollout.server.outbox import Flusher, Outbox
 from rollout.server.sockio import SocketIO
 from support.waits import TIMEOUT
 
@@ -145,3 +148,93 @@ async def test_a_cancelled_write_without_a_write_that_cannot_wait_breaks_the_out
     with trio.move_on_after(0.05):
         await out.flush()
     assert blocked.is_set() and out.broken and gone == [True]
+
+
+# -- outboxes sent by a Flusher (SSE bodies) ------------------------------------------------------
+
+
+def flushed(io: SocketIO, flusher: Flusher, broken: list[bool] | None = None) -> Outbox:
+    gone = (lambda: broken.append(True)) if broken is not None else (lambda: None)
+    return Outbox(io.send_all, 1 << 30, write_now=io.write_now, writable=io.writable,
+                  broken=BROKEN, on_broken=gone, flusher=flusher)  # fmt: skip
+
+
+async def test_the_flusher_sends_what_gathered_once_the_producer_waits() -> None:
+    io, peer = pair()
+    async with trio.open_nursery() as nursery:
+        flusher = Flusher()
+        await nursery.start(flusher.run)
+        out = flushed(io, flusher)
+        out.put(b"a;")
+        out.put(b"b;")
+        assert out.writes == 0  # nothing leaves while the producer runs
+        await trio.testing.wait_all_tasks_blocked()
+        assert out.writes == 1 and out.queued == 0 and out.drained.is_set()
+        out.put(b"c;")
+        await out.finish(b"end")  # the rest and the tail: one write, from this task
+        assert out.writes == 2 and out.done.is_set()
+        assert read_all(peer, 9) == b"a;b;c;end"
+        nursery.cancel_scope.cancel()
+    peer.close()
+
+
+async def test_what_a_full_socket_does_not_take_a_writer_task_sends_in_order() -> None:
+    io, peer = pair(small=True)
+    async with trio.open_nursery() as nursery:
+        flusher = Flusher()
+        await nursery.start(flusher.run)
+        out = flushed(io, flusher)
+        big = bytes(range(256)) * 32768  # 8 MB: more than the socket takes at once
+        out.put(big)
+        await trio.testing.wait_all_tasks_blocked()
+        assert not out.drained.is_set()  # the rest: a writer task waits on the socket for it
+        out.put(b"after")
+        received = bytearray()
+
+        def read_peer() -> None:
+            peer.settimeout(TIMEOUT)
+            while len(received) < len(big) + 8:
+                received.extend(peer.recv(1 << 20))
+
+        nursery.start_soon(trio.to_thread.run_sync, read_peer)
+        with trio.fail_after(TIMEOUT):
+            await out.finish(b"end")
+            while len(received) < len(big) + 8:
+                await trio.sleep(0.01)
+        assert bytes(received) == big + b"afterend" and out.done.is_set()
+        nursery.cancel_scope.cancel()
+    peer.close()
+
+
+async def test_a_dropped_outbox_stops_its_writer_task() -> None:
+    io, peer = pair(small=True)
+    async with trio.open_nursery() as nursery:
+        flusher = Flusher()
+        await nursery.start(flusher.run)
+        out = flushed(io, flusher)
+        out.put(bytes(8 << 20))  # the socket does not take it: a writer task waits on it
+        await trio.testing.wait_all_tasks_blocked()
+        assert not out.done.is_set() and not out.drained.is_set()
+        out.drop()  # (the connection closes)
+        with trio.fail_after(TIMEOUT):
+            await out.done.wait()
+        assert out.broken
+        nursery.cancel_scope.cancel()
+    peer.close()
+
+
+async def test_a_reset_peer_breaks_a_flushed_outbox_and_its_finish_returns() -> None:
+    io, peer = pair()
+    peer.close()
+    broken: list[bool] = []
+    async with trio.open_nursery() as nursery:
+        flusher = Flusher()
+        await nursery.start(flusher.run)
+        out = flushed(io, flusher, broken)
+        with trio.fail_after(TIMEOUT):
+            while not out.broken:  # the first writes may still be buffered
+                out.put(b"x" * 65536)
+                await trio.testing.wait_all_tasks_blocked()
+            await out.finish(b"end")
+        assert broken == [True] and out.queued == 0 and out.done.is_set()
+        nursery.cancel_scope.cancel()

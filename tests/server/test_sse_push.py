@@ -1,33 +1,36 @@
 # An SSE body's push: the response head and the events queued so far reach the socket from the
-# producing task, before it yields (so the writer task, which has not run, did not send them);
-# on a stream without a write that cannot wait, a push leaves them to the writer.
+# producing task, before it yields (so the flusher, which has not run, did not send them); on a
+# stream without a write that cannot wait, a push leaves them to a writer task. What is queued
+# without a push leaves once the producer waits, coalesced, and the body's end with the last.
 from __future__ import annotations
 
 import socket
 
-import h11
 import trio
+import trio.testing
 
 from protocol.events import ResponseEvent
 from protocol.response import Response
 from rollout.conversation.work import Stats
-from rollout.server.sockio import write_now
-from rollout.server.ssebody import SseBroken, SseSink
+from rollout.server.http11 import Http11
+from rollout.server.outbox import Flusher
+from rollout.server.sockio import SocketIO
+from rollout.server.ssebody import SseSink
 from rollout.service.taps import Taps
 from support.waits import TIMEOUT
 
 
-def connection() -> tuple[trio.SocketStream, socket.socket, h11.Connection]:
-    """A TCP connection on loopback (the server's end, the peer's) whose h11 state has read a
+def connection() -> tuple[trio.SocketStream, socket.socket, Http11]:
+    """A TCP connection on loopback (the server's end, the peer's) whose HTTP state has read a
     request and may answer it."""
     with socket.create_server(("127.0.0.1", 0)) as listener:
         peer = socket.create_connection(listener.getsockname())
         ours, _ = listener.accept()
     ours.setblocking(False)
-    conn = h11.Connection(h11.SERVER)
-    conn.receive_data(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
-    assert isinstance(conn.next_event(), h11.Request)
-    assert isinstance(conn.next_event(), h11.EndOfMessage)
+    conn = Http11(16384)
+    conn.receive(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+    assert conn.next_head() is not None
+    assert conn.body() == b""  # the end of its (empty) body
     return trio.SocketStream(trio.socket.from_stdlib_socket(ours)), peer, conn
 
 
@@ -37,15 +40,17 @@ def created() -> ResponseEvent:
 
 
 async def sink_on(
-    stream: trio.SocketStream, conn: h11.Connection, nursery: trio.Nursery, now: bool
+    stream: trio.SocketStream, conn: Http11, nursery: trio.Nursery, now: bool
 ) -> SseSink:
-    async def head() -> h11.Response:
-        return h11.Response(status_code=200, headers=[("content-type", "text/event-stream")])
+    async def head() -> bytes:
+        return conn.response_head(200, [("content-type", "text/event-stream")])
 
+    flusher = Flusher()
+    await nursery.start(flusher.run)
     taps = Taps("http", 1, Stats())
-    immediate = write_now(stream, SseBroken) if now else None
+    immediate = SocketIO(stream).write_now if now else None
     return SseSink(
-        conn, stream.send_all, head, nursery, taps, close=stream.aclose, write_now=immediate
+        conn, stream.send_all, head, flusher, taps, close=stream.aclose, write_now=immediate
     )
 
 
@@ -77,5 +82,33 @@ async def test_without_a_write_that_cannot_wait_the_writer_sends_them() -> None:
         got = b""
         while b"response.created" not in got:
             got += peer.recv(65536)
+        await sink.emit(created())
+        sink.push()
+        assert sink.writes == 1 and sink.queued > 0
+        await trio.testing.wait_all_tasks_blocked()  # (no flush: the producer waits)
+        assert sink.writes == 2 and sink.queued == 0  # a writer task sent it
+        nursery.cancel_scope.cancel()
+    peer.close()
+
+
+async def test_what_a_producer_queues_leaves_once_it_waits_and_the_end_with_it() -> None:
+    stream, peer, conn = connection()
+    async with trio.open_nursery() as nursery:
+        sink = await sink_on(stream, conn, nursery, now=True)
+        await sink.emit(created())
+        sink.push()
+        await sink.emit(created())
+        await sink.emit(created())
+        assert sink.writes == 1 and sink.queued > 0
+        await trio.testing.wait_all_tasks_blocked()  # the flusher sends both in one write
+        assert sink.writes == 2 and sink.queued == 0
+        await sink.emit(created())
+        await sink.end()  # the last event and the body's end: one write, from this task
+        assert sink.writes == 3 and sink.queued == 0
+        peer.settimeout(TIMEOUT)
+        got = b""
+        while not got.endswith(b"\r\n0\r\n\r\n"):
+            got += peer.recv(65536)
+        assert got.count(b"event: response.created") == 4
         nursery.cancel_scope.cancel()
     peer.close()
