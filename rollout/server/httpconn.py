@@ -185,7 +185,11 @@ class HttpConnection:
                     await trio.lowlevel.checkpoint()  # pipelined: let others run between requests
                 first = False
                 self.request_id = new_id("req")
-                request = _request(head)
+                try:
+                    request = _request(head)
+                except BadRequest as exc:
+                    await self._protocol_error(exc)
+                    return
                 self._head_only = request.method == "HEAD"
                 if is_upgrade(request):
                     await self._upgrade(request, head)
@@ -400,10 +404,14 @@ class HttpConnection:
 
 
 def _request(head: Head) -> Request:
+    """The request a head names; BadRequest (400) for a target that is no URL (`//[`)."""
     target = head.target
     if target[:1] == "/" and target[1:2] != "/" and "?" not in target and "#" not in target:
         path, query = target, {}  # what urlsplit and parse_qs make of it
     else:
-        split = urlsplit(target)
+        try:
+            split = urlsplit(target)
+        except ValueError:
+            raise BadRequest("the request target is not a URL") from None
         path, query = split.path, parse_qs(split.query)
     return Request(method=head.method, path=path, query=query, headers=head.headers)

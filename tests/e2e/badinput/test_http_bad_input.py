@@ -826,6 +826,13 @@ ROWS: list[Row] = [
         keep=False,
     ),
     Row(
+        "target-not-a-url",
+        b"GET //[ HTTP/1.1\r\nHost: test\r\n\r\n",
+        400,
+        "bad_request",
+        keep=False,
+    ),
+    Row(
         "header-without-colon",
         head("GET /v1/responses/resp_1 HTTP/1.1\nHost: test\nNoColonHere\n\n"),
         400,
