@@ -5,7 +5,6 @@
 # `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
 from __future__ import annotations
 
-import functools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -44,14 +43,14 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.memo import MEMO
+from rollout.conversation.memo import MEMO, Entry, Key
 from rollout.conversation.render import (
-    has_media,
+    counted_as,
+    framed_text,
     header_tokens,
     render,
     render_header,
     rendered,
-    tokens_of,
 )
 from rollout.conversation.scan import findings as scan_findings
 from rollout.conversation.work import Work
@@ -84,16 +83,26 @@ class Route:
     engine: str
 
 
+_OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
+_HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
+_ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
+
+
 def _breakpoint(item: Item) -> dict[str, Any] | None:
     """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
-    content = item.content if isinstance(item, Message) else None
-    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
+    if isinstance(item, Message):
+        content = item.content
+    elif isinstance(item, _OUTPUTS_WITH_PARTS):
         content = item.output
-    if content is None or isinstance(content, str):
+    else:
         return None
-    marks = [getattr(part, "prompt_cache_breakpoint", None) for part in content]
-    found = [m for m in marks if isinstance(m, dict)]
-    return found[-1] if found else None
+    if isinstance(content, str):
+        return None
+    for part in reversed(content):
+        mark = getattr(part, "prompt_cache_breakpoint", None)
+        if isinstance(mark, dict):
+            return mark
+    return None
 
 
 def is_model_item(item: Item) -> bool:
@@ -120,7 +129,9 @@ class Context:
     # The model is a real engine (it counts and caches the prompt): items' tokens and scan
     # findings come from the process's memo (rollout.conversation.memo) where it has them.
     memo: bool = False
-    block_hashes: list[int] = attrs.field(factory=list)
+    # The chain hashes of the prompt's completed 128-token blocks, hashed when first asked for
+    # (`block_hashes`, `block_hash`): a real engine's context needs one for its route.
+    _block_hashes: list[int] = attrs.field(factory=list)
     # Conversation state derived incrementally from the items (for validation and policies).
     by_id: dict[str, int] = attrs.field(factory=dict)
     call_names: dict[str, str] = attrs.field(factory=dict)
@@ -191,8 +202,7 @@ class Context:
         self.header_len = len(header)
         header.extend(body)
         self.tokens = header
-        self.block_hashes.clear()
-        self._hash_blocks()
+        self._block_hashes.clear()
         return self.header_len
 
     # -- items ----------------------------------------------------------------------------------
@@ -206,48 +216,79 @@ class Context:
         if not items:
             return 0
         with work.stage("tokenize", items=len(items)) as c:
-            done = [self._counted(item) for item in items]
+            if self.memo:
+                keys = [self.key_of(item) for item in items]
+                entries = self._from_memo(items, keys)
+                encoded = [entry[0] for entry in entries]
+            else:
+                done = [rendered(item, self.model, self._hidden(item)) for item in items]
+                encoded = [tokens for _, tokens in done]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
             new = array("I")
             body = len(self.tokens) - self.header_len
-            for item, (_, encoded) in zip(items, done, strict=True):
-                self.item_tokens.append(len(encoded))
-                new.extend(encoded)
+            for item, tokens in zip(items, encoded, strict=True):
+                self.item_tokens.append(len(tokens))
+                new.extend(tokens)
                 mark = _breakpoint(item)
                 if mark is not None:
                     self.body_breakpoints.append((body + len(new), mark.get("ttl")))
             c.tokens = len(new)
         if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
             with work.stage("scan", items=len(items), tokens=len(new)):
-                self.scan.findings += sum(MEMO.findings_of(t, scan_findings) for t, _ in done)
+                self.scan.findings += self._memo_findings(items, keys, entries)
             self.scan.tokens_scanned += len(new)
         elif scan:
             self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
         self.tokens.extend(new)
         for item in items:
             self._note(item)
-        self._hash_blocks()
         return len(new)
 
-    def _counted(self, item: Item) -> tuple[str, array[int]]:
-        """An item's rendered text and its tokens: from the memo where the context counts from
-        it (not for images or files: those are counted for the model), else made now."""
-        if not self.memo or has_media(item):
-            return rendered(item, self.model, self._hidden(item))
-        text = self._render(item)
-        return text, MEMO.tokens_of(text, functools.partial(self._tokens, item))
+    def key_of(self, item: Item) -> Key | None:
+        """What the item's tokens are made of, its memo key (None: it holds images or files,
+        which are counted for the model, not kept)."""
+        return counted_as(item, self._hidden(item))
+
+    def _from_memo(self, items: list[Item], keys: list[Key | None]) -> list[Entry]:
+        """Each item's tokens (and scan findings, if known) from the memo, in one look; what
+        it lacks is counted now and kept."""
+        entries = MEMO.lookup(keys)
+        out: list[Entry] = []
+        for item, key, entry in zip(items, keys, entries, strict=True):
+            if entry is None:
+                if key is None:
+                    entry = (rendered(item, self.model, self._hidden(item))[1], None)
+                else:
+                    entry = (tok.framed(key[0], tok.encoded(key[1])), None)
+                    MEMO.put(key, entry)
+            out.append(entry)
+        return out
+
+    def _memo_findings(
+        self, items: list[Item], keys: list[Key | None], entries: list[Entry]
+    ) -> int:
+        """The scan findings of the items: the memo's, else each item's framed text scanned
+        (and kept)."""
+        total = 0
+        for item, key, entry in zip(items, keys, entries, strict=True):
+            found = entry[1]
+            if found is None:
+                if key is None:
+                    found = scan_findings(self._render(item))
+                else:
+                    found = scan_findings(framed_text(*key))
+                    MEMO.put(key, (entry[0], found))
+            total += found
+        return total
 
     def _hidden(self, item: Item) -> str:
-        if isinstance(item, Reasoning | Compaction) and item.id is not None:
+        if type(item) is not Message and isinstance(item, _HIDDEN) and item.id is not None:
             return self.hidden.get(item.id, "")
         return ""
 
     def _render(self, item: Item) -> str:
         return render(item, self._hidden(item))
-
-    def _tokens(self, item: Item) -> array[int]:
-        return tokens_of(item, self.model, self._hidden(item))
 
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
@@ -271,13 +312,18 @@ class Context:
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
         self.last_was_hosted = hosted is not None and hosted.model
-        if isinstance(item, CALL_ITEMS):
+        if isinstance(item, Message):  # (the commonest item: none of the kinds below)
+            if item.role == "user":
+                self.last_user_text = text_of(item.content)
+                self.calls_since_user = 0
+                self.hosted_since_user = NO_CALLS
+        elif isinstance(item, CALL_ITEMS):
             self.call_names[item.call_id] = call_name(item)
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1
             if getattr(item, "async_", None):
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, (*OUTPUT_ITEMS, ComputerCallOutput)):
+        elif isinstance(item, _ANSWERS):
             call_id = item.call_id if isinstance(item, ComputerCallOutput) else answered_call(item)
             self.open_calls.discard(call_id)
             self.async_calls.discard(call_id)
@@ -287,20 +333,33 @@ class Context:
                 self.open_calls.add(item.call_id)
             done = self.hosted_since_user
             self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
-        elif isinstance(item, Message) and item.role == "user":
-            self.last_user_text = text_of(item.content)
-            self.calls_since_user = 0
-            self.hosted_since_user = NO_CALLS
 
-    def _hash_blocks(self) -> None:
-        """Chain-hash each newly completed 128-token block (the prefix cache's keys)."""
-        done = len(self.block_hashes)
-        full = len(self.tokens) // BLOCK
-        prev = self.block_hashes[-1] if done else 0
-        view = memoryview(self.tokens)
-        for b in range(done, full):
-            prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
-            self.block_hashes.append(prev)
+    @property
+    def block_hashes(self) -> list[int]:
+        """The chain hash of each completed 128-token block of the prompt (the prefix cache's
+        keys); read only."""
+        return self._hashed(len(self.tokens) // BLOCK)
+
+    def block_hash(self, index: int) -> int | None:
+        """The chain hash of block `index` (None: the prompt has not completed it), hashing
+        no block after it."""
+        if index >= len(self.tokens) // BLOCK:
+            return None
+        return self._hashed(index + 1)[index]
+
+    def _hashed(self, blocks: int) -> list[int]:
+        """The block hashes, with (at least) the first `blocks` of them made: each block is
+        chain-hashed once, when first asked for (a context behind a real engine asks for one
+        for its route, the simulated model's prefix cache for all)."""
+        hashes = self._block_hashes
+        done = len(hashes)
+        if done < blocks:
+            prev = hashes[-1] if done else 0
+            view = memoryview(self.tokens)
+            for b in range(done, blocks):
+                prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
+                hashes.append(prev)
+        return hashes
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -327,7 +386,7 @@ class Context:
     def prefix_hash(self, position: int) -> int:
         """A hash of the first `position` prompt tokens (not rounded to a block)."""
         full = position // BLOCK
-        prev = self.block_hashes[full - 1] if full else 0
+        prev = self._hashed(full)[full - 1] if full else 0
         tail = memoryview(self.tokens)[full * BLOCK : position].tobytes()
         return hash(("breakpoint", prev, tail))
 
@@ -374,7 +433,7 @@ class Context:
             items=list(self.items),
             tokens=array("I", self.tokens),
             scan=attrs.evolve(self.scan),
-            block_hashes=list(self.block_hashes),
+            block_hashes=list(self._block_hashes),
             by_id=dict(self.by_id),
             call_names=dict(self.call_names),
             open_calls=set(self.open_calls),

@@ -1,7 +1,8 @@
 # Pre-inference pieces that need no engine state (rollout.engine.engine does the rest of the
-# work): a request's items joined to its context, off the event loop when the input is large, and
-# the hidden reasoning of reasoning and compaction items, recovered from their sealed blobs or
-# from what the engine remembers.
+# work): a request's items joined to its context, off the event loop when what is left to count
+# is large (all of it, or behind a real engine what the process's memo lacks), and the hidden
+# reasoning of reasoning and compaction items, recovered from their sealed blobs or from what
+# the engine remembers.
 from __future__ import annotations
 
 import contextlib
@@ -24,16 +25,20 @@ from protocol.items import (
 )
 from protocol.sealing import unseal
 from rollout.conversation.context import Context
+from rollout.conversation.memo import MEMO, Key
 from rollout.conversation.work import Work
 
-#: Input whose text is at least this many characters is scanned and tokenized in a worker thread,
-#: so one huge request never stalls the event loop for every other client.
+#: Input whose text to count is at least this many characters is scanned and tokenized in a worker
+#: thread, so one huge request never stalls the event loop for every other client.
 OFF_LOOP_CHARS = 256 * 1024
 
 
 def _chars(item: Item) -> int:
     if isinstance(item, Message):
-        return len(text_of(item.content)) + _file_chars(item.content) + 16
+        content = item.content
+        if type(content) is str:
+            return len(content) + 16
+        return len(text_of(content)) + _file_chars(content) + 16
     if isinstance(item, FunctionCallOutput):
         return len(text_of(item.output)) + _file_chars(item.output) + 16
     if isinstance(item, FunctionCall):
@@ -49,13 +54,34 @@ def _file_chars(content: str | tuple[ContentPart, ...]) -> int:
     """The inline data of a content's files (an inline PDF is read for its text and pages)."""
     if isinstance(content, str):
         return 0
-    return sum(len(p.file_data or "") for p in content if isinstance(p, InputFile))
+    chars = 0
+    for part in content:
+        if type(part) is InputFile:
+            chars += len(part.file_data or "")
+    return chars
+
+
+def to_count(ctx: Context, items: Sequence[Item]) -> int:
+    """About how many characters extending `ctx` by `items` tokenizes: all of their text, or
+    where the context counts from the process's memo, the texts it lacks (and its images and
+    files, which it never holds)."""
+    if not ctx.memo:
+        return sum(map(_chars, items))
+    chars = 0
+    keys: list[Key] = []
+    for item in items:
+        key = ctx.key_of(item)
+        if key is None:
+            chars += _chars(item)
+        else:
+            keys.append(key)
+    return chars + MEMO.missing_chars(keys)
 
 
 async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
-    """`ctx.extend(items)`, off the event loop when the input is large (the context is not
-    shared while a request prepares it)."""
-    if sum(_chars(i) for i in items) < OFF_LOOP_CHARS:
+    """`ctx.extend(items)`, off the event loop when what it tokenizes is large (the context
+    is not shared while a request prepares it)."""
+    if to_count(ctx, items) < OFF_LOOP_CHARS:
         ctx.extend(items, work)
     else:
         await trio.to_thread.run_sync(ctx.extend, items, work)
