@@ -281,6 +281,18 @@ def _plain_message(value: dict[str, Any], tag: object) -> Message | None:
     return Message(role=role, content=content)  # type: ignore[arg-type]
 
 
+def plain_messages(values: list[Any]) -> tuple[Message, ...] | None:
+    """A list of plain messages (`_plain_message`'s) as the converter makes it, the items
+    built at once; None if any item is something else."""
+    out = []
+    for value in values:
+        message = _plain_message(value, value.get("type")) if type(value) is dict else None
+        if message is None:
+            return None
+        out.append(message)
+    return tuple(out)
+
+
 def _attrs_hook(cls: type) -> Callable[[object, object], Any]:
     inner: Callable[[Any, Any], Any] = make_dict_structure_fn(cls, converter)
 

@@ -31,6 +31,7 @@ from rollout.conversation.work import Work
 #: Input whose text to count is at least this many characters is scanned and tokenized in a worker
 #: thread, so one huge request never stalls the event loop for every other client.
 OFF_LOOP_CHARS = 256 * 1024
+_HIDDEN = (Reasoning, Compaction)  # the items that have hidden reasoning
 
 
 def _chars(item: Item) -> int:
@@ -97,7 +98,7 @@ def hidden_reasoning(
     with `secret`, else as remembered in `thoughts`."""
     out = dict(hidden or {})
     for item in items:
-        if not isinstance(item, Reasoning | Compaction) or item.id is None or item.id in out:
+        if not isinstance(item, _HIDDEN) or item.id is None or item.id in out:
             continue
         if item.encrypted_content is not None:
             with contextlib.suppress(ProtocolError):
