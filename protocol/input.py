@@ -35,11 +35,11 @@ from protocol.items import (
     ItemReference,
     McpApprovalResponse,
     Message,
-    OutputText,
     Reasoning,
     answered_call,
     text_of,
 )
+from protocol.plain import stored_content
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.sealing import unseal
@@ -85,8 +85,7 @@ def stored_message(item: Message, new_id: NewId) -> Message:
     general `attrs.evolve` costs several times more); one that has them all is kept."""
     content = item.content
     if type(content) is str:
-        part = OutputText(text=content) if item.role == "assistant" else InputText(text=content)
-        content = (part,)
+        content = stored_content(item.role, content)
     elif item.id and item.status:
         return item
     return Message(

@@ -207,48 +207,58 @@ class Context:
 
     # -- items ----------------------------------------------------------------------------------
 
-    def extend(self, items: Iterable[Item], work: Work, *, scan: bool = True) -> int:
+    def extend(
+        self,
+        items: Iterable[Item],
+        work: Work,
+        *,
+        scan: bool = True,
+        keys: list[Key | None] | None = None,
+    ) -> int:
         """Add items at the end: scan (if input), render, tokenize. Returns the new token count.
+        `keys`: the items' `keys_of`, if the caller has them (a context that counts from the
+        memo looks them up).
 
         Cost is proportional to the new items only.
         """
         items = list(items)
         if not items:
             return 0
+        tokens, start = self.tokens, len(self.tokens)
         with work.stage("tokenize", items=len(items)) as c:
             if self.memo:
-                keys = [self.key_of(item) for item in items]
-                entries = self._from_memo(items, keys)
+                keyed = self.keys_of(items) if keys is None else keys
+                entries = self._from_memo(items, keyed)
                 encoded = [entry[0] for entry in entries]
             else:
                 done = [rendered(item, self.model, self._hidden(item)) for item in items]
                 encoded = [tokens for _, tokens in done]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
-            new = array("I")
-            body = len(self.tokens) - self.header_len
-            for item, tokens in zip(items, encoded, strict=True):
-                self.item_tokens.append(len(tokens))
-                new.extend(tokens)
+            for item, counted in zip(items, encoded, strict=True):
+                self.item_tokens.append(len(counted))
+                tokens.extend(counted)
                 mark = _breakpoint(item)
                 if mark is not None:
-                    self.body_breakpoints.append((body + len(new), mark.get("ttl")))
-            c.tokens = len(new)
+                    self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
+            added = c.tokens = len(tokens) - start
         if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
-            with work.stage("scan", items=len(items), tokens=len(new)):
-                self.scan.findings += self._memo_findings(items, keys, entries)
-            self.scan.tokens_scanned += len(new)
+            with work.stage("scan", items=len(items), tokens=added):
+                self.scan.findings += self._memo_findings(items, keyed, entries)
+            self.scan.tokens_scanned += added
         elif scan:
-            self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
-        self.tokens.extend(new)
-        for item in items:
-            self._note(item)
-        return len(new)
+            self._scan("".join(text for text, _ in done), added, work, items=len(items))
+        self._note(items)
+        return added
 
-    def key_of(self, item: Item) -> Key | None:
-        """What the item's tokens are made of, its memo key (None: it holds images or files,
+    def keys_of(self, items: Iterable[Item]) -> list[Key | None]:
+        """What each item's tokens are made of, its memo key (None: it holds images or files,
         which are counted for the model, not kept)."""
-        return counted_as(item, self._hidden(item))
+        hidden = self._hidden
+        return [
+            counted_as(item) if type(item) is Message else counted_as(item, hidden(item))
+            for item in items
+        ]
 
     def _from_memo(self, items: list[Item], keys: list[Key | None]) -> list[Entry]:
         """Each item's tokens (and scan findings, if known) from the memo, in one look; what
@@ -297,7 +307,26 @@ class Context:
         self.scan.findings += found
         self.scan.tokens_scanned += tokens
 
-    def _note(self, item: Item) -> None:
+    def _note(self, items: list[Item]) -> None:
+        """The conversation's state after each item (a message, the commonest item, at once)."""
+        for item in items:
+            if type(item) is not Message:
+                self._note_item(item)
+                continue
+            if item.id is not None:
+                self.by_id[item.id] = len(self.items)
+            self.items.append(item)
+            model = item.role == "assistant"  # (is_model_item's)
+            if model and (not self.last_was_model or self.last_was_hosted):
+                self.model_turns += 1
+            self.last_was_model = model
+            self.last_was_hosted = False
+            if item.role == "user":
+                self.last_user_text = text_of(item.content)
+                self.calls_since_user = 0
+                self.hosted_since_user = NO_CALLS
+
+    def _note_item(self, item: Item) -> None:
         index = len(self.items)
         self.items.append(item)
         if isinstance(item, ItemReference):
@@ -312,12 +341,7 @@ class Context:
         self.last_was_model = model
         hosted = HOSTED_BY_ITEM.get(type(item))
         self.last_was_hosted = hosted is not None and hosted.model
-        if isinstance(item, Message):  # (the commonest item: none of the kinds below)
-            if item.role == "user":
-                self.last_user_text = text_of(item.content)
-                self.calls_since_user = 0
-                self.hosted_since_user = NO_CALLS
-        elif isinstance(item, CALL_ITEMS):
+        if isinstance(item, CALL_ITEMS):
             self.call_names[item.call_id] = call_name(item)
             self.open_calls.add(item.call_id)
             self.calls_since_user += 1

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Sequence
 
 import trio
@@ -62,30 +63,24 @@ def _file_chars(content: str | tuple[ContentPart, ...]) -> int:
     return chars
 
 
-def to_count(ctx: Context, items: Sequence[Item]) -> int:
-    """About how many characters extending `ctx` by `items` tokenizes: all of their text, or
-    where the context counts from the process's memo, the texts it lacks (and its images and
-    files, which it never holds)."""
-    if not ctx.memo:
+def to_count(items: Sequence[Item], keys: list[Key | None] | None) -> int:
+    """About how many characters extending a context by `items` tokenizes: all of their text,
+    or for a context that counts from the process's memo (`keys`: the items' memo keys), the
+    texts the memo lacks, and the items' images and files (it never holds them)."""
+    if keys is None:
         return sum(map(_chars, items))
-    chars = 0
-    keys: list[Key] = []
-    for item in items:
-        key = ctx.key_of(item)
-        if key is None:
-            chars += _chars(item)
-        else:
-            keys.append(key)
-    return chars + MEMO.missing_chars(keys)
+    files = sum(_chars(item) for item, key in zip(items, keys, strict=True) if key is None)
+    return files + MEMO.missing_chars([key for key in keys if key is not None])
 
 
 async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
     """`ctx.extend(items)`, off the event loop when what it tokenizes is large (the context
     is not shared while a request prepares it)."""
-    if to_count(ctx, items) < OFF_LOOP_CHARS:
-        ctx.extend(items, work)
+    keys = ctx.keys_of(items) if ctx.memo else None
+    if to_count(items, keys) < OFF_LOOP_CHARS:
+        ctx.extend(items, work, keys=keys)
     else:
-        await trio.to_thread.run_sync(ctx.extend, items, work)
+        await trio.to_thread.run_sync(functools.partial(ctx.extend, items, work, keys=keys))
 
 
 def hidden_reasoning(
