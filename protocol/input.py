@@ -39,7 +39,7 @@ from protocol.items import (
     answered_call,
     text_of,
 )
-from protocol.plain import stored_content
+from protocol.plain import message, stored_content
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.sealing import unseal
@@ -88,8 +88,7 @@ def stored_message(item: Message, new_id: NewId) -> Message:
         content = stored_content(item.role, content)
     elif item.id and item.status:
         return item
-    return Message(
-        type=item.type,
+    return message(
         id=item.id or new_id("msg"),
         role=item.role,
         content=content,

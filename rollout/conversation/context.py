@@ -28,6 +28,7 @@ from protocol.items import (
     Compaction,
     ComputerCall,
     ComputerCallOutput,
+    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
@@ -86,6 +87,28 @@ class Route:
 _OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
 _HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
 _ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
+
+
+def _unmarked(content: str | tuple[ContentPart, ...]) -> bool:
+    """Whether a message's content is, at a glance, without a cache breakpoint: its short
+    form, or one part that has none (the commonest contents)."""
+    return type(content) is str or (
+        len(content) == 1 and getattr(content[0], "prompt_cache_breakpoint", None) is None
+    )
+
+
+@attrs.frozen
+class Looked:
+    """Items as the process's memo knows them (Context.look_up): each one's key (None: it
+    holds images or files, which are counted for the model, never kept) and the memo's entry
+    (None: a miss, or a text too short to keep)."""
+
+    keys: list[Key | None]
+    entries: list[Entry | None]
+
+    def missing(self) -> list[int]:
+        """The indices of the items the memo does not hold."""
+        return [i for i, entry in enumerate(self.entries) if entry is None]
 
 
 def _breakpoint(item: Item) -> dict[str, Any] | None:
@@ -213,11 +236,11 @@ class Context:
         work: Work,
         *,
         scan: bool = True,
-        keys: list[Key | None] | None = None,
+        looked: Looked | None = None,
     ) -> int:
         """Add items at the end: scan (if input), render, tokenize. Returns the new token count.
-        `keys`: the items' `keys_of`, if the caller has them (a context that counts from the
-        memo looks them up).
+        `looked`: what `look_up` found of the items, if the caller asked (a context that counts
+        from the memo asks it).
 
         Cost is proportional to the new items only.
         """
@@ -227,8 +250,8 @@ class Context:
         tokens, start = self.tokens, len(self.tokens)
         with work.stage("tokenize", items=len(items)) as c:
             if self.memo:
-                keyed = self.keys_of(items) if keys is None else keys
-                entries = self._from_memo(items, keyed)
+                looked = self.look_up(items) if looked is None else looked
+                keys, entries = looked.keys, self._counted(items, looked)
                 encoded = [entry[0] for entry in entries]
             else:
                 done = [rendered(item, self.model, self._hidden(item)) for item in items]
@@ -238,34 +261,35 @@ class Context:
             for item, counted in zip(items, encoded, strict=True):
                 self.item_tokens.append(len(counted))
                 tokens.extend(counted)
+                if type(item) is Message and _unmarked(item.content):
+                    continue
                 mark = _breakpoint(item)
                 if mark is not None:
                     self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
             added = c.tokens = len(tokens) - start
         if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
             with work.stage("scan", items=len(items), tokens=added):
-                self.scan.findings += self._memo_findings(items, keyed, entries)
+                self.scan.findings += self._memo_findings(items, keys, entries)
             self.scan.tokens_scanned += added
         elif scan:
             self._scan("".join(text for text, _ in done), added, work, items=len(items))
         self._note(items)
         return added
 
-    def keys_of(self, items: Iterable[Item]) -> list[Key | None]:
-        """What each item's tokens are made of, its memo key (None: it holds images or files,
-        which are counted for the model, not kept)."""
+    def look_up(self, items: Sequence[Item]) -> Looked:
+        """The items as the memo knows them (a context that counts from it)."""
         hidden = self._hidden
-        return [
+        keys = [
             counted_as(item) if type(item) is Message else counted_as(item, hidden(item))
             for item in items
         ]
+        return Looked(keys, MEMO.lookup(keys))
 
-    def _from_memo(self, items: list[Item], keys: list[Key | None]) -> list[Entry]:
-        """Each item's tokens (and scan findings, if known) from the memo, in one look; what
-        it lacks is counted now and kept."""
-        entries = MEMO.lookup(keys)
+    def _counted(self, items: list[Item], looked: Looked) -> list[Entry]:
+        """Each item's tokens (and scan findings, if known): the memo's, or counted now (and
+        kept)."""
         out: list[Entry] = []
-        for item, key, entry in zip(items, keys, entries, strict=True):
+        for item, key, entry in zip(items, looked.keys, looked.entries, strict=True):
             if entry is None:
                 if key is None:
                     entry = (rendered(item, self.model, self._hidden(item))[1], None)

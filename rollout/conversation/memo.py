@@ -60,13 +60,6 @@ class ItemMemo:
                 add(entry)
         return out
 
-    def missing_chars(self, keys: Sequence[Key]) -> int:
-        """The characters of the texts of `keys` the memo does not hold (what counting them
-        would tokenize); a look only, nothing is made newer."""
-        entries = self._entries
-        with self._lock:
-            return sum(len(key[1]) for key in keys if key not in entries)
-
     def put(self, key: Key, entry: Entry) -> None:
         """Keep what counting `key` made (a short text, or an entry over an eighth of the
         bound, is not kept; one already kept is replaced only to add its findings)."""

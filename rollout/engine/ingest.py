@@ -26,7 +26,6 @@ from protocol.items import (
 )
 from protocol.sealing import unseal
 from rollout.conversation.context import Context
-from rollout.conversation.memo import MEMO, Key
 from rollout.conversation.work import Work
 
 #: Input whose text to count is at least this many characters is scanned and tokenized in a worker
@@ -63,24 +62,24 @@ def _file_chars(content: str | tuple[ContentPart, ...]) -> int:
     return chars
 
 
-def to_count(items: Sequence[Item], keys: list[Key | None] | None) -> int:
-    """About how many characters extending a context by `items` tokenizes: all of their text,
-    or for a context that counts from the process's memo (`keys`: the items' memo keys), the
-    texts the memo lacks, and the items' images and files (it never holds them)."""
-    if keys is None:
-        return sum(map(_chars, items))
-    files = sum(_chars(item) for item, key in zip(items, keys, strict=True) if key is None)
-    return files + MEMO.missing_chars([key for key in keys if key is not None])
-
-
 async def extend(ctx: Context, items: Sequence[Item], work: Work) -> None:
-    """`ctx.extend(items)`, off the event loop when what it tokenizes is large (the context
-    is not shared while a request prepares it)."""
-    keys = ctx.keys_of(items) if ctx.memo else None
-    if to_count(items, keys) < OFF_LOOP_CHARS:
-        ctx.extend(items, work, keys=keys)
+    """`ctx.extend(items)`, off the event loop when what it tokenizes is large: all of the
+    items' text, or for a context that counts from the process's memo, the texts the memo
+    lacks and the items' images and files (the context is not shared while a request prepares
+    it)."""
+    if ctx.memo:
+        looked = ctx.look_up(items)
+        keys = looked.keys
+        chars = 0
+        for i in looked.missing():
+            key = keys[i]
+            chars += _chars(items[i]) if key is None else len(key[1])
     else:
-        await trio.to_thread.run_sync(functools.partial(ctx.extend, items, work, keys=keys))
+        looked, chars = None, sum(map(_chars, items))
+    if chars < OFF_LOOP_CHARS:
+        ctx.extend(items, work, looked=looked)
+    else:
+        await trio.to_thread.run_sync(functools.partial(ctx.extend, items, work, looked=looked))
 
 
 def hidden_reasoning(

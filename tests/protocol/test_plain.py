@@ -1,8 +1,9 @@
 # Plain messages remembered by role and text (protocol.plain): what the converter makes of one,
 # and the content it is stored with, shared between requests that send the same message, within
-# bounds.
+# bounds; and a stored message built without the constructor, as the constructor builds it.
 from __future__ import annotations
 
+import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from protocol import plain
 from protocol.convert import converter
 from protocol.items import InputText, Message, OutputText
+from support.strategies import messages
 
 ROLES = st.sampled_from(["user", "assistant", "system", "developer"])
 
@@ -45,3 +47,18 @@ def test_the_memory_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     plain.decoded("user", "y" * 10)  # over MAX_CHARS in all: everything forgotten first
     assert list(plain._kept) == [("user", "y" * 10)]
     plain.forget()
+
+
+def test_message_sets_every_field_of_a_message() -> None:
+    assert tuple(f.name for f in attrs.fields(Message)) == plain.MESSAGE_FIELDS
+
+
+@given(messages)
+def test_message_makes_what_the_constructor_makes(item: Message) -> None:
+    fields = attrs.asdict(item, recurse=False)
+    assert fields.pop("type") == "message"
+    made = plain.message(**fields)
+    assert made == item and type(made) is Message
+    assert all(getattr(made, name) is getattr(item, name) for name in plain.MESSAGE_FIELDS[1:])
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        made.id = "other"  # type: ignore[misc]
