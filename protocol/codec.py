@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import attrs
 import orjson
 
-from protocol.convert import converter
+from protocol.convert import converter, plain_messages
 from protocol.errors import ProtocolError, clip
 from protocol.errorwire import sse_error_json
 from protocol.events import (
@@ -117,18 +117,27 @@ _PLAIN_CREATE: dict[str, type] = {
 
 def _plain_create(value: object) -> CreateRequest | None:
     """A create whose every key is one of _PLAIN_CREATE with a value of its type (and `type`
-    `response.create`), built directly: the converter gives the same request, checking each of
-    its 39 fields, and it was the largest part of a small create's decoding. Anything else is
-    None, for the converter (and its errors)."""
+    `response.create`), its `input` a string or a list of plain messages
+    (`protocol.convert.plain_messages`), built directly: the converter gives the same request,
+    checking each of its 39 fields, and it was the largest part of a small create's decoding
+    (and of a long history's, with its hook per item). Anything else is None, for the
+    converter (and its errors). Such a create is nested three levels deep at most: no depth
+    to check."""
     if type(value) is not dict or "model" not in value:
         return None
     for key, item in value.items():
         if type(item) is not _PLAIN_CREATE.get(key) and (key, item) != ("type", "response.create"):
-            return None
+            if key != "input" or type(item) is not list:
+                return None
     req: CreateRequest = object.__new__(CreateRequest)
     fields = req.__dict__  # (what __init__ does, without a call per field)
     fields.update(_CREATE_DEFAULTS)
     fields.update(value)
+    if type(fields["input"]) is list:
+        messages = plain_messages(fields["input"])
+        if messages is None:
+            return None
+        fields["input"] = messages
     return req
 
 

@@ -35,17 +35,18 @@ from protocol.items import (
     ItemReference,
     McpApprovalResponse,
     Message,
-    OutputText,
     Reasoning,
     answered_call,
     text_of,
 )
+from protocol.plain import message, stored_content
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.sealing import unseal
 
 NewId = Callable[[str], str]  # prefix -> a fresh id ("msg" -> "msg_...")
 _CLIENT_ITEMS = (*CLIENT_CALLS, *CLIENT_OUTPUTS)
+_ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
 
 
 def instructions_text(instructions: str | Sequence[Item] | None) -> str | None:
@@ -62,42 +63,57 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
         text: tuple[ContentPart, ...] = (InputText(text=value),)
         return [Message(role="user", content=text, id=new_id("msg"), status="completed")]
     out: list[Item] = []
+    add = out.append
     for item in value:
-        if isinstance(item, Message):
-            content = item.content
-            if isinstance(content, str):
-                part = (
-                    OutputText(text=content)
-                    if item.role == "assistant"
-                    else InputText(text=content)
+        if type(item) is Message:
+            add(stored_message(item, new_id))
+        elif isinstance(item, FunctionCallOutput | FunctionCall):
+            if not (item.id and item.status):  # (else stored as it is)
+                prefix = "fco" if isinstance(item, FunctionCallOutput) else "fc"
+                item = attrs.evolve(
+                    item, id=item.id or new_id(prefix), status=item.status or "completed"
                 )
-                content = (part,)
-            item = attrs.evolve(
-                item,
-                content=content,
-                id=item.id or new_id("msg"),
-                status=item.status or "completed",
-            )
-        elif isinstance(item, FunctionCallOutput):
-            item = attrs.evolve(
-                item, id=item.id or new_id("fco"), status=item.status or "completed"
-            )
-        elif isinstance(item, FunctionCall):
-            item = attrs.evolve(item, id=item.id or new_id("fc"), status=item.status or "completed")
-        elif isinstance(item, ComputerCall | ComputerCallOutput | McpApprovalResponse):
-            if item.id is None:
-                prefix = "mcpa" if isinstance(item, McpApprovalResponse) else "cu"
-                item = attrs.evolve(item, id=new_id(prefix))
-        elif isinstance(item, _CLIENT_ITEMS):
-            item = _client_item(item, new_id)
-        elif isinstance(item, Reasoning) and item.id is None:
-            item = attrs.evolve(item, id=new_id("rs"))
-        elif isinstance(item, Compaction) and item.id is None:
-            item = attrs.evolve(item, id=new_id("cmp"))
-        elif isinstance(item, AGENT_ITEMS) and item.id is None:
-            item = attrs.evolve(item, id=new_id(AGENT_PREFIX[type(item)]))
-        out.append(item)
+            add(item)
+        else:
+            add(_other_item(item, new_id))
     return out
+
+
+def stored_message(item: Message, new_id: NewId) -> Message:
+    """A message as it is stored: with an id and a status, and its short-form content made a
+    text part (an output text for the assistant's), built at once (the commonest item: the
+    general `attrs.evolve` costs several times more); one that has them all is kept."""
+    content = item.content
+    if type(content) is str:
+        content = stored_content(item.role, content)
+    elif item.id and item.status:
+        return item
+    return message(
+        id=item.id or new_id("msg"),
+        role=item.role,
+        content=content,
+        status=item.status or "completed",
+        phase=item.phase,
+        agent=item.agent,
+    )
+
+
+def _other_item(item: Item, new_id: NewId) -> Item:
+    """An item other than a function's call or output as stored, given an id (and a status,
+    where it has one)."""
+    if isinstance(item, ComputerCall | ComputerCallOutput | McpApprovalResponse):
+        if item.id is None:
+            prefix = "mcpa" if isinstance(item, McpApprovalResponse) else "cu"
+            item = attrs.evolve(item, id=new_id(prefix))
+    elif isinstance(item, _CLIENT_ITEMS):
+        item = _client_item(item, new_id)
+    elif isinstance(item, Reasoning) and item.id is None:
+        item = attrs.evolve(item, id=new_id("rs"))
+    elif isinstance(item, Compaction) and item.id is None:
+        item = attrs.evolve(item, id=new_id("cmp"))
+    elif isinstance(item, AGENT_ITEMS) and item.id is None:
+        item = attrs.evolve(item, id=new_id(AGENT_PREFIX[type(item)]))
+    return item
 
 
 def _client_item(item: Any, new_id: NewId) -> Item:
@@ -135,13 +151,17 @@ def check_input(
     ids: set[str] = set()
     optional = set(async_calls)
     for i, item in enumerate(items):
+        if type(item) is Message:  # (the commonest item: neither a call, an output nor a reference)
+            if item.id is not None:
+                ids.add(item.id)
+            continue
         if isinstance(item, CALL_ITEMS):
             calls.add(item.call_id)
             if getattr(item, "async_", None):
                 optional.add(item.call_id)
         elif isinstance(item, ComputerCall):
             calls.add(item.call_id)
-        elif isinstance(item, (*OUTPUT_ITEMS, ComputerCallOutput)):
+        elif isinstance(item, _ANSWERS):
             call_id = item.call_id if isinstance(item, ComputerCallOutput) else answered_call(item)
             known = call_id in calls or call_id in open_calls
             if call_id in answered or not known:
@@ -187,6 +207,8 @@ def restore_reasoning(
     if given is None or isinstance(given, str):
         return out
     for i, (sent, item) in enumerate(zip(given, items, strict=True)):
+        if type(item) is Message:
+            continue
         if isinstance(item, Compaction) and item.id is not None:
             out[item.id] = unseal(item.encrypted_content, key, item.id).text
             continue
@@ -209,6 +231,8 @@ def resolve_references(
     items: Sequence[Item], lookup: Callable[[ItemReference], Item | None]
 ) -> list[Item]:
     """Item references replaced by the items they name (in this input first, then `lookup`)."""
+    if not [item for item in items if isinstance(item, ItemReference)]:
+        return list(items)
     local = {i.id: i for i in items if not isinstance(i, ItemReference) and i.id is not None}
     out: list[Item] = []
     for item in items:

@@ -5,7 +5,6 @@
 # `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
 from __future__ import annotations
 
-import functools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
@@ -29,6 +28,7 @@ from protocol.items import (
     Compaction,
     ComputerCall,
     ComputerCallOutput,
+    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
@@ -44,14 +44,14 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.memo import MEMO
+from rollout.conversation.memo import MEMO, Entry, Key
 from rollout.conversation.render import (
-    has_media,
+    counted_as,
+    framed_text,
     header_tokens,
     render,
     render_header,
     rendered,
-    tokens_of,
 )
 from rollout.conversation.scan import findings as scan_findings
 from rollout.conversation.work import Work
@@ -84,16 +84,48 @@ class Route:
     engine: str
 
 
+_OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
+_HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
+_ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
+
+
+def _unmarked(content: str | tuple[ContentPart, ...]) -> bool:
+    """Whether a message's content is, at a glance, without a cache breakpoint: its short
+    form, or one part that has none (the commonest contents)."""
+    return type(content) is str or (
+        len(content) == 1 and getattr(content[0], "prompt_cache_breakpoint", None) is None
+    )
+
+
+@attrs.frozen
+class Looked:
+    """Items as the process's memo knows them (Context.look_up): each one's key (None: it
+    holds images or files, which are counted for the model, never kept) and the memo's entry
+    (None: a miss, or a text too short to keep)."""
+
+    keys: list[Key | None]
+    entries: list[Entry | None]
+
+    def missing(self) -> list[int]:
+        """The indices of the items the memo does not hold."""
+        return [i for i, entry in enumerate(self.entries) if entry is None]
+
+
 def _breakpoint(item: Item) -> dict[str, Any] | None:
     """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
-    content = item.content if isinstance(item, Message) else None
-    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
+    if isinstance(item, Message):
+        content = item.content
+    elif isinstance(item, _OUTPUTS_WITH_PARTS):
         content = item.output
-    if content is None or isinstance(content, str):
+    else:
         return None
-    marks = [getattr(part, "prompt_cache_breakpoint", None) for part in content]
-    found = [m for m in marks if isinstance(m, dict)]
-    return found[-1] if found else None
+    if isinstance(content, str):
+        return None
+    for part in reversed(content):
+        mark = getattr(part, "prompt_cache_breakpoint", None)
+        if isinstance(mark, dict):
+            return mark
+    return None
 
 
 def is_model_item(item: Item) -> bool:
@@ -120,7 +152,9 @@ class Context:
     # The model is a real engine (it counts and caches the prompt): items' tokens and scan
     # findings come from the process's memo (rollout.conversation.memo) where it has them.
     memo: bool = False
-    block_hashes: list[int] = attrs.field(factory=list)
+    # The chain hashes of the prompt's completed 128-token blocks, hashed when first asked for
+    # (`block_hashes`, `block_hash`): a real engine's context needs one for its route.
+    _block_hashes: list[int] = attrs.field(factory=list)
     # Conversation state derived incrementally from the items (for validation and policies).
     by_id: dict[str, int] = attrs.field(factory=dict)
     call_names: dict[str, str] = attrs.field(factory=dict)
@@ -191,63 +225,104 @@ class Context:
         self.header_len = len(header)
         header.extend(body)
         self.tokens = header
-        self.block_hashes.clear()
-        self._hash_blocks()
+        self._block_hashes.clear()
         return self.header_len
 
     # -- items ----------------------------------------------------------------------------------
 
-    def extend(self, items: Iterable[Item], work: Work, *, scan: bool = True) -> int:
+    def extend(
+        self,
+        items: Iterable[Item],
+        work: Work,
+        *,
+        scan: bool = True,
+        looked: Looked | None = None,
+    ) -> int:
         """Add items at the end: scan (if input), render, tokenize. Returns the new token count.
+        `looked`: what `look_up` found of the items, if the caller asked (a context that counts
+        from the memo asks it).
 
         Cost is proportional to the new items only.
         """
         items = list(items)
         if not items:
             return 0
+        tokens, start = self.tokens, len(self.tokens)
         with work.stage("tokenize", items=len(items)) as c:
-            done = [self._counted(item) for item in items]
+            if self.memo:
+                looked = self.look_up(items) if looked is None else looked
+                keys, entries = looked.keys, self._counted(items, looked)
+                encoded = [entry[0] for entry in entries]
+            else:
+                done = [rendered(item, self.model, self._hidden(item)) for item in items]
+                encoded = [tokens for _, tokens in done]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
-            new = array("I")
-            body = len(self.tokens) - self.header_len
-            for item, (_, encoded) in zip(items, done, strict=True):
-                self.item_tokens.append(len(encoded))
-                new.extend(encoded)
+            for item, counted in zip(items, encoded, strict=True):
+                self.item_tokens.append(len(counted))
+                tokens.extend(counted)
+                if type(item) is Message and _unmarked(item.content):
+                    continue
                 mark = _breakpoint(item)
                 if mark is not None:
-                    self.body_breakpoints.append((body + len(new), mark.get("ttl")))
-            c.tokens = len(new)
+                    self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
+            added = c.tokens = len(tokens) - start
         if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
-            with work.stage("scan", items=len(items), tokens=len(new)):
-                self.scan.findings += sum(MEMO.findings_of(t, scan_findings) for t, _ in done)
-            self.scan.tokens_scanned += len(new)
+            with work.stage("scan", items=len(items), tokens=added):
+                self.scan.findings += self._memo_findings(items, keys, entries)
+            self.scan.tokens_scanned += added
         elif scan:
-            self._scan("".join(text for text, _ in done), len(new), work, items=len(items))
-        self.tokens.extend(new)
-        for item in items:
-            self._note(item)
-        self._hash_blocks()
-        return len(new)
+            self._scan("".join(text for text, _ in done), added, work, items=len(items))
+        self._note(items)
+        return added
 
-    def _counted(self, item: Item) -> tuple[str, array[int]]:
-        """An item's rendered text and its tokens: from the memo where the context counts from
-        it (not for images or files: those are counted for the model), else made now."""
-        if not self.memo or has_media(item):
-            return rendered(item, self.model, self._hidden(item))
-        text = self._render(item)
-        return text, MEMO.tokens_of(text, functools.partial(self._tokens, item))
+    def look_up(self, items: Sequence[Item]) -> Looked:
+        """The items as the memo knows them (a context that counts from it)."""
+        hidden = self._hidden
+        keys = [
+            counted_as(item) if type(item) is Message else counted_as(item, hidden(item))
+            for item in items
+        ]
+        return Looked(keys, MEMO.lookup(keys))
+
+    def _counted(self, items: list[Item], looked: Looked) -> list[Entry]:
+        """Each item's tokens (and scan findings, if known): the memo's, or counted now (and
+        kept)."""
+        out: list[Entry] = []
+        for item, key, entry in zip(items, looked.keys, looked.entries, strict=True):
+            if entry is None:
+                if key is None:
+                    entry = (rendered(item, self.model, self._hidden(item))[1], None)
+                else:
+                    entry = (tok.framed(key[0], tok.encoded(key[1])), None)
+                    MEMO.put(key, entry)
+            out.append(entry)
+        return out
+
+    def _memo_findings(
+        self, items: list[Item], keys: list[Key | None], entries: list[Entry]
+    ) -> int:
+        """The scan findings of the items: the memo's, else each item's framed text scanned
+        (and kept)."""
+        total = 0
+        for item, key, entry in zip(items, keys, entries, strict=True):
+            found = entry[1]
+            if found is None:
+                if key is None:
+                    found = scan_findings(self._render(item))
+                else:
+                    found = scan_findings(framed_text(*key))
+                    MEMO.put(key, (entry[0], found))
+            total += found
+        return total
 
     def _hidden(self, item: Item) -> str:
-        if isinstance(item, Reasoning | Compaction) and item.id is not None:
+        if type(item) is not Message and isinstance(item, _HIDDEN) and item.id is not None:
             return self.hidden.get(item.id, "")
         return ""
 
     def _render(self, item: Item) -> str:
         return render(item, self._hidden(item))
-
-    def _tokens(self, item: Item) -> array[int]:
-        return tokens_of(item, self.model, self._hidden(item))
 
     def _scan(self, text: str, tokens: int, work: Work, items: int) -> None:
         """The safety scan: a real pass over every new character, counted in tokens."""
@@ -256,7 +331,26 @@ class Context:
         self.scan.findings += found
         self.scan.tokens_scanned += tokens
 
-    def _note(self, item: Item) -> None:
+    def _note(self, items: list[Item]) -> None:
+        """The conversation's state after each item (a message, the commonest item, at once)."""
+        for item in items:
+            if type(item) is not Message:
+                self._note_item(item)
+                continue
+            if item.id is not None:
+                self.by_id[item.id] = len(self.items)
+            self.items.append(item)
+            model = item.role == "assistant"  # (is_model_item's)
+            if model and (not self.last_was_model or self.last_was_hosted):
+                self.model_turns += 1
+            self.last_was_model = model
+            self.last_was_hosted = False
+            if item.role == "user":
+                self.last_user_text = text_of(item.content)
+                self.calls_since_user = 0
+                self.hosted_since_user = NO_CALLS
+
+    def _note_item(self, item: Item) -> None:
         index = len(self.items)
         self.items.append(item)
         if isinstance(item, ItemReference):
@@ -277,7 +371,7 @@ class Context:
             self.calls_since_user += 1
             if getattr(item, "async_", None):
                 self.async_calls.add(item.call_id)
-        elif isinstance(item, (*OUTPUT_ITEMS, ComputerCallOutput)):
+        elif isinstance(item, _ANSWERS):
             call_id = item.call_id if isinstance(item, ComputerCallOutput) else answered_call(item)
             self.open_calls.discard(call_id)
             self.async_calls.discard(call_id)
@@ -287,20 +381,33 @@ class Context:
                 self.open_calls.add(item.call_id)
             done = self.hosted_since_user
             self.hosted_since_user = {**done, hosted.name: done.get(hosted.name, 0) + 1}
-        elif isinstance(item, Message) and item.role == "user":
-            self.last_user_text = text_of(item.content)
-            self.calls_since_user = 0
-            self.hosted_since_user = NO_CALLS
 
-    def _hash_blocks(self) -> None:
-        """Chain-hash each newly completed 128-token block (the prefix cache's keys)."""
-        done = len(self.block_hashes)
-        full = len(self.tokens) // BLOCK
-        prev = self.block_hashes[-1] if done else 0
-        view = memoryview(self.tokens)
-        for b in range(done, full):
-            prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
-            self.block_hashes.append(prev)
+    @property
+    def block_hashes(self) -> list[int]:
+        """The chain hash of each completed 128-token block of the prompt (the prefix cache's
+        keys); read only."""
+        return self._hashed(len(self.tokens) // BLOCK)
+
+    def block_hash(self, index: int) -> int | None:
+        """The chain hash of block `index` (None: the prompt has not completed it), hashing
+        no block after it."""
+        if index >= len(self.tokens) // BLOCK:
+            return None
+        return self._hashed(index + 1)[index]
+
+    def _hashed(self, blocks: int) -> list[int]:
+        """The block hashes, with (at least) the first `blocks` of them made: each block is
+        chain-hashed once, when first asked for (a context behind a real engine asks for one
+        for its route, the simulated model's prefix cache for all)."""
+        hashes = self._block_hashes
+        done = len(hashes)
+        if done < blocks:
+            prev = hashes[-1] if done else 0
+            view = memoryview(self.tokens)
+            for b in range(done, blocks):
+                prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
+                hashes.append(prev)
+        return hashes
 
     # -- queries --------------------------------------------------------------------------------
 
@@ -327,7 +434,7 @@ class Context:
     def prefix_hash(self, position: int) -> int:
         """A hash of the first `position` prompt tokens (not rounded to a block)."""
         full = position // BLOCK
-        prev = self.block_hashes[full - 1] if full else 0
+        prev = self._hashed(full)[full - 1] if full else 0
         tail = memoryview(self.tokens)[full * BLOCK : position].tobytes()
         return hash(("breakpoint", prev, tail))
 
@@ -374,7 +481,7 @@ class Context:
             items=list(self.items),
             tokens=array("I", self.tokens),
             scan=attrs.evolve(self.scan),
-            block_hashes=list(self.block_hashes),
+            block_hashes=list(self._block_hashes),
             by_id=dict(self.by_id),
             call_names=dict(self.call_names),
             open_calls=set(self.open_calls),

@@ -23,9 +23,11 @@ from protocol.items import (
     FunctionCallOutput,
     InputFile,
     InputImage,
+    InputText,
     Item,
     McpApprovalResponse,
     Message,
+    OutputText,
     Reasoning,
     Tool,
     text_of,
@@ -79,6 +81,23 @@ def parts(item: Item, hidden: str = "") -> tuple[str, str, Body]:
     raise TypeError(f"cannot render {type(item).__name__}; resolve item references first")
 
 
+_TEXT_PARTS = (InputText, OutputText)
+
+
+def counted_as(item: Item, hidden: str = "") -> tuple[str, str] | None:
+    """What an item's prompt tokens are made of, its role and its text (`parts` without the
+    body), or None for an item that holds images or files: those are counted for a model. A
+    message of one text part, the commonest item, is read at once."""
+    if type(item) is Message:
+        content = item.content
+        if type(content) is str:
+            return item.role, content
+        if len(content) == 1 and type(content[0]) in _TEXT_PARTS:
+            return item.role, content[0].text  # type: ignore[union-attr]
+    role, text, body = parts(item, hidden)
+    return None if body else (role, text)
+
+
 def has_media(item: Item) -> bool:
     """Whether the item holds images or files (what `parts` gives as its body)."""
     if isinstance(item, Message):
@@ -96,13 +115,18 @@ def render(item: Item, hidden: str = "") -> str:
     """The text an item contributes to the prompt, framed as the chat format frames it (what
     the safety scan reads; its tokens are `tokens_of`)."""
     role, text, _ = parts(item, hidden)
+    return framed_text(role, text)
+
+
+def framed_text(role: str, text: str) -> str:
+    """A role's text as the chat format frames it (`render`'s text)."""
     return f"<|start|>{role}<|message|>{text}<|end|>"
 
 
 def rendered(item: Item, model: str = "", hidden: str = "") -> tuple[str, array[int]]:
     """`render` and `tokens_of` of an item, from one look at its parts."""
     found = parts(item, hidden)
-    return f"<|start|>{found[0]}<|message|>{found[1]}<|end|>", _tokens(found, model)
+    return framed_text(found[0], found[1]), _tokens(found, model)
 
 
 def tokens_of(item: Item, model: str = "", hidden: str = "") -> array[int]:
@@ -155,6 +179,8 @@ def header_tokens(instructions: str | None, tools: Sequence[Tool]) -> array[int]
 
 
 __all__ = [
+    "counted_as",
+    "framed_text",
     "header_tokens",
     "media_tokens",
     "parts",

@@ -121,12 +121,10 @@ async def references(
     """The item ids the input may reference and how to resolve them: the context's own, and
     any stored item of the request's key (the store's item index) that the input references
     and the context does not hold. The index is asked only when there is such a reference."""
-    local = {i.id for i in raw if not isinstance(i, ItemReference) and i.id is not None}
-    wanted = [
-        i.id
-        for i in raw
-        if isinstance(i, ItemReference) and i.id not in base.by_id and i.id not in local
-    ]
+    wanted = [i.id for i in raw if isinstance(i, ItemReference) and i.id not in base.by_id]
+    if wanted:
+        local = {i.id for i in raw if not isinstance(i, ItemReference) and i.id is not None}
+        wanted = [item_id for item_id in wanted if item_id not in local]
     if not wanted:
         return base.by_id, base.resolve
     found = {

@@ -252,7 +252,7 @@ class Engine:
             ctx.mcp_listed = {}
         ctx.response_steps = ctx.response_calls = 0
         if route is None:
-            prefix = ctx.block_hashes[1] if len(ctx.block_hashes) > 1 else None
+            prefix = ctx.block_hash(1)
             route = await self.route(req.model, work, req.prompt_cache_key, prefix)
         ctx.route = route
         settings = reasoning.effective(profile, req.reasoning)

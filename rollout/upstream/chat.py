@@ -104,10 +104,15 @@ def _render(out: list[dict[str, Any]], ctx: Context, start: int) -> None:
             out.append({"role": "tool", "tool_call_id": call_id, "content": output})
 
 
+_TEXT = (InputText, OutputText)
+
+
 def _content(item: Message) -> str | list[dict[str, Any]]:
     content = item.content
     if isinstance(content, str):
         return content
+    if len(content) == 1 and type(content[0]) in _TEXT:  # (the commonest content)
+        return content[0].text  # type: ignore[union-attr]
     for c in content:
         if type(c) is InputImage:
             break

@@ -1,6 +1,7 @@
 # The counting memo behind a real engine (rollout.conversation.memo): a context that counts from
 # it has exactly the tokens, per-item counts and scan findings of one that tokenizes and scans
-# every item; the memo stays within its bounds, oldest out first; short texts bypass it.
+# every item; the memo stays within its bounds, oldest out first; short texts bypass it; an
+# item's key is its role and its text.
 from __future__ import annotations
 
 from array import array
@@ -8,9 +9,9 @@ from array import array
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.items import FunctionCall, FunctionCallOutput, Item, Message
+from protocol.items import FunctionCall, FunctionCallOutput, InputText, Item, Message, OutputText
 from rollout.conversation.context import Context
-from rollout.conversation.memo import MIN_CHARS, ItemMemo
+from rollout.conversation.memo import MIN_CHARS, ItemMemo, Key
 from rollout.conversation.work import Work
 
 SECRET = "key sk-abcdefghijklmnopqrstuvwxyz0123 and 123-45-6789"
@@ -29,12 +30,22 @@ def _items(texts: list[str]) -> list[Item]:
     out: list[Item] = []
     for i, text in enumerate(texts):
         if i % 3 == 0:
-            out.append(Message(role="user", content=text))
+            out.append(_message(i, text))
         elif i % 3 == 1:
             out.append(FunctionCall(call_id=f"c{i}", name="exec", arguments=text))
         else:
             out.append(FunctionCallOutput(call_id=f"c{i - 1}", output=text))
     return out
+
+
+def _message(i: int, text: str) -> Message:
+    """A message in each of its forms: the short one, one text part (as stored), two parts."""
+    form = i // 3 % 3
+    if form == 0:
+        return Message(role="user", content=text)
+    if form == 1:
+        return Message(role="assistant", content=(OutputText(text=text),))
+    return Message(role="user", content=(InputText(text=text), InputText(text=text[::-1])))
 
 
 @settings(deadline=None)  # the first example loads the tokenizer
@@ -55,39 +66,55 @@ def test_a_memo_context_counts_what_a_plain_one_does(batches: list[list[str]]) -
         assert ctx.block_hashes == plain.block_hashes
 
 
+def _count(memo: ItemMemo, key: Key, n: int, made: list[str]) -> array[int]:
+    """The tokens of `key` as a context gets them: the memo's, else made (n of them), kept."""
+    (entry,) = memo.lookup([key])
+    if entry is not None:
+        return entry[0]
+    made.append(key[1])
+    tokens = array("I", range(n))
+    memo.put(key, (tokens, None))
+    return tokens
+
+
 def test_the_memo_stays_within_its_bounds_oldest_out_first() -> None:
     memo = ItemMemo(max_tokens=800, max_entries=3)
     made: list[str] = []
-
-    def maker(text: str, n: int) -> array[int]:
-        made.append(text)
-        return array("I", range(n))
-
     texts = [f"{i:02d}" * MIN_CHARS for i in range(5)]
     for text in texts[:3]:
-        memo.tokens_of(text, lambda text=text: maker(text, 10))
-    memo.tokens_of(texts[0], lambda: maker(texts[0], 10))  # a hit: now the newest
-    memo.tokens_of(texts[3], lambda: maker(texts[3], 10))  # pushes out texts[1], the oldest
+        _count(memo, ("user", text), 10, made)
+    _count(memo, ("user", texts[0]), 10, made)  # a hit: now the newest
+    _count(memo, ("user", texts[3]), 10, made)  # pushes out texts[1], the oldest
     assert made == texts[:4] and len(memo) == 3
-    memo.tokens_of(texts[1], lambda: maker(texts[1], 10))
+    _count(memo, ("user", texts[1]), 10, made)
     assert made[-1] == texts[1]
-    memo.tokens_of(texts[4], lambda: maker(texts[4], 150))  # over max_tokens // 8: not kept
+    _count(memo, ("user", texts[4]), 150, made)  # over max_tokens // 8: not kept
     assert len(memo) == 3 and memo.tokens == 30
     assert (memo.hits, memo.misses) == (1, 6)
 
 
 def test_short_texts_and_findings() -> None:
     memo = ItemMemo()
-    calls: list[str] = []
-    short = "x" * (MIN_CHARS - 1)
-    memo.tokens_of(short, lambda: array("I", [1]))
-    assert len(memo) == 0  # bypassed
-    long = SECRET * 2
-    memo.tokens_of(long, lambda: array("I", [1, 2]))
+    short = ("user", "x" * (MIN_CHARS - 1))
+    memo.put(short, (array("I", [1]), None))
+    assert len(memo) == 0 and memo.lookup([short, None]) == [None, None]  # bypassed
+    assert (memo.hits, memo.misses) == (0, 0)
+    long = ("user", SECRET * 2)
+    memo.put(long, (array("I", [1, 2]), None))
+    memo.put(long, (array("I", [1, 2]), 4))  # its findings, once scanned
+    memo.put(long, (array("I", [9]), None))  # (kept already: not replaced)
+    assert memo.lookup([long]) == [(array("I", [1, 2]), 4)]
+    assert ("assistant", SECRET * 2) not in memo._entries  # the role is part of the key
 
-    def scan(text: str) -> int:
-        calls.append(text)
-        return 4
 
-    assert memo.findings_of(long, scan) == 4 and memo.findings_of(long, scan) == 4
-    assert calls == [long]  # scanned once
+def test_the_role_is_part_of_the_key() -> None:
+    # Texts that render alike with different roles are counted apart: the role and the text
+    # are tokenized each on its own.
+    text = "x" * MIN_CHARS
+    one = Context(memo=True)
+    one.extend([Message(role="user", content=text)], Work())
+    two = Context()
+    two.extend([Message(role="assistant", content=text)], Work())
+    three = Context(memo=True)
+    three.extend([Message(role="assistant", content=text)], Work())
+    assert three.tokens == two.tokens != one.tokens
