@@ -361,7 +361,7 @@ class Service:
     # -- decoding -------------------------------------------------------------------------------
 
     async def decode_create(
-        self, body: bytes | str, *, betas: frozenset[str] = frozenset()
+        self, body: codec.Raw, *, betas: frozenset[str] = frozenset()
     ) -> CreateRequest:
         """An HTTP create's body, decoded (a large one in a worker thread) and checked."""
         value = await off_loop(codec.loads, body, len(body))
@@ -370,7 +370,7 @@ class Service:
         self.check_create(req, websocket=False, betas=betas)
         return req
 
-    def decode_value(self, body: bytes | str, value: object) -> CreateRequest:
+    def decode_value(self, body: codec.Raw, value: object) -> CreateRequest:
         """An HTTP create's parsed `body` decoded (pure: run in a worker thread for a large
         one); a strict server first refuses its unknown parameters."""
         if not isinstance(value, dict):
