@@ -137,6 +137,18 @@ class Http11:
         assert self.head is not None
         return 0 if self.head.chunked else self._left
 
+    def whole_body(self) -> bytearray | None:
+        """A sized body all of which was received (with its head, most often), taken in one
+        copy; None when some of it is still to come."""
+        n = self._left
+        buf = self.buf
+        if len(buf) < n:
+            return None
+        body = buf[:n]
+        del buf[:n]
+        self.body_read(n)
+        return body
+
     def body_into(self, view: memoryview) -> int:
         """Of a sized body: what was received of it (up to `len(view)` bytes) moved into
         `view`, and how many bytes that was (the bytes `body` would have given, in one copy)."""

@@ -41,7 +41,10 @@ from rollout.service.service import Service
 from rollout.service.taps import Taps
 
 log = logging.getLogger("rollout.server.httpconn")
-RECEIVE = 65536
+RECEIVE = 65536  # bytes asked of the socket per read of a chunked body
+#: ... and per read of a head: what it brings past the head goes through the parser's buffer
+#: (copied twice), while the rest of a sized body is read straight into the body's own buffer.
+HEAD_RECEIVE = 16384
 BODY_BLOCK = 1 << 20  # bytes of a sized request body taken at once, ahead of their arrival
 JSON = "application/json"
 
@@ -93,17 +96,18 @@ class HttpConnection:
         """Read once into the parser: at once when bytes are waiting, else waiting until the
         current deadline (see `_deadline`), past which the connection closes (_Closed)."""
         io = self._io
+        size = RECEIVE if body else HEAD_RECEIVE
         data: bytes | bytearray | None = None
         try:
             if io.direct:
-                data = io.read_now(RECEIVE)
+                data = io.read_now(size)
             while data is None:
                 with trio.move_on_at(self._deadline(body)):
                     if io.direct:
                         await io.readable()
-                        data = io.read_now(RECEIVE)
+                        data = io.read_now(size)
                     else:
-                        data = await self.stream.receive_some(RECEIVE)
+                        data = await self.stream.receive_some(size)
                     self._waited = True
                     continue
                 raise _Closed()  # the deadline passed
@@ -302,8 +306,10 @@ class HttpConnection:
             await self._write(CONTINUE)
         http = self.http
         self._until = None  # the header timeout, for the whole body
-        if http.sized_left:
-            request.body = await self._read_sized(http.sized_left)
+        left = http.sized_left
+        if left:
+            body = http.whole_body()
+            request.body = body if body is not None else await self._read_sized(left)
             return True
         pieces: list[bytes] = []
         seen = 0

@@ -177,13 +177,15 @@ class OwnSide:
 
 
 class OwnSizedSide(OwnSide):
-    """rollout.server.http11 with a sized body read as the transport reads it: what came with
-    the head moved into the body's buffer (`body_into`), what comes after read straight into
-    it (`body_read`), never through `receive`."""
+    """rollout.server.http11 with a sized body read as the transport reads it: taken whole
+    when all of it came with the head (`whole_body`), else what came moved into the body's
+    buffer (`body_into`) and what comes after read straight into it (`body_read`), never
+    through `receive`."""
 
     def __init__(self, max_head: int) -> None:
         super().__init__(max_head)
         self.got = bytearray()  # of the body, read and not yet handed out as a piece
+        self.started = False  # the current body was asked for (`whole_body` was tried)
 
     def feed(self, data: bytes) -> None:
         http = self.http
@@ -199,11 +201,20 @@ class OwnSizedSide(OwnSide):
                 return
         super().feed(data)
 
+    def next_cycle(self) -> None:
+        super().next_cycle()
+        self.started = False
+
     def piece(self) -> bytes | None:
         http = self.http
         head = http.head
         if head is None or head.chunked or not head.length:
             return super().piece()
+        if http.sized_left and not self.started:  # (first, as the transport does)
+            self.started = True
+            whole = http.whole_body()
+            if whole is not None:
+                return bytes(whole)
         if http.sized_left:
             with memoryview(bytearray(http.sized_left)) as view:
                 n = http.body_into(view)
