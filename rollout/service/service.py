@@ -9,7 +9,6 @@
 # framing only.
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -364,9 +363,17 @@ class Service:
         self, body: codec.Raw, *, betas: frozenset[str] = frozenset()
     ) -> CreateRequest:
         """An HTTP create's body, decoded (a large one in a worker thread) and checked."""
-        value = await off_loop(codec.loads, body, len(body))
-        decode = functools.partial(self.decode_value, body)
-        req = await off_loop(decode, value, len(body), input_items(value))
+        size = len(body)
+        if size < OFF_LOOP_BYTES:  # (off_loop's choice, made here without its coroutines)
+            value = codec.loads(body)
+            items = input_items(value)
+            if items < OFF_LOOP_ITEMS:
+                req = self.decode_value(body, value)
+            else:
+                req = await trio.to_thread.run_sync(self.decode_value, body, value)
+        else:
+            value = await trio.to_thread.run_sync(codec.loads, body)
+            req = await trio.to_thread.run_sync(self.decode_value, body, value)
         self.check_create(req, websocket=False, betas=betas)
         return req
 
