@@ -24,6 +24,9 @@ DRAIN_S = 0.05  # how long closing waits for the rest of an answer, to keep its 
 
 
 _CRLF = -1  # Response._chunk_left: a chunk's data was read, its line end is next
+#: A chunk's line end and the next chunk's size line of plain digits (what _SIZE_LINE reads to
+#: the same size).
+_NEXT_CHUNK = re.compile(rb"\r\n([0-9A-Fa-f]{1,16})\r\n")
 _STATUS = re.compile(r"(HTTP/1\.[0-9]) ([1-9][0-9][0-9])(?: |$)")
 #: A chunk's size line: its digits (surrounded by whitespace), then any extensions after a ";".
 _SIZE_LINE = re.compile(
@@ -180,13 +183,21 @@ class Response:
         try:
             while at < size:
                 if left > 0:  # a chunk's data
-                    n = min(left, size - at)
-                    out.append(buf[at : at + n])
-                    at += n
-                    left -= n
-                    if left:
+                    end = at + left
+                    if end > size:  # (the rest of it is still to come)
+                        out.append(buf[at:])
+                        left, at = end - size, size
                         break
+                    out.append(buf[at:end])
+                    at = end
                     left = _CRLF
+                    # Its line end and the next chunk's size line, when that is plain digits
+                    # (the usual case), in one match; anything else is read line by line below.
+                    following = _NEXT_CHUNK.match(buf, at)
+                    if following is not None:
+                        at = following.end()
+                        left = int(following[1], 16)
+                        self._trailer = left == 0
                     continue
                 if left == _CRLF and buf.startswith(b"\r\n", at):  # (the usual line end)
                     at += 2
