@@ -35,12 +35,14 @@ from protocol.request import AppendRequest, CreateRequest
 from protocol.response import Response, Usage
 
 T = TypeVar("T")
+#: JSON text as received: a request body read into a buffer of its own is parsed where it lies.
+Raw = bytes | bytearray | memoryview | str
 
 
 # -- public functions ---------------------------------------------------------------------------
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: Raw) -> Any:
     """Parse JSON; a parse failure is a ProtocolError (`invalid_json`)."""
     try:
         return orjson.loads(data)
@@ -85,9 +87,9 @@ def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
         depth += 1
 
 
-def decode_object(data: bytes | str | Mapping[str, Any], cls: type[T]) -> T:
+def decode_object(data: Raw | Mapping[str, Any], cls: type[T]) -> T:
     """Parse a JSON object body (or an already-parsed mapping) into `cls`."""
-    return _structure_object(loads(data) if isinstance(data, bytes | str) else data, cls)
+    return _structure_object(loads(data) if isinstance(data, Raw) else data, cls)
 
 
 def _structure_object(value: object, cls: type[T]) -> T:
@@ -100,8 +102,8 @@ def _structure_object(value: object, cls: type[T]) -> T:
     return structure(value, cls)
 
 
-def decode_create(data: bytes | str | Mapping[str, Any]) -> CreateRequest:
-    value = loads(data) if isinstance(data, bytes | str) else data
+def decode_create(data: Raw | Mapping[str, Any]) -> CreateRequest:
+    value = loads(data) if isinstance(data, Raw) else data
     return _plain_create(value) or _structure_object(value, CreateRequest)
 
 
@@ -147,7 +149,7 @@ _CREATE_DEFAULTS = {
 }
 
 
-def decode_append(data: bytes | str | Mapping[str, Any]) -> AppendRequest:
+def decode_append(data: Raw | Mapping[str, Any]) -> AppendRequest:
     return decode_object(data, AppendRequest)
 
 

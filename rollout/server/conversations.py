@@ -122,7 +122,7 @@ async def _visible(ex: Exchange, conv_id: str) -> StoredConversation:
     return conv
 
 
-def _body(request: Request) -> bytes:
+def _body(request: Request) -> bytes | bytearray:
     ctype = request.headers.get("content-type", "application/json").split(";")[0].strip()
     if ctype.lower() != "application/json":
         raise errors.ProtocolError(

@@ -22,7 +22,7 @@ class Request:
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
-    body: bytes = b""
+    body: bytes | bytearray = b""  # (a sized body: the buffer it was read into)
 
 
 class Stream(Sink, Protocol):

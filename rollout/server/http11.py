@@ -130,6 +130,48 @@ class Http11:
         return piece
 
     @property
+    def sized_left(self) -> int:
+        """Bytes still to come of the current request's body when it is sized (Content-Length);
+        0 for a chunked one. The transport may read them straight into a buffer of its own
+        (`body_into`, then `body_read` for what each read brought) instead of `receive`."""
+        assert self.head is not None
+        return 0 if self.head.chunked else self._left
+
+    def whole_body(self) -> bytearray | None:
+        """A sized body all of which was received (with its head, most often), taken in one
+        copy; None when some of it is still to come."""
+        n = self._left
+        buf = self.buf
+        if len(buf) < n:
+            return None
+        body = buf[:n]
+        del buf[:n]
+        self.body_read(n)
+        return body
+
+    def body_into(self, view: memoryview) -> int:
+        """Of a sized body: what was received of it (up to `len(view)` bytes) moved into
+        `view`, and how many bytes that was (the bytes `body` would have given, in one copy)."""
+        n = min(len(view), self._left, len(self.buf))
+        if n:
+            with memoryview(self.buf) as received:
+                view[:n] = received[:n]
+            del self.buf[:n]
+            self.body_read(n)
+        return n
+
+    def body_read(self, n: int) -> None:
+        """`n` bytes of the sized body were read straight into the transport's buffer (at most
+        `sized_left`, and only when `buf` is empty); 0: the connection ended first, refused
+        as `body` refuses it."""
+        if n == 0:
+            self.eof = True
+            self.body()  # (raises: the body is cut short)
+        self._left -= n
+        if self._left == 0:
+            self.body_done = True
+
+    @property
     def chunk_left(self) -> int:
         """Bytes still to come of the chunk being read, as its size line declared."""
         assert self.head is not None

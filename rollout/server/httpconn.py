@@ -41,7 +41,11 @@ from rollout.service.service import Service
 from rollout.service.taps import Taps
 
 log = logging.getLogger("rollout.server.httpconn")
-RECEIVE = 65536
+RECEIVE = 65536  # bytes asked of the socket per read of a chunked body
+#: ... and per read of a head: what it brings past the head goes through the parser's buffer
+#: (copied twice), while the rest of a sized body is read straight into the body's own buffer.
+HEAD_RECEIVE = 16384
+BODY_BLOCK = 1 << 20  # bytes of a sized request body taken at once, ahead of their arrival
 JSON = "application/json"
 
 
@@ -92,17 +96,18 @@ class HttpConnection:
         """Read once into the parser: at once when bytes are waiting, else waiting until the
         current deadline (see `_deadline`), past which the connection closes (_Closed)."""
         io = self._io
+        size = RECEIVE if body else HEAD_RECEIVE
         data: bytes | bytearray | None = None
         try:
             if io.direct:
-                data = io.read_now(RECEIVE)
+                data = io.read_now(size)
             while data is None:
                 with trio.move_on_at(self._deadline(body)):
                     if io.direct:
                         await io.readable()
-                        data = io.read_now(RECEIVE)
+                        data = io.read_now(size)
                     else:
-                        data = await self.stream.receive_some(RECEIVE)
+                        data = await self.stream.receive_some(size)
                     self._waited = True
                     continue
                 raise _Closed()  # the deadline passed
@@ -300,9 +305,14 @@ class HttpConnection:
         if head.expect_continue:
             await self._write(CONTINUE)
         http = self.http
+        self._until = None  # the header timeout, for the whole body
+        left = http.sized_left
+        if left:
+            body = http.whole_body()
+            request.body = body if body is not None else await self._read_sized(left)
+            return True
         pieces: list[bytes] = []
         seen = 0
-        self._until = None  # the header timeout, for the whole body
         while True:
             piece = http.body()
             if piece is None:
@@ -321,6 +331,48 @@ class HttpConnection:
                 if declared is None and not self._reserve(len(piece)):
                     return await self._over_budget()
                 pieces.append(piece)
+
+    async def _read_sized(self, size: int) -> bytes | bytearray:
+        """A sized body (Content-Length, `size` bytes, within the limit and reserved) read
+        straight into its own buffer: what came with the head moved there once, the rest read
+        into it with no copy. Past BODY_BLOCK bytes it is read a block at a time (memory taken
+        as the bytes come, not all once a head declares them) and the blocks joined once."""
+        http = self.http
+        blocks: list[bytearray] = []
+        while size:
+            block = bytearray(min(size, BODY_BLOCK))
+            with memoryview(block) as view:
+                got = http.body_into(view)
+                while got < len(block):
+                    got += await self._read_into(view[got:])
+            blocks.append(block)
+            size -= len(block)
+        return blocks[0] if len(blocks) == 1 else b"".join(blocks)
+
+    async def _read_into(self, view: memoryview) -> int:
+        """Read once into `view`, as `_fill` reads (under the body's deadline): how many bytes
+        came, counted by the parser (which refuses the connection's end: BadRequest)."""
+        io = self._io
+        n: int | None = None
+        try:
+            if io.direct:
+                n = io.read_into_now(view)
+            while n is None:
+                with trio.move_on_at(self._deadline(True)):
+                    if io.direct:
+                        await io.readable()
+                        n = io.read_into_now(view)
+                    else:
+                        data = await self.stream.receive_some(len(view))
+                        n = len(data)
+                        view[:n] = data
+                    self._waited = True
+                    continue
+                raise _Closed()  # the deadline passed
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise _Closed() from None
+        self.http.body_read(n)
+        return n
 
     def _reserve(self, n: int) -> bool:
         assert self.limits is not None
@@ -349,7 +401,8 @@ class HttpConnection:
             ambiguous = "transfer-encoding" in headers and "content-length" in headers
             if self.taps.watching:
                 ctype = headers.get("content-type")
-                seen = HttpIn(request.method, request.path, request.query, request.body, ctype)
+                body = bytes(request.body)
+                seen = HttpIn(request.method, request.path, request.query, body, ctype)
                 await self.taps.request(seen)
             try:
                 self.owner = None  # until the key is checked

@@ -1,13 +1,14 @@
 # Reads and writes on a TCP connection's socket without trio's stream layer, for the hot paths of
-# both transports: trio's SocketStream wraps every call in a conflict detector, an error
-# translator (a generator context manager) and a first attempt that raises and catches an
-# exception when the socket is not ready. With the caches as cold as between a client's turns, a
-# write through it measured 169 µs against 91 µs here (`scripts/cold_costs.py`, last at 5d4eeb7).
-# Here the system call comes first and the readiness wait only when it would block; errors are
-# the stream's (BrokenResourceError, ClosedResourceError), and, as trio's, each call raises if
-# the task is cancelled and a write ends with a checkpoint. `write_now` is a write that neither
-# waits nor yields (an outbox's push), `read_now` a read that does neither (the HTTP connection
-# waits itself, under its timeouts). Any other stream (a test's wrapper, TLS) is used as it is.
+# both transports: trio's SocketStream wraps every call in a conflict detector, an error translator
+# (a generator context manager) and a first attempt that raises and catches an exception when the
+# socket is not ready. With the caches as cold as between a client's turns, a write through it
+# measured 169 µs against 91 µs here (`scripts/cold_costs.py`, last at 5d4eeb7). Here the system
+# call comes first and the readiness wait only when it would block; errors are the stream's
+# (BrokenResourceError, ClosedResourceError), and, as trio's, each call raises if the task is
+# cancelled and a write ends with a checkpoint. `write_now` is a write that neither waits nor yields
+# (an outbox's push), `read_now` a read that does neither (the HTTP connection waits itself, under
+# its timeouts), and `read_into_now` the same into a buffer of the caller's (a request body's, read
+# without a copy). Any other stream (a test's wrapper, TLS) is used as it is.
 from __future__ import annotations
 
 import errno
@@ -42,6 +43,16 @@ class SocketIO:
         end of the stream), or None when there are none yet (then `readable` waits)."""
         try:
             return os.read(self._fd(), max_bytes)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise _broken(exc) from exc
+
+    def read_into_now(self, view: memoryview) -> int | None:
+        """`read_now` into `view` (with `direct`): how many bytes came (0 at the end of the
+        stream), or None when there are none yet."""
+        try:
+            return os.readv(self._fd(), (view,))
         except BlockingIOError:
             return None
         except OSError as exc:

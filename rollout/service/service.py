@@ -9,7 +9,6 @@
 # framing only.
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -361,16 +360,24 @@ class Service:
     # -- decoding -------------------------------------------------------------------------------
 
     async def decode_create(
-        self, body: bytes | str, *, betas: frozenset[str] = frozenset()
+        self, body: codec.Raw, *, betas: frozenset[str] = frozenset()
     ) -> CreateRequest:
         """An HTTP create's body, decoded (a large one in a worker thread) and checked."""
-        value = await off_loop(codec.loads, body, len(body))
-        decode = functools.partial(self.decode_value, body)
-        req = await off_loop(decode, value, len(body), input_items(value))
+        size = len(body)
+        if size < OFF_LOOP_BYTES:  # (off_loop's choice, made here without its coroutines)
+            value = codec.loads(body)
+            items = input_items(value)
+            if items < OFF_LOOP_ITEMS:
+                req = self.decode_value(body, value)
+            else:
+                req = await trio.to_thread.run_sync(self.decode_value, body, value)
+        else:
+            value = await trio.to_thread.run_sync(codec.loads, body)
+            req = await trio.to_thread.run_sync(self.decode_value, body, value)
         self.check_create(req, websocket=False, betas=betas)
         return req
 
-    def decode_value(self, body: bytes | str, value: object) -> CreateRequest:
+    def decode_value(self, body: codec.Raw, value: object) -> CreateRequest:
         """An HTTP create's parsed `body` decoded (pure: run in a worker thread for a large
         one); a strict server first refuses its unknown parameters."""
         if not isinstance(value, dict):

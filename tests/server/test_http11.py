@@ -2,7 +2,8 @@
 server ran on before: the same byte streams (valid, malformed, split anywhere, oversized heads,
 smuggling-style Content-Length and Transfer-Encoding mixes, pipelined requests) give the same
 requests, bodies, keep-alive and Expect decisions, the same refusals (with the same status), and
-the same response bytes, on either side (tests/support/h11oracle.py)."""
+the same response bytes, on either side (tests/support/h11oracle.py); a sized body read straight
+into its buffer, as the transport reads it, gives the same too."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from rollout.server.httpconn import _request
 from rollout.server.httphead import BadRequest, Head, parse_head, parse_lines, split_lines
-from support.h11oracle import Answer, H11Side, OwnSide, drive
+from support.h11oracle import Answer, H11Side, OwnSide, OwnSizedSide, drive
 
 SETTINGS = settings(
     max_examples=2000,
@@ -202,6 +203,8 @@ def _compare(chunks: list[bytes], eof: bool, max_head: int, limit: int, replies:
     expected = drive(H11Side(max_head), chunks, eof, limit, lambda i: replies[i])
     got = drive(OwnSide(max_head), chunks, eof, limit, lambda i: replies[i])
     assert got == expected
+    sized = drive(OwnSizedSide(max_head), chunks, eof, limit, lambda i: replies[i])
+    assert sized == expected
 
 
 @SETTINGS

@@ -2,8 +2,9 @@
 # differential tests of rollout.server.http11 (tests/server/test_http11.py): on h11, as the
 # server ran on it (with the transport's own rules around it: a head still incomplete past the
 # limit is 431 at once, a chunk declaring more than the body limit is 413 before its data), and on
-# the project's own parser. `drive` reads requests the way the transport does (head, body within
-# a limit, answer) and returns everything either side decided, for comparison.
+# the project's own parser (also with a sized body read straight into a buffer, as the transport
+# reads it). `drive` reads requests the way the transport does (head, body within a limit,
+# answer) and returns everything either side decided, for comparison.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -173,6 +174,57 @@ class OwnSide:
 
     def trailing(self) -> bytes:
         return bytes(self.http.buf)
+
+
+class OwnSizedSide(OwnSide):
+    """rollout.server.http11 with a sized body read as the transport reads it: taken whole
+    when all of it came with the head (`whole_body`), else what came moved into the body's
+    buffer (`body_into`) and what comes after read straight into it (`body_read`), never
+    through `receive`."""
+
+    def __init__(self, max_head: int) -> None:
+        super().__init__(max_head)
+        self.got = bytearray()  # of the body, read and not yet handed out as a piece
+        self.started = False  # the current body was asked for (`whole_body` was tried)
+
+    def feed(self, data: bytes) -> None:
+        http = self.http
+        if http.head is not None and not http.buf and http.sized_left:
+            n = min(len(data), http.sized_left)
+            try:
+                http.body_read(n)
+            except BadRequest as exc:
+                raise Refused(exc.status) from None
+            self.got += data[:n]
+            data = data[n:]  # (what the transport would read after the body)
+            if not data:
+                return
+        super().feed(data)
+
+    def next_cycle(self) -> None:
+        super().next_cycle()
+        self.started = False
+
+    def piece(self) -> bytes | None:
+        http = self.http
+        head = http.head
+        if head is None or head.chunked or not head.length:
+            return super().piece()
+        if http.sized_left and not self.started:  # (first, as the transport does)
+            self.started = True
+            whole = http.whole_body()
+            if whole is not None:
+                return bytes(whole)
+        if http.sized_left:
+            with memoryview(bytearray(http.sized_left)) as view:
+                n = http.body_into(view)
+                self.got += view[:n]
+        if self.got:
+            piece, self.got = bytes(self.got), bytearray()
+            return piece
+        if not http.sized_left:  # (the transport asks `body` nothing more: it has it all)
+            return END
+        return super().piece()  # nothing yet, or the connection's end refused
 
 
 def drive(

@@ -271,6 +271,49 @@ async def test_bodies_larger_than_a_read_come_in_pieces_to_their_end() -> None:
         assert wire.connections == 1
 
 
+# A request's head and body leave in one gathering write, however much of them a write takes.
+
+
+async def test_a_request_past_the_socket_buffers_arrives_whole() -> None:
+    big = bytes(range(256)) * 16_000  # 4 MB: the socket takes it a part at a time
+    async with serving(answering((sized(b"ok"),))) as (server, wire):
+        for body in (big, b"{}"):
+            assert await body_of(await wire.post("/x", body)) == b"ok"
+        assert server.requests == [(0, big), (0, b"{}")]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    takes=st.lists(st.integers(0, 120), min_size=1, max_size=8),
+    body=st.binary(min_size=1, max_size=300),
+)
+def test_a_request_written_a_few_bytes_at_a_time_arrives_whole(
+    takes: list[int], body: bytes
+) -> None:
+    """Each write takes at most the next of `takes` bytes (0: the socket is full), wherever
+    that cuts the head or the body."""
+    writev = wire_module.os.writev
+    limits = itertools.cycle(takes if any(takes) else [1])
+
+    def partial(fd: int, parts: list[Any]) -> int:
+        most = next(limits)
+        if most == 0:
+            raise BlockingIOError()
+        joined = b"".join(bytes(part) for part in parts)
+        return writev(fd, [joined[:most]])
+
+    async def main() -> None:
+        async with serving(answering((sized(b"ok"),))) as (server, wire):
+            wire_module.os.writev = partial  # type: ignore[attr-defined]
+            try:
+                assert await body_of(await wire.post("/x", body)) == b"ok"
+            finally:
+                wire_module.os.writev = writev  # type: ignore[attr-defined]
+            assert server.requests == [(0, body)]
+
+    trio.run(main)
+
+
 # Sized and close-delimited bodies; answers that end their connection.
 
 
