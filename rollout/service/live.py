@@ -198,6 +198,7 @@ class AppendTools:
         live.lifetime.pause({pending_id(c): pending_name(c) for c in items})
         if live.announces:
             await r.send(r.stream.pause(items, r.usage))
+            r.sink.push()  # it leaves now: the client's next turn waits for it
         r.work.mark("paused")
         live.boundary.set()
         with r.work.stage("client_tool", items=len(items)):
