@@ -21,6 +21,7 @@ from protocol.events import (
     ErrorEvent,
     Event,
     OutputItemEvent,
+    PauseEvent,
     ReasoningSummaryDeltaEvent,
     ReasoningSummaryDoneEvent,
     RefusalDeltaEvent,
@@ -345,6 +346,20 @@ def _function_call_json(item: FunctionCall) -> dict[str, Any]:
     return data
 
 
+def _pause_json(event: PauseEvent) -> dict[str, Any]:
+    """`response.done` in JSON form, as the converter makes it."""
+    return {
+        "type": event.type,
+        "sequence_number": event.sequence_number,
+        "response_id": event.response_id,
+        "pending_calls": [
+            {"call_id": c.call_id, "name": c.name, "item_id": c.item_id}
+            for c in event.pending_calls
+        ],
+        "usage": _usage_json(event.usage),
+    }
+
+
 def _tool_json(tool: Any) -> Any:
     """A tool of the request in JSON form, as the converter makes it: a function's field by
     field (its parameters are the request's JSON), any other as the request sent it."""
@@ -407,6 +422,8 @@ def encode_event(event: Event, stream_id: str | None = None) -> bytes:
         data = {name: getattr(event, name) for name in fields}
     elif type(event) is ResponseEvent:
         return _lifecycle_event(event, stream_id)
+    elif type(event) is PauseEvent:  # an append turn's last event
+        data = _pause_json(event)
     elif (nested := _NESTED.get(type(event))) is not None:  # an item or part event
         names, inner = nested
         data = {name: getattr(event, name) for name in names}

@@ -353,8 +353,9 @@ class LiveRollouts:
         r.work.merge(work)
         live.prepared.input_items.extend(stored)
         r.mailbox.post(note, late)
-        live.answered.set()  # (each agent waiting in a multi-agent response looks for its own)
-        live.answered = trio.Event()
+        if live.agent_waits:  # (each agent waiting in a multi-agent response looks for its own)
+            live.answered.set()
+            live.answered = trio.Event()
         if resumed:
             live.boundary = trio.Event()
             live.resumed.set()

@@ -283,6 +283,19 @@ class Service:
                 local=local,
             )
             return
+        await self.append_to(live, items, work, sink, holder=holder, hold=hold)
+
+    async def append_to(
+        self,
+        live: Live,
+        items: Sequence[Item],
+        work: Work,
+        sink: Sink,
+        *,
+        holder: object,
+        hold: Hold,
+    ) -> None:
+        """`append` to a live rollout of this worker (found already)."""
         if hold is Hold.UNTIL_PAUSE:
             self.live.check_waiting(live)  # running or finished: 409 before anything else
         live.check_free(holder)

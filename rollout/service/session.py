@@ -204,12 +204,11 @@ class Session:
             return
         live.check_free(self)  # held by another connection: not found, on the frame's lane
         try:
-            await self.service.append(
-                live.id,
+            await self.service.append_to(
+                live,
                 append.input,
                 work,
                 self.sink_for(live.lane),
-                owner=self.owner,
                 holder=self,
                 hold=Hold.UNTIL_END,
             )

@@ -120,7 +120,10 @@ def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
 @SETTINGS
 @given(
     st.one_of(
-        events_of(ev.OutputItemEvent), events_of(ev.ContentPartEvent), events_of(ev.ResponseEvent)
+        events_of(ev.OutputItemEvent),
+        events_of(ev.ContentPartEvent),
+        events_of(ev.ResponseEvent),
+        events_of(ev.PauseEvent),
     )
     | events,
     st.none() | st.sampled_from(["lane-1", 'a"b\\c']),
