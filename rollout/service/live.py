@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -110,17 +111,27 @@ class Live:
     agent_waits: dict[trio.CancelScope, float] = attrs.field(factory=dict)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
-    wait_scope: trio.CancelScope | None = None
+    wait_scope: trio.CancelScope | None = None  # whose deadline ends the wait for outputs
     append_deadline: float = float("inf")
-    timeout_reason: str = "append_timeout"
 
     def __attrs_post_init__(self) -> None:
         self.lifetime = Lifetime(self.id)
         self.relay = Relay(self)
+        self.timeout_reason = "append_timeout"
 
     @property
     def id(self) -> str:
         return self.prepared.rollout.stream.response.id
+
+    @property
+    def timeout_reason(self) -> str:
+        """Why the rollout ends if its wait's deadline passes (`append_timeout`, or
+        `client_disconnected` once parked for the grace period)."""
+        return self.cancel.expiry
+
+    @timeout_reason.setter
+    def timeout_reason(self, reason: str) -> None:
+        self.cancel.expiry = reason
 
     @property
     def state(self) -> State:
@@ -202,19 +213,23 @@ class AppendTools:
         r.work.mark("paused")
         live.boundary.set()
         with r.work.stage("client_tool", items=len(items)):
-            live.append_deadline = trio.current_time() + live.config.append_timeout_s
-            with trio.CancelScope(deadline=live.append_deadline) as scope:
-                live.wait_scope = scope
-                live.timeout_reason = "append_timeout"
+            # The wait's deadline is the loop's own scope's (no scope of its own at each pause):
+            # when it passes, the loop ends `incomplete` with `timeout_reason`.
+            scope = live.wait_scope = live.cancel.scope
+            live.timeout_reason = "append_timeout"
+            scope.deadline = live.append_deadline = (
+                trio.current_time() + live.config.append_timeout_s
+            )
+            try:
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()
                 # Acknowledgements are sent from here, in order with the response's events.
                 while not live.resumed.is_set():
                     await r.mailbox.wait()
                     await r.send_notes()
-            live.wait_scope = None
-        if scope.cancelled_caught:
-            raise EndRollout(live.timeout_reason)
+            finally:
+                live.wait_scope = None
+                scope.deadline = math.inf
         await r.send_notes()
         live.resumed = trio.Event()
         return live.lifetime.take_outputs()

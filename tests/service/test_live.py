@@ -3,16 +3,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
 import trio
+from trio.testing import MockClock
 
 from protocol import codec
 from protocol.events import Event
 from protocol.items import FunctionCallOutput
+from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.engine.loop import CallbackSink
 from rollout.model.policy import ScriptedPolicy, call, text
+from rollout.model.steps import TextStep
 from rollout.service.config import ServerConfig
-from rollout.service.live import LiveRollouts
+from rollout.service.live import Live, LiveRollouts
 from rollout.testing.sample import EXEC_TOOL
 
 
@@ -56,3 +63,80 @@ async def test_a_pause_leaves_at_once() -> None:
     assert len(pauses) == 2
     assert all(seen[i + 1] == "push" for i in pauses)
     assert seen.count("flush") == 1  # the answer's first token only
+
+
+async def _rollout(
+    steps: list[Any], config: ServerConfig, answer: Callable[[Live, LiveRollouts], Awaitable[None]]
+) -> list[Event]:
+    """An append rollout of `steps` on its own live rollouts; `answer` runs beside it."""
+    seen: list[Event] = []
+
+    async def emit(event: Event) -> None:
+        seen.append(event)
+
+    engine = Engine(policy=ScriptedPolicy(steps))
+    lives = LiveRollouts(engine, config)
+    body = {"model": "m", "input": "hi", "store": False, "tools": [EXEC_TOOL], "shape": "append"}
+    async with trio.open_nursery() as nursery:
+        await nursery.start(lives.run)
+        prepared = await engine.prepare(codec.decode_create(body), engine.stats.new_work(), emit)
+        engine.plan_of(prepared, held=True)
+        live = lives.start(
+            prepared, sink=CallbackSink(emit), holder=object(), owner=None, lane=None, billing=None
+        )
+        await answer(live, lives)
+        await live.done.wait()
+        nursery.cancel_scope.cancel()
+    return seen
+
+
+def _outputs(live: Live) -> list[FunctionCallOutput]:
+    return [FunctionCallOutput(call_id=c, output="ok") for c in live.pending]
+
+
+def _end(seen: list[Event]) -> tuple[str, str | None]:
+    response = seen[-1].response  # type: ignore[attr-defined]
+    details = response.incomplete_details
+    return response.status, details.reason if details is not None else None
+
+
+async def test_the_append_timeout_ends_a_waiting_rollout(autojump_clock: trio.abc.Clock) -> None:
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        start = trio.current_time()
+        await live.done.wait()
+        assert trio.current_time() - start == pytest.approx(5)
+
+    seen = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    assert _end(seen) == ("incomplete", "append_timeout")
+
+
+async def test_the_append_timeout_does_not_run_while_the_model_works(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The wait's deadline is lifted when the rollout resumes: a step longer than the append
+    timeout is not cut."""
+
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        lives.accept(live, _outputs(live), Work())
+
+    steps = [call("exec", {"cmd": "ls"}), TextStep(text="done", delay_s=30)]
+    seen = await _rollout(steps, ServerConfig(append_timeout_s=5), answer)
+    assert _end(seen) == ("completed", None)
+
+
+async def test_a_cancel_as_the_deadline_passes_ends_it_cancelled(
+    autojump_clock: MockClock,
+) -> None:
+    """A cancel given after the wait's deadline passed, before the loop saw it, is the reason
+    (the first reason given wins; the deadline's only if there was none)."""
+
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        autojump_clock.jump(10)
+        live.cancel.cancel("cancelled")
+
+    seen = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    assert seen[-1].type == "response.incomplete"
+    assert _end(seen) == ("cancelled", None)
