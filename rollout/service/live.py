@@ -104,7 +104,7 @@ class Live:
     lifetime: Lifetime = attrs.field(init=False)
     relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
-    resumed: trio.Event = attrs.field(factory=trio.Event)
+    resumed: bool = False  # the outputs the wait is for are all in (the mailbox wakes it)
     answered: trio.Event = attrs.field(factory=trio.Event)  # set (and made anew) at each accept
     #: A multi-agent response's agents waiting for client calls: each wait's scope, and the
     #: append timeout it had before a disconnect shortened it to the grace period.
@@ -224,14 +224,14 @@ class AppendTools:
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()
                 # Acknowledgements are sent from here, in order with the response's events.
-                while not live.resumed.is_set():
+                while not live.resumed:
                     await r.mailbox.wait()
                     await r.send_notes()
             finally:
                 live.wait_scope = None
                 scope.deadline = math.inf
         await r.send_notes()
-        live.resumed = trio.Event()
+        live.resumed = False
         return live.lifetime.take_outputs()
 
 
@@ -373,7 +373,7 @@ class LiveRollouts:
             live.answered = trio.Event()
         if resumed:
             live.boundary = trio.Event()
-            live.resumed.set()
+            live.resumed = True
         return live.boundary
 
     def check_waiting(self, live: Live) -> None:
