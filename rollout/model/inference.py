@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -223,7 +223,7 @@ def _ascii_texts(ids: Sequence[int]) -> list[str]:
             if _ASCII[t] is None:
                 _ASCII[t] = enc.decode_single_token_bytes(t).decode("ascii")
         texts = list(map(_ASCII.__getitem__, ids))
-    return cast(list[str], texts)
+    return texts  # type: ignore[return-value]  # (no None is left)
 
 
 #: The deltas of long texts streamed lately, beside the tokenizer's memo of their ids

@@ -28,7 +28,15 @@ from rollout.server.closing import LINGER_S, discard_input, half_close
 from rollout.server.outbox import Outbox
 from rollout.server.sockio import SocketIO
 from rollout.server.successor import Successor
-from rollout.server.wsframes import TooLarge, WsClosed, frame_at, join, text_frame, text_of
+from rollout.server.wsframes import (
+    TooLarge,
+    WsClosed,
+    frame_at,
+    join,
+    text_frame,
+    text_frames,
+    text_of,
+)
 from rollout.service.transport import After, Spawn
 
 RECEIVE = 256 * 1024
@@ -186,7 +194,7 @@ class WsConnection:
         if self._buf and (stop := await self._received(b"")):
             return stop if stop is not True else None
         while True:
-            if self.queued > HIGH_WATER:
+            if self._out.queued > HIGH_WATER:
                 await self._out.drained.wait()  # backpressure: read no more until it drains
             data: bytes | bytearray = b""
             if self._closed is not None:  # closing: linger for the peer's close frame
@@ -379,7 +387,7 @@ class WsConnection:
         if len(messages) == 1:
             out.put(text_frame(messages[0]))
         else:
-            out.put(b"".join(map(text_frame, messages)))
+            out.put(text_frames(messages))
         if out.queued > out.high_water:
             await self._below_high_water()
 
