@@ -38,6 +38,7 @@ from rollout.service.eventlog import EventLogs, StoreLogs
 from rollout.service.live import Hold, Live, LiveRollouts, response_not_found
 from rollout.service.peers import Peers
 from rollout.service.taps import TapConfig
+from rollout.service.transport import Closing
 from rollout.store.base import LogStore
 
 T = TypeVar("T")
@@ -156,7 +157,7 @@ class Service:
         hold: Hold,
         billing: trio.Nursery | None = None,
         lane: str | None = None,
-        closing: trio.Event | None = None,
+        closing: Closing | None = None,
     ) -> None:
         """Run a prepared create in its shape. Chain: the response runs to its end (so does a
         multi-agent response over HTTP: it completes when it waits for client calls). Append,
@@ -195,8 +196,10 @@ class Service:
         self._log(prepared, hold)
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
+        elif closing is None:
+            await live.done.wait()
         else:
-            await _until_either(live.done, closing)
+            await closing.until(live.done)
 
     def _log(self, prepared: Prepared, hold: Hold) -> None:
         """A stored response that streams (over SSE, or on a WebSocket lane) has its events go
@@ -396,21 +399,6 @@ class Service:
         """A create's cross-field rules and the beta features it needs, on either transport."""
         validate_create(req, websocket=websocket, strict=not self.config.lenient)
         check_betas(req, betas)
-
-
-async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
-    if closing is None:
-        await done.wait()
-        return
-    async with trio.open_nursery() as nursery:
-
-        async def stop_on_close() -> None:
-            await closing.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(stop_on_close)
-        await done.wait()
-        nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False)
