@@ -348,7 +348,7 @@ class Engine:
                 else:  # a multi-agent response: the root's loop and its subagents' loops
                     outcome = await r.team.run(r, self.loop_env, client)
             if cancel.scope.cancelled_caught:
-                outcome = Outcome("incomplete", reason=cancel.why)
+                outcome = Outcome("incomplete", reason=cancel.reason)
         except EndRollout as end:
             outcome = Outcome("incomplete", reason=end.reason)
         except Disconnected:

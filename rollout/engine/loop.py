@@ -195,25 +195,15 @@ class EndRollout(Exception):
 
 @attrs.define(eq=False)
 class Cancel:
-    """A handle to stop a running loop from outside (`response.cancel`, shutdown), the first
-    reason given winning. Its scope's deadline, where one is set (an append rollout waiting for
-    its outputs), stops the loop too, with `expiry` as the reason unless it was cancelled."""
+    """A handle to stop a running loop from outside (`response.cancel`, grace expiry)."""
 
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     reason: str = "cancelled"
-    expiry: str = "cancelled"
-    called: bool = False
 
     def cancel(self, reason: str = "cancelled") -> None:
-        if not self.called:
-            self.called = True
+        if not self.scope.cancel_called:
             self.reason = reason
             self.scope.cancel()
-
-    @property
-    def why(self) -> str:
-        """Why the scope stopped the loop."""
-        return self.reason if self.called else self.expiry
 
 
 Pieces = AsyncGenerator[p.Piece, None]

@@ -9,8 +9,8 @@
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -93,6 +93,61 @@ class Relay:
 
 
 @attrs.define(eq=False)
+class Timers:
+    """The deadlines of append rollouts' waits for outputs, kept without a cancel scope per
+    pause: each waiting rollout by its append timeout's deadline, and each parked one also by
+    its grace period's, both in deadline order (a dict keeps the order things are added in, and
+    each deadline added is at least every earlier one: now plus the same timeout). One task
+    (`run`) sleeps to the earliest and stops the rollouts whose deadline passed, as a cancel
+    would, with the reason (`append_timeout`, `client_disconnected`)."""
+
+    append_timeout_s: float
+    waits: dict[Live, float] = attrs.field(factory=dict)
+    graces: dict[Live, float] = attrs.field(factory=dict)
+    earlier: trio.Event = attrs.field(factory=trio.Event)  # a deadline before the task's came
+
+    def waiting(self, live: Live, deadline: float) -> None:
+        """`live` waits for outputs until `deadline` (its append timeout's)."""
+        self.waits[live] = deadline
+
+    def stopped(self, live: Live) -> None:
+        """`live`'s wait ended (resumed, expired, or its loop stopped)."""
+        self.waits.pop(live, None)
+        self.graces.pop(live, None)
+
+    def parked(self, live: Live, grace: float) -> None:
+        """`live` lost its client while waiting: it ends at `grace` unless its append timeout
+        comes first or a client takes it over (`attached`)."""
+        if live in self.waits and live not in self.graces:
+            self.graces[live] = grace
+            self.earlier.set()  # (a grace period is shorter than the append timeout)
+
+    def attached(self, live: Live) -> None:
+        """A client took `live` over: its append timeout's deadline is its wait's again."""
+        self.graces.pop(live, None)
+
+    async def run(self) -> None:
+        while True:
+            now = trio.current_time()
+            self._expire(self.waits, now, "append_timeout")
+            self._expire(self.graces, now, "client_disconnected")
+            # (with nothing waiting, no wait that begins from now ends before the timeout)
+            until = now + self.append_timeout_s
+            for deadlines in (self.waits, self.graces):
+                if deadlines:
+                    until = min(until, next(iter(deadlines.values())))
+            with trio.move_on_at(until):
+                await self.earlier.wait()
+            self.earlier = trio.Event()
+
+    def _expire(self, deadlines: dict[Live, float], now: float, reason: str) -> None:
+        due = list(itertools.takewhile(lambda entry: entry[1] <= now, deadlines.items()))
+        for live, _ in due:
+            self.stopped(live)
+            live.cancel.cancel(reason)
+
+
+@attrs.define(eq=False)
 class Live:
     """One append rollout while its loop exists."""
 
@@ -111,27 +166,16 @@ class Live:
     agent_waits: dict[trio.CancelScope, float] = attrs.field(factory=dict)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
-    wait_scope: trio.CancelScope | None = None  # whose deadline ends the wait for outputs
-    append_deadline: float = float("inf")
+    timers: Timers | None = None  # the deadlines of its waits for outputs (the append shape's)
+    timeout_reason: str = "append_timeout"  # (a multi-agent response's waits')
 
     def __attrs_post_init__(self) -> None:
         self.lifetime = Lifetime(self.id)
         self.relay = Relay(self)
-        self.timeout_reason = "append_timeout"
 
     @property
     def id(self) -> str:
         return self.prepared.rollout.stream.response.id
-
-    @property
-    def timeout_reason(self) -> str:
-        """Why the rollout ends if its wait's deadline passes (`append_timeout`, or
-        `client_disconnected` once parked for the grace period)."""
-        return self.cancel.expiry
-
-    @timeout_reason.setter
-    def timeout_reason(self, reason: str) -> None:
-        self.cancel.expiry = reason
 
     @property
     def state(self) -> State:
@@ -149,9 +193,8 @@ class Live:
         """Send events to `sink` from now on; a parked rollout gets its append timeout back."""
         self.lifetime.handle(Move.ATTACH)
         self.relay.target, self.relay.holder = sink, holder
-        if self.wait_scope is not None:
-            self.wait_scope.deadline = self.append_deadline
-            self.timeout_reason = "append_timeout"
+        if self.timers is not None:
+            self.timers.attached(self)
         for scope, deadline in self.agent_waits.items():
             scope.deadline = deadline
             self.timeout_reason = "append_timeout"
@@ -190,7 +233,9 @@ class Live:
         """No client while waiting: finish the rollout after the grace period (in a
         multi-agent response, every agent's wait)."""
         grace = trio.current_time() + self.config.append_grace_s
-        for scope in [*([self.wait_scope] if self.wait_scope else []), *self.agent_waits]:
+        if self.timers is not None:
+            self.timers.parked(self, grace)
+        for scope in self.agent_waits:
             if grace < scope.deadline:
                 scope.deadline = grace
                 self.timeout_reason = "client_disconnected"
@@ -213,13 +258,11 @@ class AppendTools:
         r.work.mark("paused")
         live.boundary.set()
         with r.work.stage("client_tool", items=len(items)):
-            # The wait's deadline is the loop's own scope's (no scope of its own at each pause):
-            # when it passes, the loop ends `incomplete` with `timeout_reason`.
-            scope = live.wait_scope = live.cancel.scope
-            live.timeout_reason = "append_timeout"
-            scope.deadline = live.append_deadline = (
-                trio.current_time() + live.config.append_timeout_s
-            )
+            # The wait's deadline is kept by the live rollouts' timers (no cancel scope at each
+            # pause): when it passes, they stop the rollout, with the reason.
+            timers = live.timers
+            assert timers is not None
+            timers.waiting(live, trio.current_time() + live.config.append_timeout_s)
             try:
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()
@@ -228,8 +271,7 @@ class AppendTools:
                     await r.mailbox.wait()
                     await r.send_notes()
             finally:
-                live.wait_scope = None
-                scope.deadline = math.inf
+                timers.stopped(live)
         await r.send_notes()
         live.resumed = False
         return live.lifetime.take_outputs()
@@ -283,10 +325,15 @@ class LiveRollouts:
     finished_limit: int = 10_000
     changed: trio.Event = attrs.field(factory=trio.Event)  # set whenever one finishes
     finish_hooks: list[Callable[[Live], None]] = attrs.field(factory=list)  # called at each end
+    timers: Timers = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.timers = Timers(self.config.append_timeout_s)
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            nursery.start_soon(self.timers.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -310,6 +357,7 @@ class LiveRollouts:
             lane=lane,
             config=self.config,
             announces=self.engine.plan_of(prepared).announces,
+            timers=self.timers,
         )
         live.attach(sink, holder)
         prepared.rollout.sink = live.relay

@@ -67,7 +67,7 @@ async def test_a_pause_leaves_at_once() -> None:
 
 async def _rollout(
     steps: list[Any], config: ServerConfig, answer: Callable[[Live, LiveRollouts], Awaitable[None]]
-) -> list[Event]:
+) -> tuple[list[Event], Live]:
     """An append rollout of `steps` on its own live rollouts; `answer` runs beside it."""
     seen: list[Event] = []
 
@@ -87,15 +87,15 @@ async def _rollout(
         await answer(live, lives)
         await live.done.wait()
         nursery.cancel_scope.cancel()
-    return seen
+    return seen, live
 
 
 def _outputs(live: Live) -> list[FunctionCallOutput]:
     return [FunctionCallOutput(call_id=c, output="ok") for c in live.pending]
 
 
-def _end(seen: list[Event]) -> tuple[str, str | None]:
-    response = seen[-1].response  # type: ignore[attr-defined]
+def _end(live: Live) -> tuple[str, str | None]:
+    response = live.prepared.rollout.stream.response
     details = response.incomplete_details
     return response.status, details.reason if details is not None else None
 
@@ -107,8 +107,8 @@ async def test_the_append_timeout_ends_a_waiting_rollout(autojump_clock: trio.ab
         await live.done.wait()
         assert trio.current_time() - start == pytest.approx(5)
 
-    seen = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
-    assert _end(seen) == ("incomplete", "append_timeout")
+    seen, live = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    assert _end(live) == ("incomplete", "append_timeout")
 
 
 async def test_the_append_timeout_does_not_run_while_the_model_works(
@@ -122,8 +122,8 @@ async def test_the_append_timeout_does_not_run_while_the_model_works(
         lives.accept(live, _outputs(live), Work())
 
     steps = [call("exec", {"cmd": "ls"}), TextStep(text="done", delay_s=30)]
-    seen = await _rollout(steps, ServerConfig(append_timeout_s=5), answer)
-    assert _end(seen) == ("completed", None)
+    seen, live = await _rollout(steps, ServerConfig(append_timeout_s=5), answer)
+    assert _end(live) == ("completed", None)
 
 
 async def test_a_cancel_as_the_deadline_passes_ends_it_cancelled(
@@ -137,6 +137,67 @@ async def test_a_cancel_as_the_deadline_passes_ends_it_cancelled(
         autojump_clock.jump(10)
         live.cancel.cancel("cancelled")
 
-    seen = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    seen, live = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
     assert seen[-1].type == "response.incomplete"
-    assert _end(seen) == ("cancelled", None)
+    assert _end(live) == ("cancelled", None)
+
+
+async def test_a_parked_rollout_ends_after_the_grace_period(autojump_clock: trio.abc.Clock) -> None:
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        start = trio.current_time()
+        live.detach()
+        await live.done.wait()
+        assert trio.current_time() - start == pytest.approx(2)
+
+    config = ServerConfig(append_timeout_s=5, append_grace_s=2)
+    seen, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
+    assert _end(live) == ("cancelled", None)
+
+
+async def test_a_rollout_taken_over_gets_its_append_timeout_back(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Parked, then attached again within the grace period: it ends at its append timeout
+    (reckoned from its pause), not at the grace period's end."""
+
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        start = trio.current_time()
+        live.detach()
+        await trio.sleep(1)
+        live.attach(CallbackSink(lambda event: trio.lowlevel.checkpoint()), object())
+        await live.done.wait()
+        assert trio.current_time() - start == pytest.approx(5)
+
+    config = ServerConfig(append_timeout_s=5, append_grace_s=2)
+    seen, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
+    assert _end(live) == ("incomplete", "append_timeout")
+    assert seen[-1].type == "response.done"  # (the terminal event went to the new holder)
+
+
+async def test_a_late_pause_parked_longer_than_its_timeout_ends_at_the_timeout(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Parked with less of its append timeout left than the grace period: the timeout comes
+    first, and is the reason."""
+    ended: list[Event] = []
+
+    async def answer(live: Live, lives: LiveRollouts) -> None:
+        await live.boundary.wait()
+        await trio.sleep(4)
+        start = trio.current_time()
+        live.detach()
+        live.attach(CallbackSink(lambda event: _append(ended, event)), object())
+        live.detach()
+        await live.done.wait()
+        assert trio.current_time() - start == pytest.approx(1)
+
+    config = ServerConfig(append_timeout_s=5, append_grace_s=2)
+    _, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
+    assert _end(live) == ("incomplete", "append_timeout")
+    assert not ended  # (no holder at its end)
+
+
+async def _append(events: list[Event], event: Event) -> None:
+    events.append(event)
