@@ -179,6 +179,26 @@ def _pause_json(event: PauseEvent) -> dict[str, Any]:
     }
 
 
+def _error_json(event: ErrorEvent) -> dict[str, Any]:
+    """The `error` event in its nested JSON form, as the converter makes it (no null
+    `status`, `sequence_number` or `headers`: protocol.errorwire)."""
+    error = event.error
+    payload: dict[str, Any] = {
+        "type": error.type,
+        "code": error.code,
+        "message": error.message,
+        "param": error.param,
+    }
+    if error.headers is not None:
+        payload["headers"] = dict(error.headers)
+    data: dict[str, Any] = {"type": event.type, "error": payload}
+    if event.status is not None:
+        data["status"] = event.status
+    if event.sequence_number is not None:
+        data["sequence_number"] = event.sequence_number
+    return data
+
+
 def _tool_json(tool: Any) -> Any:
     """A tool of the request in JSON form, as the converter makes it: a function's field by
     field (its parameters are the request's JSON), any other as the request sent it."""
@@ -247,6 +267,7 @@ _EVENTS: dict[type, Callable[[Any], dict[str, Any]]] = {
     OutputItemEvent: _json_of_event(OutputItemEvent, "item"),
     ContentPartEvent: _json_of_event(ContentPartEvent, "part"),
     PauseEvent: _pause_json,
+    ErrorEvent: _error_json,
 }
 
 

@@ -124,6 +124,7 @@ def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
         events_of(ev.ContentPartEvent),
         events_of(ev.ResponseEvent),
         events_of(ev.PauseEvent),
+        events_of(ev.ErrorEvent),
     )
     | events,
     st.none() | st.sampled_from(["lane-1", 'a"b\\c']),

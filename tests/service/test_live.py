@@ -17,7 +17,7 @@ from rollout.conversation.work import Work
 from rollout.engine.engine import Engine
 from rollout.engine.loop import CallbackSink
 from rollout.model.policy import ScriptedPolicy, call, text
-from rollout.model.steps import TextStep
+from rollout.model.steps import Step, TextStep
 from rollout.service.config import ServerConfig
 from rollout.service.live import Live, LiveRollouts
 from rollout.testing.sample import EXEC_TOOL
@@ -39,9 +39,9 @@ async def test_a_pause_leaves_at_once() -> None:
     async def emit(event: Event) -> None:
         seen.append(event.type)
         if event.type == "response.done":
-            pending.extend(c.call_id for c in event.pending_calls)  # type: ignore[attr-defined]
+            pending.extend(c.call_id for c in event.pending_calls)
 
-    steps = [call("exec", {"cmd": "ls"}), call("exec", {"cmd": "pwd"}), text("done")]
+    steps: list[Step] = [call("exec", {"cmd": "ls"}), call("exec", {"cmd": "pwd"}), text("done")]
     engine = Engine(policy=ScriptedPolicy(steps))
     lives = LiveRollouts(engine, ServerConfig())
     body = {"model": "m", "input": "hi", "store": False, "tools": [EXEC_TOOL], "shape": "append"}
@@ -107,7 +107,8 @@ async def test_the_append_timeout_ends_a_waiting_rollout(autojump_clock: trio.ab
         await live.done.wait()
         assert trio.current_time() - start == pytest.approx(5)
 
-    seen, live = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    config = ServerConfig(append_timeout_s=5)
+    _, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
     assert _end(live) == ("incomplete", "append_timeout")
 
 
@@ -122,7 +123,7 @@ async def test_the_append_timeout_does_not_run_while_the_model_works(
         lives.accept(live, _outputs(live), Work())
 
     steps = [call("exec", {"cmd": "ls"}), TextStep(text="done", delay_s=30)]
-    seen, live = await _rollout(steps, ServerConfig(append_timeout_s=5), answer)
+    _, live = await _rollout(steps, ServerConfig(append_timeout_s=5), answer)
     assert _end(live) == ("completed", None)
 
 
@@ -137,7 +138,8 @@ async def test_a_cancel_as_the_deadline_passes_ends_it_cancelled(
         autojump_clock.jump(10)
         live.cancel.cancel("cancelled")
 
-    seen, live = await _rollout([call("exec", {"cmd": "ls"})], ServerConfig(append_timeout_s=5), answer)
+    config = ServerConfig(append_timeout_s=5)
+    seen, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
     assert seen[-1].type == "response.incomplete"
     assert _end(live) == ("cancelled", None)
 
@@ -151,7 +153,7 @@ async def test_a_parked_rollout_ends_after_the_grace_period(autojump_clock: trio
         assert trio.current_time() - start == pytest.approx(2)
 
     config = ServerConfig(append_timeout_s=5, append_grace_s=2)
-    seen, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
+    _, live = await _rollout([call("exec", {"cmd": "ls"})], config, answer)
     assert _end(live) == ("cancelled", None)
 
 
