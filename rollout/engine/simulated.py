@@ -22,7 +22,7 @@ from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.accel.shared import Seat, SharedEngine
 from rollout.model.choice import constrain
-from rollout.model.inference import Paced, Pacer, Prefill, PrefixCache, prefill, token_deltas
+from rollout.model.inference import Paced, Prefill, PrefixCache, pacer_of, prefill, token_deltas
 from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep
 from rollout.model.profiles import InferenceProfile
 from rollout.model.reasoning import think
@@ -50,7 +50,7 @@ class SimulatedModel:
             pacer: Paced
             if self.accelerator is None:
                 pf = await prefill(r.ctx, r.route.engine, self.cache, self.profile, r.cache_options)
-                pacer = Pacer(self.profile)
+                pacer = pacer_of(self.profile)
             else:
                 pf, seat = await _seated(self.accelerator, r, planned_tokens(r, step))
                 pacer = seat

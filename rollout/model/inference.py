@@ -205,6 +205,31 @@ class Pacer:
         return due if due - now > 0.001 else None
 
 
+class Unpaced:
+    """Releases every token as soon as it is decoded (a profile with no declared decode speed):
+    what a Pacer of such a profile does, with nothing to keep, so one serves every step."""
+
+    unpaced = True
+
+    async def token(self, n: int = 1) -> None:
+        del n
+
+    def due(self, n: int, now: float) -> float | None:
+        del n, now
+        return None
+
+    async def sleep(self, due: float) -> None:
+        await trio.sleep_until(due)
+
+
+UNPACED = Unpaced()
+
+
+def pacer_of(profile: InferenceProfile) -> Paced:
+    """The pacing of a step at `profile`'s decode speed."""
+    return Pacer(profile) if profile.decode_tps > 0 else UNPACED
+
+
 #: The text of each ASCII token seen so far, by id (a list, faster to index than a dict: at most
 #: the vocabulary, about 200k entries; None where no ASCII token was seen yet).
 _ASCII: list[str | None] = []
