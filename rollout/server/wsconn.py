@@ -413,6 +413,13 @@ class WsConnection:
         self._close_as(WsClosed(1006, "aborted"))
         await self._stream.aclose()
 
+    @property
+    def settled(self) -> bool:
+        """Everything queued is written and the reading is over: a close has nothing to wait
+        for (but the stream's own close, which it shields)."""
+        done = self._out.done.is_set() and not self._unparseable
+        return done and (not self._read_started or self.reading_done.is_set())
+
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
         """Send a close frame (unless closed already), flush what is queued, then linger: read
         on until the peer's close frame or EOF (or LINGER_S), so the peer gets our close frame
@@ -426,13 +433,14 @@ class WsConnection:
         if self._reader_task is not None and self._reader_task is trio.lowlevel.current_task():
             return
         try:
-            with trio.move_on_after(LINGER_S):
-                await self._out.done.wait()
-                if self._read_started:
-                    await self.reading_done.wait()
-                if self._unparseable:  # its close frame cannot be found: wait for its EOF
-                    await half_close(self._stream)
-                    await discard_input(self._stream)
+            if not self.settled:  # (else nothing is left to wait for: no linger's scope)
+                with trio.move_on_after(LINGER_S):
+                    await self._out.done.wait()
+                    if self._read_started:
+                        await self.reading_done.wait()
+                    if self._unparseable:  # its close frame cannot be found: wait for its EOF
+                        await half_close(self._stream)
+                        await discard_input(self._stream)
         finally:
             with trio.move_on_after(1) as scope:
                 scope.shield = True
