@@ -190,12 +190,14 @@ def _command(kind: str, port: int, out: str, upstream: str | None) -> list[str]:
 
 
 _APPEND_SERVER = """
+import signal
 import sys
 import trio
 import rollout
 from rollout.server.listen import tune_gc
 from rollout.service.config import ServerConfig
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # (ignored if started in the background)
 port, calls = int(sys.argv[1]), int(sys.argv[2])
 steps = [rollout.call("exec", {"cmd": f"step {i}"}) for i in range(calls)]
 engine = rollout.Engine(policy=rollout.ScriptedPolicy([*steps, rollout.text("done")]))
