@@ -207,7 +207,7 @@ class AppendTools:
             # pause): when it passes, they stop the rollout, with the reason.
             timers = live.timers
             assert timers is not None
-            timers.waiting(live, trio.current_time() + live.config.append_timeout_s)
+            timers.waiting(live)
             try:
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()

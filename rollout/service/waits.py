@@ -27,9 +27,9 @@ class Timers:
     graces: dict[Live, float] = attrs.field(factory=dict)
     earlier: trio.Event = attrs.field(factory=trio.Event)  # a deadline before the task's came
 
-    def waiting(self, live: Live, deadline: float) -> None:
-        """`live` waits for outputs until `deadline` (its append timeout's)."""
-        self.waits[live] = deadline
+    def waiting(self, live: Live) -> None:
+        """`live` waits for outputs from now, until its append timeout."""
+        self.waits[live] = trio.current_time() + self.append_timeout_s
 
     def stopped(self, live: Live) -> None:
         """`live`'s wait ended (resumed, expired, or its loop stopped)."""
@@ -41,7 +41,7 @@ class Timers:
         comes first or a client takes it over (`attached`)."""
         if live in self.waits and live not in self.graces:
             self.graces[live] = grace
-            self.earlier.set()  # (a grace period is shorter than the append timeout)
+            self.earlier.set()  # (it may come before what the task sleeps to)
 
     def attached(self, live: Live) -> None:
         """A client took `live` over: its append timeout's deadline is its wait's again."""
