@@ -5,6 +5,7 @@
 # a set tokens/s. Pacing sleeps to deadlines (no drift, no per-token sleep below a millisecond).
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -261,6 +262,8 @@ def token_deltas(text: str) -> p.Deltas:
     """`text` split at token boundaries as a model streams it, a delta per token, or several
     tokens where one character's UTF-8 spans them (shared with the recent-texts memo where it
     is kept there: read only)."""
+    if len(text) < SHORT_CHARS:
+        return _short_token_deltas(text)
     if len(text) < tok.RECENT_MIN_CHARS:
         return _token_deltas(text)
     deltas = _recent_deltas.pop(text, None)
@@ -272,6 +275,19 @@ def token_deltas(text: str) -> p.Deltas:
     while len(_recent_deltas) > tok.RECENT_ENTRIES:
         del _recent_deltas[next(iter(_recent_deltas))]
     return deltas
+
+
+#: Short texts (a call's arguments, a short answer) are split once and kept, the most recent
+#: SHORT_ENTRIES of them (at most about 2 MB): a script streams the same ones at every run, and
+#: tokenizing one costs as much as a few of a step's events.
+SHORT_CHARS = 256
+SHORT_ENTRIES = 1024
+
+
+@functools.lru_cache(maxsize=SHORT_ENTRIES)
+def _short_token_deltas(text: str) -> p.Deltas:
+    """`_token_deltas` of a short text, remembered (shared: read only)."""
+    return _token_deltas(text)
 
 
 def _token_deltas(text: str) -> p.Deltas:

@@ -18,6 +18,7 @@ from rollout.conversation.context import BLOCK, Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
+from rollout.model import inference
 from rollout.model.inference import (
     MIN_CACHED_PROMPT,
     UNPACED,
@@ -261,3 +262,15 @@ async def test_an_unpaced_profile_releases_every_token_at_once() -> None:
         await pacer.token(3)
     assert pacer_of(instant) is UNPACED
     assert isinstance(pacer_of(InferenceProfile(name="t", decode_tps=100)), Pacer)
+
+
+def test_a_short_text_is_split_once_and_kept() -> None:
+    """A short text's deltas are remembered (a script streams the same arguments at every run):
+    the same split as a fresh one, shared, and the memo is bounded."""
+    text = '{"cmd":"step 7"}'
+    first = token_deltas(text)
+    assert token_deltas(text) is first
+    assert first == inference._token_deltas(text)
+    assert inference._short_token_deltas.cache_info().maxsize == inference.SHORT_ENTRIES
+    long = "word " * (inference.SHORT_CHARS // 5 + 1)
+    assert token_deltas(long) == inference._token_deltas(long)
