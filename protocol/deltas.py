@@ -116,12 +116,41 @@ def _one(run: DeltaRun[Any], stream_id: str | None) -> bytes:
     return orjson.dumps(data)
 
 
+#: A run of at most FEW deltas is encoded event by event: a template costs about as much to
+#: make as 12 events do to encode directly, and is made for each item (a call's arguments are
+#: one run: its template would serve it alone); past about 16, a template's events cost less.
+FEW = 16
+
+
+def _each(run: DeltaRun[Any], stream_id: str | None) -> list[bytes]:
+    """A short run's events, each encoded as `codec.encode_event` encodes it (its fields in the
+    class's order), from one dict whose number and delta change."""
+    cls: Any = run.cls  # (hashable: see _fields)
+    kind, after = _shape(cls)
+    n = run.sequence_number
+    data = {"type": kind, "sequence_number": n}
+    data.update(run.fields)
+    data["delta"] = ""
+    data.update(after)
+    if stream_id is not None:
+        data["stream_id"] = stream_id
+    out = []
+    for delta in run.deltas:
+        data["sequence_number"] = n
+        data["delta"] = delta
+        out.append(orjson.dumps(data))
+        n += 1
+    return out
+
+
 def encode_run(run: DeltaRun[Any], stream_id: str | None = None) -> list[bytes]:
     """Each event's JSON, as `codec.encode_event(event, stream_id)` would give it. A run of
-    one (a response's first token) is encoded directly: its template would be made for it
-    alone (the fields name the response's item)."""
+    one (a response's first token) or of a few (a call's arguments) is encoded directly: its
+    template would be made for it alone (the fields name the response's item)."""
     if len(run.deltas) == 1:
         return [_one(run, stream_id)]
+    if len(run.deltas) <= FEW:
+        return _each(run, stream_id)
     head, middle, tail = (p.replace(b"%", b"%%") for p in _parts(*_fields(run), stream_id))
     fmt = head + b"%d" + middle + b"%b" + tail
     n = run.sequence_number

@@ -172,8 +172,11 @@ class Lifetime:
         in any live state and kept for `take_late` (they join the context at the next
         boundary); the rest needs a waiting rollout. Returns True when the items complete the
         pending set (the rollout resumes). `messages`: whether input messages may come along."""
-        is_late = [isinstance(x, ANSWER_ITEMS) and answered_id(x) in async_open for x in items]
-        late = [x for x, flag in zip(items, is_late, strict=True) if flag]
+        if async_open:
+            is_late = [isinstance(x, ANSWER_ITEMS) and answered_id(x) in async_open for x in items]
+            late = [x for x, flag in zip(items, is_late, strict=True) if flag]
+        else:  # (no async call is open: nothing is late, as most often)
+            is_late, late = [False] * len(items), []
         if self.state is State.FINISHED or (len(late) < len(items) and self.state not in WAITING):
             raise response_not_suspended(self.response_id, self.state)
         if not items:
@@ -207,12 +210,14 @@ class Lifetime:
                     code="invalid_value",
                     param=f"input[{i}].type",
                 )
-        late_ids = {answered_id(item) for item in late if isinstance(item, ANSWER_ITEMS)}
-        self._late_ids |= late_ids
+        late_ids: set[str] = set()
+        now: Sequence[Item] = items
         if late:
+            late_ids = {answered_id(item) for item in late if isinstance(item, ANSWER_ITEMS)}
+            self._late_ids |= late_ids
             self.handle(Move.LATE_OUTPUT)
             self.late_outputs.extend(late)
-        now = [x for x, flag in zip(items, is_late, strict=True) if not flag]
+            now = [x for x, flag in zip(items, is_late, strict=True) if not flag]
         if not now:
             return False
         self._answered |= seen - late_ids

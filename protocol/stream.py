@@ -61,6 +61,25 @@ def reopen(response: Response) -> None:
     response.usage = None
 
 
+def _replacing(cls: type, names: tuple[str, ...]) -> Any:
+    """`attrs.evolve(item, **dict(zip(names, values)))` for an item of `cls`, as a function of
+    the item and the values: generated from the class's fields (evolve looks them up at each
+    call, and a call's end is on every step of calls)."""
+    args = ", ".join(f"{name}=v{i}" for i, name in enumerate(names))
+    kept = ", ".join(
+        f"{f.alias}=item.{f.name}" for f in attrs.fields(cls) if f.init and f.name not in names
+    )
+    values = ", ".join(f"v{i}" for i in range(len(names)))
+    source = f"def replaced(item, {values}):\n    return cls({args}, {kept})"
+    namespace: dict[str, Any] = {"cls": cls}
+    exec(source, namespace)  # the source is built from the class's own field names
+    return namespace["replaced"]
+
+
+#: A function call's item at its end: its arguments and status set.
+_ended_call = _replacing(FunctionCall, ("arguments", "status"))
+
+
 @attrs.define
 class _OpenText:
     item_id: str
@@ -427,7 +446,7 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
     def end_call(self, output_index: int, arguments: str, status: str = "completed") -> list[Event]:
         item = self.response.output[output_index]
         assert isinstance(item, FunctionCall)
-        done = attrs.evolve(item, arguments=arguments, status=status)
+        done = _ended_call(item, arguments, status)
         self.response.output[output_index] = done
         return [
             ArgumentsDoneEvent(

@@ -14,9 +14,14 @@ requests to after its N measured ones, divided by N):
   (the same on one WebSocket), `long` (5,000 deltas over SSE), `full` (a 50,000-token history
   resent whole over SSE), `chain` (one turn chained to a stored response over HTTP), `wstrip`
   (a function call and its output's answer, chained on one WebSocket: two responses);
-- the simulated model (`rollout serve`, the instant profile): `sim-sse`, `sim-ws`, and
-  `get404` (a `GET /nothing` answered 404 on a fresh connection: the HTTP transport's own
-  cost, with no engine work).
+- the simulated model (`rollout serve`, the instant profile): `sim-sse`, `sim-ws`, `get404`
+  (a `GET /nothing` answered 404 on a fresh connection: the HTTP transport's own cost, with no
+  engine work), and `sim-append`: on one WebSocket, append-shape rollouts of 10 exec calls
+  each against the server of `rollout load` (`rollout.experiments.load.run.serve_main`), as
+  its client drives them; only the append turns from the first pause to the last are counted
+  (an append arrives, the rollout resumes, the model calls the tool again, its events go and
+  the rollout pauses), so the figure is per append turn, N turns in all (9 a rollout; the
+  creates, the last append with the answer it brings and the ends are not counted).
 
 Needs valgrind, and for the upstream kinds Node and aimock (`npm ci` in tests/upstream).
 Prints `icount.KIND VALUE Minstr/request` lines.
@@ -49,11 +54,14 @@ from rollout.experiments.bench.gateway import (
     fixtures,
     history,
 )
-from rollout.experiments.bench.gwclients import Turn, WsSession, sse_turn
+from rollout.experiments.bench.gwclients import TERMINAL, Turn, WsSession, sse_turn
 from rollout.experiments.bench.gwpeers import Gateway, free_port
+from rollout.experiments.bench.streams import _ws_frame
+from rollout.testing.sample import EXEC_TOOL
 
 UPSTREAM = ("sse", "ws", "long", "full", "chain", "wstrip")
-SIMULATED = ("sim-sse", "sim-ws", "get404")
+SIMULATED = ("sim-sse", "sim-ws", "sim-append", "get404")
+APPEND_CALLS = 10  # client calls a sim-append rollout makes (as `rollout load`'s default)
 
 
 def _turns(kind: str, port: int) -> tuple[Callable[[], object], Callable[[], None]]:
@@ -117,36 +125,134 @@ def _received(sock: socket.socket) -> bytes:
     return data
 
 
-def count(kind: str, n: int, warm: int, upstream: str | None) -> float:
-    """Millions of instructions per request of `kind`."""
-    out = tempfile.mkdtemp(prefix="icount-")
-    port = free_port()
-    serve = ["serve", "--port", str(port), "--log-level", "WARNING"]
-    if upstream is not None:
-        serve += ["--upstream", upstream]
-    else:
-        serve += ["--profile", "instant"]
-    command = [
+class AppendSession:
+    """One WebSocket connection running append-shape rollouts as `rollout load`'s client does:
+    a create with the exec tool, then at each pause (`response.done`) one append with an output
+    for every pending call, to the terminal event."""
+
+    def __init__(self, port: int) -> None:
+        self.ws = WsSession(port)
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def rollout(self, at_pause: Callable[[int], None] = lambda pause: None) -> int:
+        """One rollout; `at_pause(k)` is called at its k-th pause (from 1) before the append
+        that answers it. Returns the number of pauses."""
+        body = {"type": "response.create", **APPEND_CREATE}
+        self.ws.sock.sendall(_ws_frame(orjson.dumps(body)))
+        pauses = 0
+        while True:
+            payload = self.ws._frame()
+            head = payload[:64]
+            if b'"response.done"' in head:
+                pauses += 1
+                at_pause(pauses)
+                pause = orjson.loads(payload)
+                outputs = [
+                    {"type": "function_call_output", "call_id": c["call_id"], "output": "exit 0"}
+                    for c in pause["pending_calls"]
+                ]
+                append = {"type": "response.append", "response_id": pause["response_id"]}
+                self.ws.sock.sendall(_ws_frame(orjson.dumps({**append, "input": outputs})))
+            elif any(t in head for t in TERMINAL):
+                if b'"response.completed"' not in head or pauses != APPEND_CALLS:
+                    raise RuntimeError(f"the rollout did not complete: {payload[:300]!r}")
+                return pauses
+
+
+APPEND_CREATE = {
+    "shape": "append",
+    "model": "load-test",
+    "input": "Run the steps, one exec call each.",
+    "tools": [EXEC_TOOL],
+    "store": False,
+}
+
+
+def _instrument(pid: int, on: bool) -> None:
+    state = "on" if on else "off"
+    subprocess.run(["callgrind_control", "-i", state, str(pid)], capture_output=True)
+
+
+def _count_appends(proc: subprocess.Popen[bytes], port: int, n: int, warm: int) -> None:
+    """Warm-up rollouts, then rollouts whose append turns between the first pause and the last
+    are counted (instrumentation on at the first pause, off at the last), n turns in all."""
+    session = AppendSession(port)
+    try:
+        for _ in range(max(1, -(-warm // (APPEND_CALLS - 1)))):
+            session.rollout()
+        left = n
+        while left > 0:
+            turns = min(left, APPEND_CALLS - 1)
+
+            def at_pause(k: int, turns: int = turns) -> None:
+                if k == 1:
+                    _instrument(proc.pid, True)
+                elif k == 1 + turns:
+                    _instrument(proc.pid, False)
+
+            session.rollout(at_pause)
+            left -= turns
+    finally:
+        session.close()
+
+
+def _command(kind: str, port: int, out: str, upstream: str | None) -> list[str]:
+    """The server's command line, under callgrind."""
+    valgrind = [
         "valgrind",
         "--tool=callgrind",
         "--instr-atstart=no",
         f"--callgrind-out-file={out}/callgrind.%p",
         sys.executable,
-        "-m",
-        "rollout.cli",
-        *serve,
     ]
+    if kind == "sim-append":  # `rollout load`'s server, on `port`
+        return [*valgrind, "-c", _APPEND_SERVER, str(port), str(APPEND_CALLS)]
+    serve = ["serve", "--port", str(port), "--log-level", "WARNING"]
+    if upstream is not None:
+        serve += ["--upstream", upstream]
+    else:
+        serve += ["--profile", "instant"]
+    return [*valgrind, "-m", "rollout.cli", *serve]
+
+
+_APPEND_SERVER = """
+import signal
+import sys
+import trio
+import rollout
+from rollout.server.listen import tune_gc
+from rollout.service.config import ServerConfig
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # (ignored if started in the background)
+port, calls = int(sys.argv[1]), int(sys.argv[2])
+steps = [rollout.call("exec", {"cmd": f"step {i}"}) for i in range(calls)]
+engine = rollout.Engine(policy=rollout.ScriptedPolicy([*steps, rollout.text("done")]))
+tune_gc()
+trio.run(lambda: rollout.serve(engine, port=port, config=ServerConfig()))
+"""  # `rollout load`'s server (rollout.experiments.load.run.serve_main), on a given port
+
+
+def count(kind: str, n: int, warm: int, upstream: str | None) -> float:
+    """Millions of instructions per request of `kind` (per append turn for sim-append)."""
+    out = tempfile.mkdtemp(prefix="icount-")
+    port = free_port()
+    command = _command(kind, port, out, upstream)
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         Gateway("rollout", proc, port).wait_listening(timeout=600)
-        one, close = _turns(kind, port)
-        for _ in range(warm):
-            one()
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], capture_output=True)
-        for _ in range(n):
-            one()
-        subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], capture_output=True)
-        close()
+        if kind == "sim-append":
+            _count_appends(proc, port, n, warm)
+        else:
+            one, close = _turns(kind, port)
+            for _ in range(warm):
+                one()
+            _instrument(proc.pid, True)
+            for _ in range(n):
+                one()
+            _instrument(proc.pid, False)
+            close()
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait()

@@ -52,31 +52,51 @@ async def run_loop(r: Rollout, env: LoopEnv, client: Executor) -> Outcome:
         ended = await StepRunner(r, env).run(stream)
         if isinstance(ended, Outcome):
             return ended
-        if any(isinstance(c.spec, AgentCallSpec) for c in ended):  # a team's actions first
+        actions, hosted, functions = _kinds(ended)
+        if actions:  # a team's actions first
             if r.team is None:
                 return Outcome("failed", reason="server_error", message=NO_TEAM)
-            actions = [c for c in ended if isinstance(c.spec, AgentCallSpec)]
-            ended = [c for c in ended if not isinstance(c.spec, AgentCallSpec)]
             r.ctx.extend([c.item for c in actions], r.work, scan=False)
             await _execute(r, env, r.team, actions)
-        hosted = [c for c in ended if isinstance(c.spec, HostedSpec)]
-        functions = [c for c in ended if not isinstance(c.spec, HostedSpec)]
-        # Each hosted tool's calls go to its executor, in step order (the context keeps the
-        # output's order), a run of one tool's calls at a time.
-        for kind, run in itertools.groupby(hosted, key=lambda c: type(c.spec)):
-            if not await _execute(r, env, env.hosted[kind], list(run)):
-                return Outcome("completed")
-        # The client answers its calls, and a computer call or an MCP approval request, alike.
-        answered = [c for c in hosted if type(c.spec) in env.answered]
+        answered: list[ToolCall] = []
+        if hosted:
+            # Each hosted tool's calls go to its executor, in step order (the context keeps the
+            # output's order), a run of one tool's calls at a time.
+            for kind, run in itertools.groupby(hosted, key=lambda c: type(c.spec)):
+                if not await _execute(r, env, env.hosted[kind], list(run)):
+                    return Outcome("completed")
+            # The client answers its calls, and a computer call or an MCP approval request,
+            # alike.
+            answered = [c for c in hosted if type(c.spec) in env.answered]
         if functions or answered:
             r.ctx.extend([c.item for c in functions], r.work, scan=False)
             deferred = [c for c in functions if _is_async(c)]
-            waiting = [c for c in ended if c in answered or (c in functions and not _is_async(c))]
+            waiting = functions
+            if deferred or answered:  # (in step order)
+                waiting = [
+                    c for c in ended if c in answered or (c in functions and not _is_async(c))
+                ]
             if deferred:
                 await _execute(r, env, env.deferred, deferred)
             if waiting and not await _execute(r, env, client, waiting):
                 return Outcome("completed")
         grown = True  # the step's calls (and what their executors returned) joined it
+
+
+def _kinds(calls: list[ToolCall]) -> tuple[list[ToolCall], list[ToolCall], list[ToolCall]]:
+    """A step's calls by who runs them: a team's actions, hosted tools' calls, and the client's
+    (function calls and the like), each in step order."""
+    actions: list[ToolCall] = []
+    hosted: list[ToolCall] = []
+    functions: list[ToolCall] = []
+    for c in calls:
+        if isinstance(c.spec, AgentCallSpec):
+            actions.append(c)
+        elif isinstance(c.spec, HostedSpec):
+            hosted.append(c)
+        else:
+            functions.append(c)
+    return actions, hosted, functions
 
 
 def _is_async(c: ToolCall) -> bool:

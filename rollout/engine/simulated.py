@@ -5,7 +5,7 @@
 # engine's `max_tokens` does) and accounts the ideal inference time the profile dictates.
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import attrs
 import trio
@@ -22,7 +22,7 @@ from rollout.engine.loop import Pieces, Rollout
 from rollout.model import pieces as p
 from rollout.model.accel.shared import Seat, SharedEngine
 from rollout.model.choice import constrain
-from rollout.model.inference import Paced, Pacer, Prefill, PrefixCache, prefill, token_deltas
+from rollout.model.inference import Paced, Prefill, PrefixCache, pacer_of, prefill, token_deltas
 from rollout.model.policy import CallStep, ErrorStep, Policy, Step, TextStep
 from rollout.model.profiles import InferenceProfile
 from rollout.model.reasoning import think
@@ -50,7 +50,7 @@ class SimulatedModel:
             pacer: Paced
             if self.accelerator is None:
                 pf = await prefill(r.ctx, r.route.engine, self.cache, self.profile, r.cache_options)
-                pacer = Pacer(self.profile)
+                pacer = pacer_of(self.profile)
             else:
                 pf, seat = await _seated(self.accelerator, r, planned_tokens(r, step))
                 pacer = seat
@@ -58,12 +58,17 @@ class SimulatedModel:
             before = r.output_tokens
             try:
                 yield p.Prefilled(pf.prompt_tokens, pf.cached_tokens)
-                if isinstance(step, TextStep) and r.reasoning is None and _all_due(r, pacer):
-                    # (the common answer, streamed without a generator of its own)
-                    yield p.MessageStart(refusal=step.refusal, citations=step.citations)
-                    if deltas := token_deltas(step.text):
-                        yield p.Text(deltas)
-                    return
+                if r.reasoning is None and _all_due(r, pacer):
+                    # (the common steps, streamed without generators of their own)
+                    if isinstance(step, TextStep):
+                        yield p.MessageStart(refusal=step.refusal, citations=step.citations)
+                        if deltas := token_deltas(step.text):
+                            yield p.Text(deltas)
+                        return
+                    if isinstance(step, CallStep):
+                        for piece in _due_calls(step):
+                            yield piece
+                        return
                 async for piece in self.output(r, step, pacer):
                     yield piece
             finally:
@@ -129,32 +134,48 @@ class SimulatedModel:
 async def _calls(r: Rollout, step: CallStep, pacer: Paced) -> Pieces:
     """The step's commentary, then every function call, then its hosted tools' calls (hosted
     calls come last in a step: the loop samples a new step after running them)."""
+    for part in _call_parts(step):
+        if isinstance(part, tuple):
+            text, make = part
+            async for piece in _decode(r, text, pacer, make):
+                yield piece
+                if isinstance(piece, p.Finish):
+                    return
+        else:
+            yield part
+
+
+def _due_calls(step: CallStep) -> Iterator[p.Piece]:
+    """`_calls` when every token is due at once (no pace, no output budget): the same pieces,
+    without an async generator for each text."""
+    for part in _call_parts(step):
+        if isinstance(part, tuple):
+            text, make = part
+            if deltas := token_deltas(text):
+                yield make(deltas)
+        else:
+            yield part
+
+
+def _call_parts(step: CallStep) -> Iterator[p.Piece | tuple[str, Callable[[p.Deltas], p.Piece]]]:
+    """What a step of calls streams: pieces, and texts to decode (with the piece each batch of
+    their deltas makes)."""
     if step.text:
         yield p.MessageStart()
-        async for piece in _decode(r, step.text, pacer, p.Text):
-            yield piece
-            if isinstance(piece, p.Finish):
-                return
+        yield step.text, p.Text
     for spec in sorted(step.calls, key=lambda spec: isinstance(spec, HostedSpec)):
         if isinstance(spec, HostedSpec):
             yield p.Hosted(spec)
-            continue
-        if isinstance(spec, ClientCallSpec):
+        elif isinstance(spec, ClientCallSpec):
             yield p.ClientCall(spec)
-            continue
-        if isinstance(spec, AgentCallSpec):
+        elif isinstance(spec, AgentCallSpec):
             yield p.AgentCall(spec)
-            continue
-        if isinstance(spec, CustomCallSpec):
+        elif isinstance(spec, CustomCallSpec):
             yield p.CustomStart(spec.name)
-            text = spec.input
+            yield spec.input, p.Args
         else:
             yield p.CallStart(spec.name)
-            text = spec.arguments
-        async for piece in _decode(r, text, pacer, p.Args):
-            yield piece
-            if isinstance(piece, p.Finish):
-                return
+            yield spec.arguments, p.Args
 
 
 def planned_tokens(r: Rollout, step: Step) -> int:

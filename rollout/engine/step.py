@@ -140,16 +140,24 @@ class StepRunner:
         r.work.mark("first_token")
         await r.sink.flush()
 
-    async def _deltas(self, deltas: p.Deltas, run: Callable[..., DeltaRun[Any]]) -> None:
-        """Deltas sent as runs of events: the response's first token alone (it leaves at once),
-        then at most RUN_MAX at a time (so a client's backpressure is felt between runs)."""
+    async def _deltas(
+        self, deltas: p.Deltas, run: Callable[..., DeltaRun[Any]], *, alone: bool = True
+    ) -> None:
+        """Deltas sent as runs of events: the step's first token alone (`alone`: it leaves at
+        once; a call's arguments are not read before the call's end, which leaves with the
+        pause or the terminal event), then at most RUN_MAX at a time (so a client's
+        backpressure is felt between runs)."""
         r = self.r
         texts, clean, start = deltas.texts, deltas.plain, 0
         r.output_tokens += deltas.tokens
         if r.first_token_pending and texts:
-            await r.emit_run(run(texts[:1], plain=clean))
-            await self._first_token()
-            start = 1
+            if alone:
+                await r.emit_run(run(texts[:1], plain=clean))
+                await self._first_token()
+                start = 1
+            else:
+                r.first_token_pending = False
+                r.work.mark("first_token")
         for at in range(start, len(texts), RUN_MAX):
             await r.emit_run(run(texts[at : at + RUN_MAX], plain=clean))
 
@@ -188,7 +196,7 @@ class StepRunner:
         self.buffer.extend(deltas.texts)
         stream = self.r.stream
         run = stream.input_run if self.kind == "custom" else stream.arguments_run
-        await self._deltas(deltas, functools.partial(run, self.index))
+        await self._deltas(deltas, functools.partial(run, self.index), alone=False)
 
     async def _summary(self, deltas: p.Deltas) -> None:
         r = self.r

@@ -5,10 +5,11 @@
 # a set tokens/s. Pacing sleeps to deadlines (no drift, no per-token sleep below a millisecond).
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -205,6 +206,31 @@ class Pacer:
         return due if due - now > 0.001 else None
 
 
+class Unpaced:
+    """Releases every token as soon as it is decoded (a profile with no declared decode speed):
+    what a Pacer of such a profile does, with nothing to keep, so one serves every step."""
+
+    unpaced = True
+
+    async def token(self, n: int = 1) -> None:
+        del n
+
+    def due(self, n: int, now: float) -> float | None:
+        del n, now
+        return None
+
+    async def sleep(self, due: float) -> None:
+        await trio.sleep_until(due)
+
+
+UNPACED = Unpaced()
+
+
+def pacer_of(profile: InferenceProfile) -> Paced:
+    """The pacing of a step at `profile`'s decode speed."""
+    return Pacer(profile) if profile.decode_tps > 0 else UNPACED
+
+
 #: The text of each ASCII token seen so far, by id (a list, faster to index than a dict: at most
 #: the vocabulary, about 200k entries; None where no ASCII token was seen yet).
 _ASCII: list[str | None] = []
@@ -223,7 +249,7 @@ def _ascii_texts(ids: Sequence[int]) -> list[str]:
             if _ASCII[t] is None:
                 _ASCII[t] = enc.decode_single_token_bytes(t).decode("ascii")
         texts = list(map(_ASCII.__getitem__, ids))
-    return cast(list[str], texts)
+    return texts  # type: ignore[return-value]  # (no None is left)
 
 
 #: The deltas of long texts streamed lately, beside the tokenizer's memo of their ids
@@ -236,6 +262,8 @@ def token_deltas(text: str) -> p.Deltas:
     """`text` split at token boundaries as a model streams it, a delta per token, or several
     tokens where one character's UTF-8 spans them (shared with the recent-texts memo where it
     is kept there: read only)."""
+    if len(text) < SHORT_CHARS:
+        return _short_token_deltas(text)
     if len(text) < tok.RECENT_MIN_CHARS:
         return _token_deltas(text)
     deltas = _recent_deltas.pop(text, None)
@@ -247,6 +275,19 @@ def token_deltas(text: str) -> p.Deltas:
     while len(_recent_deltas) > tok.RECENT_ENTRIES:
         del _recent_deltas[next(iter(_recent_deltas))]
     return deltas
+
+
+#: Short texts (a call's arguments, a short answer) are split once and kept, the most recent
+#: SHORT_ENTRIES of them (at most about 2 MB): a script streams the same ones at every run, and
+#: tokenizing one costs as much as a few of a step's events.
+SHORT_CHARS = 256
+SHORT_ENTRIES = 1024
+
+
+@functools.lru_cache(maxsize=SHORT_ENTRIES)
+def _short_token_deltas(text: str) -> p.Deltas:
+    """`_token_deltas` of a short text, remembered (shared: read only)."""
+    return _token_deltas(text)
 
 
 def _token_deltas(text: str) -> p.Deltas:

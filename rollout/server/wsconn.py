@@ -28,7 +28,15 @@ from rollout.server.closing import LINGER_S, discard_input, half_close
 from rollout.server.outbox import Outbox
 from rollout.server.sockio import SocketIO
 from rollout.server.successor import Successor
-from rollout.server.wsframes import TooLarge, WsClosed, frame_at, join, text_frame, text_of
+from rollout.server.wsframes import (
+    TooLarge,
+    WsClosed,
+    frame_at,
+    join,
+    text_frame,
+    text_frames,
+    text_of,
+)
 from rollout.service.transport import After, Spawn
 
 RECEIVE = 256 * 1024
@@ -186,7 +194,7 @@ class WsConnection:
         if self._buf and (stop := await self._received(b"")):
             return stop if stop is not True else None
         while True:
-            if self.queued > HIGH_WATER:
+            if self._out.queued > HIGH_WATER:
                 await self._out.drained.wait()  # backpressure: read no more until it drains
             data: bytes | bytearray = b""
             if self._closed is not None:  # closing: linger for the peer's close frame
@@ -379,7 +387,7 @@ class WsConnection:
         if len(messages) == 1:
             out.put(text_frame(messages[0]))
         else:
-            out.put(b"".join(map(text_frame, messages)))
+            out.put(text_frames(messages))
         if out.queued > out.high_water:
             await self._below_high_water()
 
@@ -405,6 +413,13 @@ class WsConnection:
         self._close_as(WsClosed(1006, "aborted"))
         await self._stream.aclose()
 
+    @property
+    def settled(self) -> bool:
+        """Everything queued is written and the reading is over: a close has nothing to wait
+        for (but the stream's own close, which it shields)."""
+        done = self._out.done.is_set() and not self._unparseable
+        return done and (not self._read_started or self.reading_done.is_set())
+
     async def aclose(self, code: int = 1000, reason: str = "") -> None:
         """Send a close frame (unless closed already), flush what is queued, then linger: read
         on until the peer's close frame or EOF (or LINGER_S), so the peer gets our close frame
@@ -418,13 +433,14 @@ class WsConnection:
         if self._reader_task is not None and self._reader_task is trio.lowlevel.current_task():
             return
         try:
-            with trio.move_on_after(LINGER_S):
-                await self._out.done.wait()
-                if self._read_started:
-                    await self.reading_done.wait()
-                if self._unparseable:  # its close frame cannot be found: wait for its EOF
-                    await half_close(self._stream)
-                    await discard_input(self._stream)
+            if not self.settled:  # (else nothing is left to wait for: no linger's scope)
+                with trio.move_on_after(LINGER_S):
+                    await self._out.done.wait()
+                    if self._read_started:
+                        await self.reading_done.wait()
+                    if self._unparseable:  # its close frame cannot be found: wait for its EOF
+                        await half_close(self._stream)
+                        await discard_input(self._stream)
         finally:
             with trio.move_on_after(1) as scope:
                 scope.shield = True

@@ -36,6 +36,13 @@ def text_frame(payload: bytes) -> bytes:
     return head + payload
 
 
+def text_frames(payloads: list[bytes]) -> bytes:
+    """`text_frame` of each payload, joined (a run of delta events: most are short)."""
+    if max(map(len, payloads)) < 126:
+        return b"".join([b"\x81%c%b" % (len(payload), payload) for payload in payloads])
+    return b"".join(map(text_frame, payloads))
+
+
 def frame_at(buf: bytearray) -> tuple[int, int, int, bool] | None:
     """The frame at the start of `buf`: where its payload starts and the frame ends, its opcode
     and FIN bit; None while its header is incomplete."""

@@ -105,13 +105,10 @@ async def serve_websocket(
         logs.event("ws_open", request_id=request_id)
         conn = WsTransport(ws, service, service.taps.open("ws", number, service.engine.stats))
         session = Session(service, owner, conn.taps, conn, betas)
-        age = trio.CancelScope()
         try:
-            nursery.start_soon(conn.age_limit, age)
-            nursery.start_soon(conn.idle_limit)
+            nursery.start_soon(conn.limits)
             await session.serve(conn.read)
-            age.cancel()
-            conn.stop_idle_limit()
+            conn.stop_limits()
         finally:
             closed = ws.closed
             logs.event(
@@ -122,9 +119,12 @@ async def serve_websocket(
                 seconds=round(time.perf_counter() - started, 3),
             )
             await conn.taps.aclose()
-            with trio.move_on_after(1) as scope:
-                scope.shield = True
+            if ws.settled:  # (its close cannot wait: nothing to bound or shield)
                 await ws.aclose()
+            else:
+                with trio.move_on_after(1) as scope:
+                    scope.shield = True
+                    await ws.aclose()
             nursery.cancel_scope.cancel()
 
 
@@ -134,10 +134,10 @@ class WsTransport:
     service: Service
     taps: Taps
     _sinks: dict[Lane, LaneSink] = attrs.field(factory=dict)
-    idle: trio.CancelScope = attrs.field(factory=trio.CancelScope)  # the idle limit's task
+    _limits: trio.CancelScope = attrs.field(factory=trio.CancelScope)  # the limits' wait
     _active: int = 0  # the session's creates queued, running or suspended
     _last: float = 0.0  # when a frame came, or the last create ended (the idle clock's start)
-    _idle_stopped: bool = False
+    _stopped: bool = False  # the session ended: the limits' task ends
 
     def sink_for(self, lane: Lane) -> LaneSink:
         sink = self._sinks.get(lane)
@@ -192,51 +192,57 @@ class WsTransport:
             await self.refuse(exc, None)
         await self.ws.aclose(code, reason)
 
-    async def age_limit(self, scope: trio.CancelScope) -> None:
-        with scope:
-            await trio.sleep(self.service.config.ws_max_age_s)
-            minutes = self.service.config.ws_max_age_s / 60
-            error = ProtocolError(
-                message=f"Responses websocket connection limit reached ({minutes:g} minutes). "
-                "Create a new websocket connection to continue.",
-                code="websocket_connection_limit_reached",
-            )
-            await self._error_and_close(error, 1000, "connection age limit reached")
-
-    # -- the idle limit -------------------------------------------------------------------------
+    # -- the age limit and the idle limit --------------------------------------------------------
 
     def _restart_idle_clock(self) -> None:
         """A client frame arrived (or the last create ended): the idle clock starts over. Only
-        the time is noted (this runs at every frame); the limit's task looks at it when its
+        the time is noted (this runs at every frame); the limits' task looks at it when its
         deadline comes, and waits on if anything ran or arrived since."""
         self._last = trio.current_time()
 
-    def stop_idle_limit(self) -> None:
-        self._idle_stopped = True
-        self.idle.cancel()
+    def stop_limits(self) -> None:
+        """The session ended: neither limit applies any more."""
+        self._stopped = True
+        self._limits.cancel()
 
     def active(self, count: int) -> None:
         """The session's creates in progress (queued, running or suspended) are `count`."""
         self._active = count
         self._last = trio.current_time()
 
-    async def idle_limit(self) -> None:
-        """Close a connection on which no frame came for ws_idle_timeout_s while nothing ran
-        (an `error` event `websocket_idle_timeout`, then close 1000): silent sockets must not
-        hold connection slots for the hour of the age limit."""
-        timeout = self.service.config.ws_idle_timeout_s
+    async def limits(self) -> None:
+        """The connection's limits, in one task: its age (ws_max_age_s from its start: an error
+        `websocket_connection_limit_reached`, then close 1000), and idleness: a connection on
+        which no frame came for ws_idle_timeout_s while nothing ran is closed (an error
+        `websocket_idle_timeout`, then close 1000), since silent sockets must not hold
+        connection slots for the hour of the age limit. While work is in progress the idle
+        clock is looked at again every ws_idle_timeout_s."""
+        config = self.service.config
+        timeout = config.ws_idle_timeout_s
         self._last = trio.current_time()
+        aged = self._last + config.ws_max_age_s
         self.ws.on_frame = self._restart_idle_clock
-        with self.idle:
+        with self._limits:
             while True:
                 now = trio.current_time()
-                if self._active:  # work in progress: no limit while it lasts
-                    await trio.sleep(timeout)
+                if now >= aged:
+                    minutes = config.ws_max_age_s / 60
+                    error = ProtocolError(
+                        message=f"Responses websocket connection limit reached ({minutes:g} "
+                        "minutes). Create a new websocket connection to continue.",
+                        code="websocket_connection_limit_reached",
+                    )
+                    # (the session's end stops this close too)
+                    await self._error_and_close(error, 1000, "connection age limit reached")
+                    return
+                if self._active:  # work in progress: no idle limit while it lasts
+                    idle = now + timeout
                 elif now < self._last + timeout:
-                    await trio.sleep_until(self._last + timeout)
+                    idle = self._last + timeout
                 else:
                     break
-        if self._idle_stopped:
+                await trio.sleep_until(min(aged, idle))
+        if self._stopped:
             return  # (the session ended first)
         error = ProtocolError(
             message=f"No event on this websocket connection for {timeout:g} seconds; it was "

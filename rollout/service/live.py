@@ -29,6 +29,7 @@ from rollout.engine.engine import Engine, Prepared
 from rollout.engine.loop import Call, Cancel, Disconnected, EndRollout, Rollout, Sink
 from rollout.engine.mailbox import Note
 from rollout.service.config import ServerConfig
+from rollout.service.waits import Timers
 
 log = logging.getLogger("rollout.service.live")
 
@@ -103,16 +104,15 @@ class Live:
     lifetime: Lifetime = attrs.field(init=False)
     relay: Relay = attrs.field(init=False)
     cancel: Cancel = attrs.field(factory=Cancel)
-    resumed: trio.Event = attrs.field(factory=trio.Event)
+    resumed: bool = False  # the outputs the wait is for are all in (the mailbox wakes it)
     answered: trio.Event = attrs.field(factory=trio.Event)  # set (and made anew) at each accept
     #: A multi-agent response's agents waiting for client calls: each wait's scope, and the
     #: append timeout it had before a disconnect shortened it to the grace period.
     agent_waits: dict[trio.CancelScope, float] = attrs.field(factory=dict)
     boundary: trio.Event = attrs.field(factory=trio.Event)  # set at the next pause or the end
     done: trio.Event = attrs.field(factory=trio.Event)
-    wait_scope: trio.CancelScope | None = None
-    append_deadline: float = float("inf")
-    timeout_reason: str = "append_timeout"
+    timers: Timers | None = None  # the deadlines of its waits for outputs (the append shape's)
+    timeout_reason: str = "append_timeout"  # (a multi-agent response's waits')
 
     def __attrs_post_init__(self) -> None:
         self.lifetime = Lifetime(self.id)
@@ -138,9 +138,8 @@ class Live:
         """Send events to `sink` from now on; a parked rollout gets its append timeout back."""
         self.lifetime.handle(Move.ATTACH)
         self.relay.target, self.relay.holder = sink, holder
-        if self.wait_scope is not None:
-            self.wait_scope.deadline = self.append_deadline
-            self.timeout_reason = "append_timeout"
+        if self.timers is not None:
+            self.timers.attached(self)
         for scope, deadline in self.agent_waits.items():
             scope.deadline = deadline
             self.timeout_reason = "append_timeout"
@@ -179,7 +178,9 @@ class Live:
         """No client while waiting: finish the rollout after the grace period (in a
         multi-agent response, every agent's wait)."""
         grace = trio.current_time() + self.config.append_grace_s
-        for scope in [*([self.wait_scope] if self.wait_scope else []), *self.agent_waits]:
+        if self.timers is not None:
+            self.timers.parked(self, grace)
+        for scope in self.agent_waits:
             if grace < scope.deadline:
                 scope.deadline = grace
                 self.timeout_reason = "client_disconnected"
@@ -198,24 +199,26 @@ class AppendTools:
         live.lifetime.pause({pending_id(c): pending_name(c) for c in items})
         if live.announces:
             await r.send(r.stream.pause(items, r.usage))
+            r.sink.push()  # it leaves now: the client's next turn waits for it
         r.work.mark("paused")
         live.boundary.set()
         with r.work.stage("client_tool", items=len(items)):
-            live.append_deadline = trio.current_time() + live.config.append_timeout_s
-            with trio.CancelScope(deadline=live.append_deadline) as scope:
-                live.wait_scope = scope
-                live.timeout_reason = "append_timeout"
+            # The wait's deadline is kept by the live rollouts' timers (no cancel scope at each
+            # pause): when it passes, they stop the rollout, with the reason.
+            timers = live.timers
+            assert timers is not None
+            timers.waiting(live)
+            try:
                 if live.relay.target is None and live.state is State.PARKED:
                     live.park()
                 # Acknowledgements are sent from here, in order with the response's events.
-                while not live.resumed.is_set():
+                while not live.resumed:
                     await r.mailbox.wait()
                     await r.send_notes()
-            live.wait_scope = None
-        if scope.cancelled_caught:
-            raise EndRollout(live.timeout_reason)
+            finally:
+                timers.stopped(live)
         await r.send_notes()
-        live.resumed = trio.Event()
+        live.resumed = False
         return live.lifetime.take_outputs()
 
 
@@ -267,10 +270,15 @@ class LiveRollouts:
     finished_limit: int = 10_000
     changed: trio.Event = attrs.field(factory=trio.Event)  # set whenever one finishes
     finish_hooks: list[Callable[[Live], None]] = attrs.field(factory=list)  # called at each end
+    timers: Timers = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.timers = Timers(self.config.append_timeout_s)
 
     async def run(self, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
+            nursery.start_soon(self.timers.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -294,6 +302,7 @@ class LiveRollouts:
             lane=lane,
             config=self.config,
             announces=self.engine.plan_of(prepared).announces,
+            timers=self.timers,
         )
         live.attach(sink, holder)
         prepared.rollout.sink = live.relay
@@ -352,11 +361,12 @@ class LiveRollouts:
         r.work.merge(work)
         live.prepared.input_items.extend(stored)
         r.mailbox.post(note, late)
-        live.answered.set()  # (each agent waiting in a multi-agent response looks for its own)
-        live.answered = trio.Event()
+        if live.agent_waits:  # (each agent waiting in a multi-agent response looks for its own)
+            live.answered.set()
+            live.answered = trio.Event()
         if resumed:
             live.boundary = trio.Event()
-            live.resumed.set()
+            live.resumed = True
         return live.boundary
 
     def check_waiting(self, live: Live) -> None:

@@ -37,6 +37,7 @@ from rollout.service.eventlog import EventLogs, StoreLogs
 from rollout.service.live import Hold, Live, LiveRollouts, response_not_found
 from rollout.service.peers import Peers
 from rollout.service.taps import TapConfig
+from rollout.service.transport import Closing
 from rollout.store.base import LogStore
 
 T = TypeVar("T")
@@ -155,7 +156,7 @@ class Service:
         hold: Hold,
         billing: trio.Nursery | None = None,
         lane: str | None = None,
-        closing: trio.Event | None = None,
+        closing: Closing | None = None,
     ) -> None:
         """Run a prepared create in its shape. Chain: the response runs to its end (so does a
         multi-agent response over HTTP: it completes when it waits for client calls). Append,
@@ -194,8 +195,10 @@ class Service:
         self._log(prepared, hold)
         if hold is Hold.UNTIL_PAUSE:
             await self._until(live, live.boundary, holder)
+        elif closing is None:
+            await live.done.wait()
         else:
-            await _until_either(live.done, closing)
+            await closing.until(live.done)
 
     def _log(self, prepared: Prepared, hold: Hold) -> None:
         """A stored response that streams (over SSE, or on a WebSocket lane) has its events go
@@ -282,6 +285,19 @@ class Service:
                 local=local,
             )
             return
+        await self.append_to(live, items, work, sink, holder=holder, hold=hold)
+
+    async def append_to(
+        self,
+        live: Live,
+        items: Sequence[Item],
+        work: Work,
+        sink: Sink,
+        *,
+        holder: object,
+        hold: Hold,
+    ) -> None:
+        """`append` to a live rollout of this worker (found already)."""
         if hold is Hold.UNTIL_PAUSE:
             self.live.check_waiting(live)  # running or finished: 409 before anything else
         live.check_free(holder)
@@ -390,21 +406,6 @@ class Service:
         """A create's cross-field rules and the beta features it needs, on either transport."""
         validate_create(req, websocket=websocket, strict=not self.config.lenient)
         check_betas(req, betas)
-
-
-async def _until_either(done: trio.Event, closing: trio.Event | None) -> None:
-    if closing is None:
-        await done.wait()
-        return
-    async with trio.open_nursery() as nursery:
-
-        async def stop_on_close() -> None:
-            await closing.wait()
-            nursery.cancel_scope.cancel()
-
-        nursery.start_soon(stop_on_close)
-        await done.wait()
-        nursery.cancel_scope.cancel()
 
 
 @attrs.define(eq=False)

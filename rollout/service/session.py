@@ -28,7 +28,7 @@ from rollout.service.inject import inject
 from rollout.service.service import Hold, Service, input_items, off_loop
 from rollout.service.steer import Known, Steerer
 from rollout.service.taps import Taps
-from rollout.service.transport import After, Read, Transport
+from rollout.service.transport import After, Closing, Read, Transport
 
 
 @attrs.frozen
@@ -50,7 +50,7 @@ class Session:
     lanes: dict[Lane, collections.deque[Job]] = attrs.field(factory=dict)  # running lanes' jobs
     routes: dict[tuple[str, str | None], Route] = attrs.field(factory=dict)  # (model, cache key)
     in_flight: trio.Semaphore = attrs.field(init=False)
-    closing: trio.Event = attrs.field(factory=trio.Event)
+    closing: Closing = attrs.field(factory=Closing)
     responses: int = 0  # response.create frames accepted
     active: int = 0  # creates queued, running or suspended (their lane holds them)
     _nursery: trio.Nursery | None = None
@@ -204,12 +204,11 @@ class Session:
             return
         live.check_free(self)  # held by another connection: not found, on the frame's lane
         try:
-            await self.service.append(
-                live.id,
+            await self.service.append_to(
+                live,
                 append.input,
                 work,
                 self.sink_for(live.lane),
-                owner=self.owner,
                 holder=self,
                 hold=Hold.UNTIL_END,
             )

@@ -14,7 +14,8 @@ from rollout.engine.executors import EndResponse
 from rollout.engine.loop import CallbackSink
 from rollout.model import profiles
 from rollout.model.inference import PrefixCache
-from rollout.model.policy import ScriptedPolicy, text
+from rollout.model.policy import ScriptedPolicy, call, text
+from rollout.testing.sample import EXEC_TOOL
 
 
 async def answer(engine: Engine) -> str:
@@ -79,3 +80,26 @@ async def test_created_and_in_progress_leave_before_the_loop_runs() -> None:
     assert seen[:3] == ["response.created", "response.in_progress", "push"]  # (no yield)
     first_delta = seen.index("response.output_text.delta")
     assert seen[first_delta + 1] == "flush"  # and the first token at once
+
+
+async def test_a_calls_arguments_are_not_flushed_alone() -> None:
+    """A call's arguments are not read before the call ends, and its end leaves with the pause
+    or the terminal event (pushed): the first token of a step of calls is not flushed on its
+    own (one write, not two); it is still the step's first token for the work's marks."""
+    seen: list[str] = []
+
+    class Recording(CallbackSink):
+        async def flush(self) -> None:
+            seen.append("flush")
+
+    async def emit(event: Event) -> None:
+        seen.append(event.type)
+
+    engine = Engine(policy=ScriptedPolicy([call("exec", {"cmd": "ls"})]))
+    body = {"model": "m", "input": "hi", "store": False, "tools": [EXEC_TOOL]}
+    work = Work()
+    prepared = await engine.prepare(codec.decode_create(body), work, Recording(emit))
+    await engine.run(prepared, EndResponse())
+    assert "response.function_call_arguments.delta" in seen
+    assert "flush" not in seen
+    assert "first_token" in dict(work.marks)

@@ -18,7 +18,15 @@ from rollout.conversation.context import BLOCK, Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse
-from rollout.model.inference import MIN_CACHED_PROMPT, Pacer, PrefixCache, token_deltas
+from rollout.model import inference
+from rollout.model.inference import (
+    MIN_CACHED_PROMPT,
+    UNPACED,
+    Pacer,
+    PrefixCache,
+    pacer_of,
+    token_deltas,
+)
 from rollout.model.policy import ScriptedPolicy, TextStep, sentence
 from rollout.model.profiles import InferenceProfile
 
@@ -243,3 +251,26 @@ def test_a_long_text_streamed_again_splits_the_same() -> None:
     assert list(again.texts) == list(first.texts) and again.counts == first.counts
     assert "".join(again.texts) == long and "".join(other.texts) == long + " end"
     assert again.tokens == len(tok.encode(long)) and again.plain == first.plain
+
+
+async def test_an_unpaced_profile_releases_every_token_at_once() -> None:
+    """A profile with no decode speed is paced by the one Unpaced (what its Pacer would do)."""
+    instant = InferenceProfile(name="t", decode_tps=0)
+    for pacer in (pacer_of(instant), Pacer(instant)):
+        assert pacer.unpaced
+        assert pacer.due(5, trio.current_time()) is None
+        await pacer.token(3)
+    assert pacer_of(instant) is UNPACED
+    assert isinstance(pacer_of(InferenceProfile(name="t", decode_tps=100)), Pacer)
+
+
+def test_a_short_text_is_split_once_and_kept() -> None:
+    """A short text's deltas are remembered (a script streams the same arguments at every run):
+    the same split as a fresh one, shared, and the memo is bounded."""
+    text = '{"cmd":"step 7"}'
+    first = token_deltas(text)
+    assert token_deltas(text) is first
+    assert first == inference._token_deltas(text)
+    assert inference._short_token_deltas.cache_info().maxsize == inference.SHORT_ENTRIES
+    long = "word " * (inference.SHORT_CHARS // 5 + 1)
+    assert token_deltas(long) == inference._token_deltas(long)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import codec
+from protocol import codec, encode
 from protocol import events as ev
 from protocol import items as it
 from protocol.codec import _PLAIN_CREATE, _plain_create
@@ -120,7 +120,11 @@ def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
 @SETTINGS
 @given(
     st.one_of(
-        events_of(ev.OutputItemEvent), events_of(ev.ContentPartEvent), events_of(ev.ResponseEvent)
+        events_of(ev.OutputItemEvent),
+        events_of(ev.ContentPartEvent),
+        events_of(ev.ResponseEvent),
+        events_of(ev.PauseEvent),
+        events_of(ev.ErrorEvent),
     )
     | events,
     st.none() | st.sampled_from(["lane-1", 'a"b\\c']),
@@ -148,7 +152,7 @@ output_messages = st.builds(
 @SETTINGS
 @given(st.one_of(messages, output_messages, output_texts))
 def test_a_message_or_part_takes_the_direct_path_only_with_the_converters_form(item: Any) -> None:
-    done = codec._DIRECT[type(item)](item)
+    done = encode._DIRECT[type(item)](item)
     if done is not None:
         same(done, codec.converter.unstructure(item))
 
@@ -157,9 +161,9 @@ def test_a_plain_output_message_and_its_part_take_the_direct_path() -> None:
     part = it.OutputText(text="ok")
     for phase in (None, "final_answer"):
         message = it.Message(id="msg_1", role="assistant", content=(part,), phase=phase)
-        assert codec._message_json(message) is not None
-        same(codec._message_json(message), codec.converter.unstructure(message))
-    assert codec._output_text_json(part) is not None
+        assert encode._message_json(message) is not None
+        same(encode._message_json(message), codec.converter.unstructure(message))
+    assert encode._output_text_json(part) is not None
     cited = it.UrlCitation(url="https://a", title="a", start_index=0, end_index=1)
-    assert codec._output_text_json(attrs.evolve(part, annotations=(cited,))) is None
-    assert codec._message_json(it.Message(role="user", content="hi")) is None
+    assert encode._output_text_json(attrs.evolve(part, annotations=(cited,))) is None
+    assert encode._message_json(it.Message(role="user", content="hi")) is None

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol import codec, sse
-from protocol.deltas import DeltaRun, encode_run, plain, sse_run
+from protocol.deltas import FEW, DeltaRun, encode_run, plain, sse_run
 from protocol.events import (
     ArgumentsDeltaEvent,
     CustomInputDeltaEvent,
@@ -60,7 +60,7 @@ def test_a_run_encodes_as_the_codec_encodes_its_events(cls: type, data: st.DataO
         cls,
         data.draw(st.integers(0, 70_000) | st.integers(0, 1 << 50)),  # numbers from a table, or not
         data.draw(FIELDS[cls]),
-        data.draw(st.lists(TEXT, max_size=12)),
+        data.draw(st.lists(TEXT, max_size=12) | st.lists(TEXT, min_size=FEW, max_size=FEW + 8)),
     )
     stream_id = data.draw(st.none() | IDS)
     events = run.events()

@@ -3,6 +3,7 @@
 # (append-protocol.md): event order, contiguous sequence numbers, output indices, final snapshots.
 from typing import Any
 
+import attrs
 import orjson
 import pytest
 from hypothesis import given
@@ -12,9 +13,9 @@ from protocol import codec
 from protocol import events as ev
 from protocol import items as it
 from protocol.response import Response, Usage
-from protocol.stream import ResponseStream
+from protocol.stream import ResponseStream, _ended_call
 from support.events import START, TEXT_CLOSE, TEXT_OPEN, WEB_SEARCH_CALL, text_answer_types
-from support.strategies import SETTINGS
+from support.strategies import SETTINGS, function_calls
 
 USAGE = Usage.of(input_tokens=10, cached_tokens=4, output_tokens=7)
 deltas = st.lists(st.text(max_size=8), max_size=6)
@@ -485,3 +486,15 @@ def test_an_end_not_yet_sent_can_be_taken_back_for_another() -> None:
     assert s.response.output[0].content[0].text == "Hi."
     with pytest.raises(RuntimeError, match="not yet sent"):
         new_stream().retract([])
+
+
+@SETTINGS
+@given(function_calls, st.text(max_size=20), st.sampled_from(["completed", "incomplete"]))
+def test_a_calls_end_is_its_item_with_the_arguments_and_status_set(
+    item: Any, arguments: str, status: str
+) -> None:
+    """The end's item, by the function generated from FunctionCall's fields, is what
+    attrs.evolve makes (every other field kept)."""
+    assert _ended_call(item, arguments, status) == attrs.evolve(
+        item, arguments=arguments, status=status
+    )

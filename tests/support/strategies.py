@@ -554,6 +554,7 @@ EVENT_FIELDS: dict[type, dict[str, st.SearchStrategy[Any]]] = {
             code=optional(ids),
             message=texts,
             param=optional(texts),
+            headers=optional(st.dictionaries(ids, texts, max_size=2)),
         ),
         "status": optional(st.integers(min_value=400, max_value=599)),
         "sequence_number": optional(seqs),

@@ -1,0 +1,68 @@
+# The deadlines of live append rollouts' waits for their client's outputs (rollout.service.live):
+# kept in the order they come, without a cancel scope per pause, and one task that stops the
+# rollouts whose deadline passed (their append timeout, or the grace period of a parked one).
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+if TYPE_CHECKING:
+    from rollout.service.live import Live
+
+
+@attrs.define(eq=False)
+class Timers:
+    """The deadlines of append rollouts' waits for outputs, kept without a cancel scope per
+    pause: each waiting rollout by its append timeout's deadline, and each parked one also by
+    its grace period's, both in deadline order (a dict keeps the order things are added in, and
+    each deadline added is at least every earlier one: now plus the same timeout). One task
+    (`run`) sleeps to the earliest and stops the rollouts whose deadline passed, as a cancel
+    would, with the reason (`append_timeout`, `client_disconnected`)."""
+
+    append_timeout_s: float
+    waits: dict[Live, float] = attrs.field(factory=dict)
+    graces: dict[Live, float] = attrs.field(factory=dict)
+    earlier: trio.Event = attrs.field(factory=trio.Event)  # a deadline before the task's came
+
+    def waiting(self, live: Live) -> None:
+        """`live` waits for outputs from now, until its append timeout."""
+        self.waits[live] = trio.current_time() + self.append_timeout_s
+
+    def stopped(self, live: Live) -> None:
+        """`live`'s wait ended (resumed, expired, or its loop stopped)."""
+        self.waits.pop(live, None)
+        self.graces.pop(live, None)
+
+    def parked(self, live: Live, grace: float) -> None:
+        """`live` lost its client while waiting: it ends at `grace` unless its append timeout
+        comes first or a client takes it over (`attached`)."""
+        if live in self.waits and live not in self.graces:
+            self.graces[live] = grace
+            self.earlier.set()  # (it may come before what the task sleeps to)
+
+    def attached(self, live: Live) -> None:
+        """A client took `live` over: its append timeout's deadline is its wait's again."""
+        self.graces.pop(live, None)
+
+    async def run(self) -> None:
+        while True:
+            now = trio.current_time()
+            self._expire(self.waits, now, "append_timeout")
+            self._expire(self.graces, now, "client_disconnected")
+            # (with nothing waiting, no wait that begins from now ends before the timeout)
+            until = now + self.append_timeout_s
+            for deadlines in (self.waits, self.graces):
+                if deadlines:
+                    until = min(until, next(iter(deadlines.values())))
+            with trio.move_on_at(until):
+                await self.earlier.wait()
+            self.earlier = trio.Event()
+
+    def _expire(self, deadlines: dict[Live, float], now: float, reason: str) -> None:
+        due = list(itertools.takewhile(lambda entry: entry[1] <= now, deadlines.items()))
+        for live, _ in due:
+            self.stopped(live)
+            live.cancel.cancel(reason)
