@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 import trio
 
-if TYPE_CHECKING:
-    from rollout.service.live import Live
+from rollout.engine.loop import Cancel
+
+
+class Waiter(Protocol):
+    """What the timers know of a live rollout (rollout.service.live.Live): how to stop it."""
+
+    @property
+    def cancel(self) -> Cancel: ...
 
 
 @attrs.define(eq=False)
@@ -23,27 +29,27 @@ class Timers:
     would, with the reason (`append_timeout`, `client_disconnected`)."""
 
     append_timeout_s: float
-    waits: dict[Live, float] = attrs.field(factory=dict)
-    graces: dict[Live, float] = attrs.field(factory=dict)
+    waits: dict[Waiter, float] = attrs.field(factory=dict)
+    graces: dict[Waiter, float] = attrs.field(factory=dict)
     earlier: trio.Event = attrs.field(factory=trio.Event)  # a deadline before the task's came
 
-    def waiting(self, live: Live) -> None:
+    def waiting(self, live: Waiter) -> None:
         """`live` waits for outputs from now, until its append timeout."""
         self.waits[live] = trio.current_time() + self.append_timeout_s
 
-    def stopped(self, live: Live) -> None:
+    def stopped(self, live: Waiter) -> None:
         """`live`'s wait ended (resumed, expired, or its loop stopped)."""
         self.waits.pop(live, None)
         self.graces.pop(live, None)
 
-    def parked(self, live: Live, grace: float) -> None:
+    def parked(self, live: Waiter, grace: float) -> None:
         """`live` lost its client while waiting: it ends at `grace` unless its append timeout
         comes first or a client takes it over (`attached`)."""
         if live in self.waits and live not in self.graces:
             self.graces[live] = grace
             self.earlier.set()  # (it may come before what the task sleeps to)
 
-    def attached(self, live: Live) -> None:
+    def attached(self, live: Waiter) -> None:
         """A client took `live` over: its append timeout's deadline is its wait's again."""
         self.graces.pop(live, None)
 
@@ -61,7 +67,7 @@ class Timers:
                 await self.earlier.wait()
             self.earlier = trio.Event()
 
-    def _expire(self, deadlines: dict[Live, float], now: float, reason: str) -> None:
+    def _expire(self, deadlines: dict[Waiter, float], now: float, reason: str) -> None:
         due = list(itertools.takewhile(lambda entry: entry[1] <= now, deadlines.items()))
         for live, _ in due:
             self.stopped(live)
