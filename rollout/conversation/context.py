@@ -28,7 +28,6 @@ from protocol.items import (
     Compaction,
     ComputerCall,
     ComputerCallOutput,
-    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
@@ -90,14 +89,6 @@ _OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
 _TEXT_PARTS = (InputText, OutputText)  # (a message of one of these: counted by its text)
 _HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
 _ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
-
-
-def _unmarked(content: str | tuple[ContentPart, ...]) -> bool:
-    """Whether a message's content is, at a glance, without a cache breakpoint: its short
-    form, or one part that has none (the commonest contents)."""
-    return type(content) is str or (
-        len(content) == 1 and getattr(content[0], "prompt_cache_breakpoint", None) is None
-    )
 
 
 @attrs.frozen
@@ -261,11 +252,17 @@ class Context:
                 encoded = [tokens for _, tokens in done]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
+            item_tokens = self.item_tokens
             for item, counted in zip(items, encoded, strict=True):
-                self.item_tokens.append(len(counted))
+                item_tokens.append(len(counted))
                 tokens.extend(counted)
-                if type(item) is Message and _unmarked(item.content):
-                    continue
+                if type(item) is Message:  # without a breakpoint, at a glance (the commonest)
+                    content = item.content
+                    if type(content) is str or (
+                        len(content) == 1
+                        and getattr(content[0], "prompt_cache_breakpoint", None) is None
+                    ):
+                        continue
                 mark = _breakpoint(item)
                 if mark is not None:
                     self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
