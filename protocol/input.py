@@ -66,7 +66,20 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
     add = out.append
     for item in value:
         if type(item) is Message:
-            add(stored_message(item, new_id))
+            content = item.content
+            if type(content) is str:  # (`stored_message`, at once for the commonest item)
+                add(
+                    message(
+                        id=item.id or new_id("msg"),
+                        role=item.role,
+                        content=stored_content(item.role, content),
+                        status=item.status or "completed",
+                        phase=item.phase,
+                        agent=item.agent,
+                    )
+                )
+            else:
+                add(stored_message(item, new_id))
         elif isinstance(item, FunctionCallOutput | FunctionCall):
             if not (item.id and item.status):  # (else stored as it is)
                 prefix = "fco" if isinstance(item, FunctionCallOutput) else "fc"

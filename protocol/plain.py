@@ -2,10 +2,12 @@
 # role and text: the message decoded from one, and the content it is stored with (one text part).
 # A history resent whole brings the same messages each turn; both are immutable, so each turn
 # shares them instead of building them again (an attrs object costs more than the lookup, whose
-# hash of the text is kept with the string and serves the counting memo after it). Bounded in
-# entries and characters (all forgotten at once when full); lookups take no lock: a dict's get
-# and set are atomic, and a race only makes an object twice. And `message`, a stored message
-# built at half the constructor's cost.
+# hash of the text is kept with the kept string and serves the counting memo after it). A long
+# text decoded anew has no hash yet, and hashing all of it (a resent history's every character,
+# each turn) costs more than comparing it: it is found by its length and ends first, then
+# compared whole. Bounded in entries and characters (all forgotten at once when full); lookups
+# take no lock: a dict's get and set are atomic, and a race only makes an object twice. And
+# `message`, a stored message built at half the constructor's cost.
 from __future__ import annotations
 
 from typing import Any
@@ -15,15 +17,24 @@ from protocol.items import ContentPart, InputText, Message, OutputText
 
 MAX_ENTRIES = 16_384
 MAX_CHARS = 16 * 1024 * 1024
+ENDS = 32  # characters of each end of a long text (over 2 * ENDS) its entry is found by
+_LONG, _TAIL = 2 * ENDS, -ENDS
 
 #: (role, text) -> [the decoded message, its stored content (made when first asked for)]
 _kept: dict[tuple[str, str], list[object]] = {}
+#: (role, length, first ENDS characters, last ENDS characters) -> a long text's entry in _kept
+_ends: dict[tuple[str, int, str, str], list[object]] = {}
 _chars = 0
 
 
 def decoded(role: str, text: str) -> Message:
     """What the converter makes of `{"role": role, "content": text}` (`role` one of the
     roles, checked by the caller)."""
+    size = len(text)
+    if size > _LONG:
+        entry = _ends.get((role, size, text[:ENDS], text[_TAIL:]))
+        if entry is not None and entry[0].content == text:  # type: ignore[attr-defined]
+            return entry[0]  # type: ignore[return-value]
     entry = _kept.get((role, text))
     if entry is None:
         entry = _keep(role, text)
@@ -48,10 +59,13 @@ def _keep(role: str, text: str) -> list[object]:
     entry: list[object] = [Message(role=role, content=text), None]  # type: ignore[arg-type]
     if len(_kept) >= MAX_ENTRIES or _chars + len(text) > MAX_CHARS:
         _kept.clear()
+        _ends.clear()
         _chars = 0
     if len(text) <= MAX_CHARS // 64:  # (one text never pushes out most of the others)
         _kept[(role, text)] = entry
         _chars += len(text)
+        if len(text) > _LONG:  # (the newest of the texts of these ends)
+            _ends[(role, len(text), text[:ENDS], text[_TAIL:])] = entry
     return entry
 
 
@@ -90,10 +104,12 @@ def forget() -> None:
     """Forget every message kept (for tests)."""
     global _chars
     _kept.clear()
+    _ends.clear()
     _chars = 0
 
 
 __all__ = [
+    "ENDS",
     "MAX_CHARS",
     "MAX_ENTRIES",
     "MESSAGE_FIELDS",

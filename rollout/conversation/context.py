@@ -28,15 +28,16 @@ from protocol.items import (
     Compaction,
     ComputerCall,
     ComputerCallOutput,
-    ContentPart,
     FunctionCall,
     FunctionCallOutput,
     FunctionTool,
+    InputText,
     Item,
     ItemReference,
     McpListTools,
     Message,
     OtherTool,
+    OutputText,
     Reasoning,
     Tool,
     answered_call,
@@ -85,16 +86,9 @@ class Route:
 
 
 _OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
+_TEXT_PARTS = (InputText, OutputText)  # (a message of one of these: counted by its text)
 _HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
 _ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
-
-
-def _unmarked(content: str | tuple[ContentPart, ...]) -> bool:
-    """Whether a message's content is, at a glance, without a cache breakpoint: its short
-    form, or one part that has none (the commonest contents)."""
-    return type(content) is str or (
-        len(content) == 1 and getattr(content[0], "prompt_cache_breakpoint", None) is None
-    )
 
 
 @attrs.frozen
@@ -258,11 +252,17 @@ class Context:
                 encoded = [tokens for _, tokens in done]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
+            item_tokens = self.item_tokens
             for item, counted in zip(items, encoded, strict=True):
-                self.item_tokens.append(len(counted))
+                item_tokens.append(len(counted))
                 tokens.extend(counted)
-                if type(item) is Message and _unmarked(item.content):
-                    continue
+                if type(item) is Message:  # without a breakpoint, at a glance (the commonest)
+                    content = item.content
+                    if type(content) is str or (
+                        len(content) == 1
+                        and getattr(content[0], "prompt_cache_breakpoint", None) is None
+                    ):
+                        continue
                 mark = _breakpoint(item)
                 if mark is not None:
                     self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
@@ -279,10 +279,19 @@ class Context:
     def look_up(self, items: Sequence[Item]) -> Looked:
         """The items as the memo knows them (a context that counts from it)."""
         hidden = self._hidden
-        keys = [
-            counted_as(item) if type(item) is Message else counted_as(item, hidden(item))
-            for item in items
-        ]
+        keys: list[Key | None] = []
+        add = keys.append
+        for item in items:
+            if type(item) is Message:  # (`counted_as`, at once for one text part)
+                content = item.content
+                if type(content) is not str and len(content) == 1:
+                    part = content[0]
+                    if type(part) in _TEXT_PARTS:
+                        add((item.role, part.text))  # type: ignore[union-attr]
+                        continue
+                add(counted_as(item))
+            else:
+                add(counted_as(item, hidden(item)))
         return Looked(keys, MEMO.lookup(keys))
 
     def _counted(self, items: list[Item], looked: Looked) -> list[Entry]:
@@ -333,6 +342,7 @@ class Context:
 
     def _note(self, items: list[Item]) -> None:
         """The conversation's state after each item (a message, the commonest item, at once)."""
+        user: Message | None = None
         for item in items:
             if type(item) is not Message:
                 self._note_item(item)
@@ -346,9 +356,11 @@ class Context:
             self.last_was_model = model
             self.last_was_hosted = False
             if item.role == "user":
-                self.last_user_text = text_of(item.content)
+                user = item
                 self.calls_since_user = 0
                 self.hosted_since_user = NO_CALLS
+        if user is not None:  # (only the last one's text is kept)
+            self.last_user_text = text_of(user.content)
 
     def _note_item(self, item: Item) -> None:
         index = len(self.items)

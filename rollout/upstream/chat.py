@@ -72,7 +72,17 @@ _rendered: weakref.WeakKeyDictionary[Context, tuple[str | None, int, Item, list[
 
 def _render(out: list[dict[str, Any]], ctx: Context, start: int) -> None:
     items = ctx.items
+    add = out.append
     for item in items[start:] if start else items:
+        if type(item) is Message:  # (the commonest item, its commonest content: at once)
+            content = item.content
+            if type(content) is not str:
+                if len(content) == 1 and type(content[0]) in _TEXT:
+                    content = content[0].text  # type: ignore[union-attr]
+                else:
+                    content = _content(item)  # type: ignore[assignment]
+            add({"role": "system" if item.role == "developer" else item.role, "content": content})
+            continue
         if type(item) in AGENT_ITEMS:  # a multi-agent action's call or output, a message
             item = hosted.as_plain(item)
         if isinstance(item, Message):

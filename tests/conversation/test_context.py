@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from protocol.items import (
     FunctionCall,
@@ -19,12 +21,14 @@ from protocol.items import (
     SearchAction,
     UrlSource,
     WebSearchCall,
+    text_of,
 )
 from rollout.conversation import tokens as tok
 from rollout.conversation.context import BLOCK, Context, render
-from rollout.conversation.render import header_tokens, tokens_of
+from rollout.conversation.render import counted_as, header_tokens, tokens_of
 from rollout.conversation.work import Work
 from rollout.model.policy import sentence
+from support import strategies
 
 TOOLS = (
     FunctionTool(name="get_weather", parameters={"type": "object", "properties": {}}),
@@ -322,3 +326,26 @@ def test_an_unchanged_header_decoded_anew_is_recognized_without_encoding(
     assert ctx.set_header(INSTRUCTIONS, changed, Work()) > 0
     assert len(encoded) >= 1
     assert ctx.tools == changed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(strategies.messages | strategies.function_call_outputs, max_size=6))
+def test_items_are_looked_up_by_what_counted_as_says(items: list[Item]) -> None:
+    # A message of one text part is keyed at once; every item's key is `counted_as`'s.
+    ctx = Context()
+    keys = ctx.look_up(items).keys
+    assert keys == [counted_as(i, ctx._hidden(i)) for i in items]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(strategies.messages | strategies.function_calls, max_size=6))
+def test_the_last_user_text_is_the_last_user_messages(items: list[Item]) -> None:
+    # Noted once per extension, as noting the items one by one notes it.
+    whole, one_by_one = Context(), Context()
+    whole._note(list(items))
+    for item in items:
+        one_by_one._note([item])
+    assert whole.last_user_text == one_by_one.last_user_text
+    assert whole.calls_since_user == one_by_one.calls_since_user
+    users = [i for i in items if isinstance(i, Message) and i.role == "user"]
+    assert whole.last_user_text == (text_of(users[-1].content) if users else "")

@@ -62,3 +62,27 @@ def test_message_makes_what_the_constructor_makes(item: Message) -> None:
     assert all(getattr(made, name) is getattr(item, name) for name in plain.MESSAGE_FIELDS[1:])
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         made.id = "other"  # type: ignore[misc]
+
+
+@given(ROLES, st.lists(st.text(alphabet="ab", min_size=1, max_size=4), min_size=1, max_size=8))
+def test_long_texts_of_the_same_ends_are_told_apart(role: str, middles: list[str]) -> None:
+    # A long text is looked up by its length and ends, and compared whole: texts that share
+    # them (a middle of the same length) each get their own message and content.
+    ends = "e" * plain.ENDS
+    for middle in middles:
+        text = ends + middle.ljust(4, "a") + ends  # (all of one length)
+        made = plain.decoded(role, text)
+        assert made == Message(role=role, content=text)  # type: ignore[arg-type]
+        assert made is plain.decoded(role, "".join(text))  # (an equal text: shared)
+        part = OutputText(text=text) if role == "assistant" else InputText(text=text)
+        assert plain.stored_content(role, text) == (part,)
+    plain.forget()
+
+
+def test_a_long_texts_ends_find_the_newest_of_them() -> None:
+    plain.forget()
+    ends = "e" * plain.ENDS
+    for middle in ("ab", "ba", "ab"):
+        plain.decoded("user", ends + middle + ends)
+    assert len(plain._ends) == 1 and len(plain._kept) == 2
+    plain.forget()

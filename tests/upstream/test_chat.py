@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from protocol import codec
 from protocol.choices import ToolChoice
+from protocol.items import Message
 from rollout.conversation.calls import Citation
 from rollout.conversation.context import Context
 from rollout.conversation.work import Work
@@ -16,6 +20,7 @@ from rollout.model import pieces as p
 from rollout.upstream import chat, responses
 from rollout.upstream.pool import refusal
 from rollout.upstream.target import UpstreamConfig
+from support import strategies
 
 CONFIG = UpstreamConfig(url="http://127.0.0.1:9/v1")
 TOOL = {"type": "function", "name": "f", "parameters": {"type": "object"}}
@@ -284,3 +289,17 @@ def test_an_engines_url_citation_is_a_cited_piece() -> None:
     stream = responses.ResponsesStream()
     got = [piece for e in responses.events_of(whole) for piece in stream.event(e)]
     assert got[:3] == [p.MessageStart(), p.Text(p.Deltas.unbilled("Hi.")), want]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(strategies.messages | strategies.function_call_outputs, max_size=5))
+def test_messages_are_rendered_as_the_general_path_renders_them(items: list[Any]) -> None:
+    # A message is rendered at once (its role, the text of its one text part); any content
+    # gives what `_content` makes of it.
+    ctx = Context(items=[i for i in items if type(i) is Message])
+    expected = [
+        {"role": "system" if m.role == "developer" else m.role, "content": chat._content(m)}
+        for m in ctx.items
+        if isinstance(m, Message)
+    ]
+    assert chat.messages(ctx) == expected
