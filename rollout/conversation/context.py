@@ -2,7 +2,8 @@
 # array('I') of header + item tokens), tool definitions, safety-scan state, the resolved route,
 # the prefix-cache block hashes and what the current request asks of the model (tool choice,
 # output format). It grows by `extend(items)`, whose cost is proportional to the new items; only
-# `truncated` (an over-long context with `truncation: auto`) rebuilds it from a suffix.
+# `rollout.conversation.window.truncated` (an over-long context with `truncation: auto`)
+# rebuilds it from a suffix.
 from __future__ import annotations
 
 from array import array
@@ -13,7 +14,7 @@ from typing import Any
 import attrs
 import orjson
 
-from protocol import codec, errors
+from protocol import codec
 from protocol.agentitems import MultiAgentCall
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.clientitems import (
@@ -459,33 +460,6 @@ class Context:
         index = self.by_id.get(ref.id)
         return None if index is None else self.items[index]
 
-    def truncated(self, window: int, work: Work) -> Context:
-        """A new context without the oldest items, so the prompt fits `window` tokens
-        (`truncation: auto`): whole items go, and a tool output never outlives its call."""
-        total = self.token_count
-        drop = 0
-        while drop < len(self.items) and total > window:
-            total -= self.item_tokens[drop]
-            drop += 1
-        while drop < len(self.items) and isinstance(self.items[drop], OUTPUT_ITEMS):
-            drop += 1
-        ctx = Context(
-            hidden=dict(self.hidden),
-            route=self.route,
-            model=self.model,
-            memo=self.memo,
-            scan=attrs.evolve(self.scan),
-        )
-        ctx.choice, ctx.format = self.choice, self.format
-        ctx.set_header(self.instructions, self.tools, work, scan=False)
-        ctx.extend(self.items[drop:], work, scan=False)
-        # The conversation is as far along as before: only its prompt lost items (a script's
-        # position and the default model's plan do not start over).
-        ctx.model_turns, ctx.last_user_text = self.model_turns, self.last_user_text
-        ctx.calls_since_user, ctx.hosted_since_user = self.calls_since_user, self.hosted_since_user
-        ctx.response_steps, ctx.response_calls = self.response_steps, self.response_calls
-        return ctx
-
     def fork(self) -> Context:
         """An independent copy (for continuing one parent twice); O(context), used rarely."""
         return attrs.evolve(
@@ -504,15 +478,3 @@ class Context:
             body_breakpoints=list(self.body_breakpoints),
             hidden=dict(self.hidden),
         )
-
-
-def fit(ctx: Context, window: int | None, truncation: str, work: Work) -> Context:
-    """`ctx` if its prompt fits the model's window; else, with `truncation: auto`, a truncated
-    copy; else (`disabled`, or nothing left to drop) `context_length_exceeded`."""
-    if window is None or ctx.token_count <= window:
-        return ctx
-    if truncation == "auto":
-        cut = ctx.truncated(window, work)
-        if cut.token_count <= window:
-            return cut
-    raise errors.context_length_exceeded(ctx.token_count, window)

@@ -29,8 +29,9 @@ from protocol.input import (
 )
 from protocol.request import CreateRequest
 from protocol.stream import ResponseStream
-from rollout.conversation.context import Context, Route, fit
+from rollout.conversation.context import Context, Route
 from rollout.conversation.ids import new_id
+from rollout.conversation.window import fit
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
 from rollout.engine.agents import Agents, Parked

@@ -17,7 +17,7 @@ import itertools
 
 from protocol.items import FunctionCall
 from rollout.conversation.calls import AgentCallSpec, HostedSpec
-from rollout.conversation.context import fit
+from rollout.conversation.window import fit
 from rollout.engine.loop import Executor, LoopEnv, Outcome, Rollout
 from rollout.engine.step import StepRunner, ToolCall
 
