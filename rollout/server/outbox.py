@@ -56,14 +56,33 @@ class Outbox:
         self.broken = False  # a write failed: nothing more is sent
         self.ending = False  # the writer returns once everything is out
         self.writes = 0  # writes made (queued bytes coalesce into fewer)
-        self.wake = trio.Event()
-        self.drained = trio.Event()
-        self.drained.set()
+        self.wake = trio.Event()  # (of the writer task: set by a put while it runs)
+        self._drained = True  # nothing was put since the last write ended
+        self._drained_event: trio.Event | None = None  # (waited on, not set yet)
         self.done = trio.Event()  # the writer returned (or, without one, everything is out)
 
     @property
     def queued(self) -> int:
         return len(self.head) + self.size + self.writing
+
+    @property
+    def drained(self) -> trio.Event:
+        """Set once what is queued now has been written (or the peer is gone)."""
+        event = self._drained_event
+        if event is None:
+            event = trio.Event()
+            if self._drained:
+                event.set()
+            else:
+                self._drained_event = event
+        return event
+
+    def _drain(self) -> None:
+        """What was queued has been written (or never will be): its waiters go on."""
+        self._drained = True
+        event, self._drained_event = self._drained_event, None
+        if event is not None:
+            event.set()
 
     def put(self, data: bytes, *, head: bool = False) -> None:
         """Queue `data`: framed with the rest of the batch, or (`head`) written before it as it
@@ -73,9 +92,10 @@ class Outbox:
         elif data:
             self.parts.append(data)
             self.size += len(data)
-        self.drained = trio.Event() if self.drained.is_set() else self.drained
-        self.wake.set()
-        if not (self._task or self._due):
+        self._drained = False
+        if self._task:
+            self.wake.set()
+        elif not self._due:
             self._kick()
 
     def end(self, tail: bytes = b"") -> None:
@@ -147,6 +167,7 @@ class Outbox:
             return False
         if self._write_now is None or not self._send_now():
             self._task = True
+            self.wake.set()  # (the writer's first wait)
             return True
         return False
 
@@ -160,7 +181,7 @@ class Outbox:
         except self._broken_by:
             self._break()
             self.wake.set()
-            self.drained.set()
+            self._drain()
             if not self._task:
                 self._settle()
             return True
@@ -169,7 +190,7 @@ class Outbox:
         if written < len(data):
             self.head = data[written:]  # (framed already: written as it is, before what follows)
             return False
-        self.drained.set()
+        self._drain()
         if not self._task:
             self._settle()
         return True
@@ -233,7 +254,7 @@ class Outbox:
             self.writing = 0
             if self.ending or self.broken:
                 self.wake.set()  # the writer may be waiting for this write to end
-        self.drained.set()
+        self._drain()
         if not self._task:
             self._settle()
 
