@@ -221,8 +221,8 @@ class HttpConnection:
                 await self.taps.aclose()  # first: closing the stream raises if cancelled
             if self._linger:
                 await linger_close(self.stream)
-            elif type(self.stream) is trio.SocketStream:
-                self.stream.socket.close()
+            elif self._io.direct:
+                self._io.close()
             else:
                 with trio.move_on_after(1):
                     await self.stream.aclose()
@@ -264,6 +264,7 @@ class HttpConnection:
             await self.error(exc, extra)
             return
         self.engine.stats.ws_connections += 1
+        self._io.watched = True  # (the WebSocket connection waits on the socket itself)
         # What was read past the request head (frames sent in the same write) is frame data.
         trailing = bytes(self.http.buf)
         fields = [

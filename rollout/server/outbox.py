@@ -4,10 +4,10 @@
 # life) or, for an outbox given a Flusher (an SSE body), by the server's one flusher task, which
 # writes every such outbox's bytes without waiting and starts a writer task for one only when its
 # socket does not take them all. A flush sends from the producing task itself when no write is in
-# progress (the bytes leave before it yields, not after every other runnable task), and a push
-# does so without yielding at all. Producers wait at the high-water mark, so a peer that stops
-# reading stalls only its own producers. The transport says how a batch is framed and written,
-# and which exceptions mean the peer is gone.
+# progress (the bytes leave before it yields, not after every other runnable task; it yields only
+# to wait for the socket), and a push does so without waiting at all. Producers wait at the
+# high-water mark, so a peer that stops reading stalls only its own producers. The transport
+# says how a batch is framed and written, and which exceptions mean the peer is gone.
 from __future__ import annotations
 
 import logging
@@ -56,14 +56,33 @@ class Outbox:
         self.broken = False  # a write failed: nothing more is sent
         self.ending = False  # the writer returns once everything is out
         self.writes = 0  # writes made (queued bytes coalesce into fewer)
-        self.wake = trio.Event()
-        self.drained = trio.Event()
-        self.drained.set()
+        self.wake = trio.Event()  # (of the writer task: set by a put while it runs)
+        self._drained = True  # nothing was put since the last write ended
+        self._drained_event: trio.Event | None = None  # (waited on, not set yet)
         self.done = trio.Event()  # the writer returned (or, without one, everything is out)
 
     @property
     def queued(self) -> int:
         return len(self.head) + self.size + self.writing
+
+    @property
+    def drained(self) -> trio.Event:
+        """Set once what is queued now has been written (or the peer is gone)."""
+        event = self._drained_event
+        if event is None:
+            event = trio.Event()
+            if self._drained:
+                event.set()
+            else:
+                self._drained_event = event
+        return event
+
+    def _drain(self) -> None:
+        """What was queued has been written (or never will be): its waiters go on."""
+        self._drained = True
+        event, self._drained_event = self._drained_event, None
+        if event is not None:
+            event.set()
 
     def put(self, data: bytes, *, head: bool = False) -> None:
         """Queue `data`: framed with the rest of the batch, or (`head`) written before it as it
@@ -73,9 +92,10 @@ class Outbox:
         elif data:
             self.parts.append(data)
             self.size += len(data)
-        self.drained = trio.Event() if self.drained.is_set() else self.drained
-        self.wake.set()
-        if not (self._task or self._due):
+        self._drained = False
+        if self._task:
+            self.wake.set()
+        elif not self._due:
             self._kick()
 
     def end(self, tail: bytes = b"") -> None:
@@ -119,8 +139,8 @@ class Outbox:
             await self.drained.wait()
 
     async def flush(self) -> None:
-        """Send what is queued now: from this task when no write is in progress, else when the
-        write in progress ends."""
+        """Send what is queued now: from this task when no write is in progress (without
+        yielding when the socket takes it all), else when the write in progress ends."""
         if not (self.head or self.parts) or self.broken:
             return
         if self.sending:
@@ -147,6 +167,7 @@ class Outbox:
             return False
         if self._write_now is None or not self._send_now():
             self._task = True
+            self.wake.set()  # (the writer's first wait)
             return True
         return False
 
@@ -160,7 +181,7 @@ class Outbox:
         except self._broken_by:
             self._break()
             self.wake.set()
-            self.drained.set()
+            self._drain()
             if not self._task:
                 self._settle()
             return True
@@ -169,7 +190,7 @@ class Outbox:
         if written < len(data):
             self.head = data[written:]  # (framed already: written as it is, before what follows)
             return False
-        self.drained.set()
+        self._drain()
         if not self._task:
             self._settle()
         return True
@@ -214,10 +235,10 @@ class Outbox:
             self.done.set()
 
     async def _send_queued(self, *, now: bool = False) -> None:
-        """Write the head and the queued parts until none is left (one task at a time). `now`
-        (the writer): each write is first tried without waiting (`write_now`), and what the
-        socket takes at once needs no pass through the scheduler after it (the writer's next
-        wait is one); the rest is written as a flush writes it."""
+        """Write the head and the queued parts until none is left (one task at a time). Each
+        write is first tried without waiting (`write_now`), and what the socket takes at once
+        needs no pass through the scheduler after it: the task goes on to its next wait. `now`
+        (the writer, an end): not even a cancelled task's check first."""
         self.sending = True
         try:
             while self.head or self.parts or (self.ending and self.tail):
@@ -233,7 +254,7 @@ class Outbox:
             self.writing = 0
             if self.ending or self.broken:
                 self.wake.set()  # the writer may be waiting for this write to end
-        self.drained.set()
+        self._drain()
         if not self._task:
             self._settle()
 
@@ -242,7 +263,8 @@ class Outbox:
         written is known at every wait, so a task cancelled in the middle (a response cancelled
         while it flushes) leaves the rest first in line for the writer: the peer's stream has
         no gap and no torn frame. Without one, a cancelled write breaks the outbox (what the
-        peer got is unknown). `now` (the writer) ends without a checkpoint, a flush with one."""
+        peer got is unknown). A flush raises first if its task is cancelled (`now`, the writer:
+        not); neither yields after a write the socket took whole."""
         write_now, writable = self._write_now, self._writable
         if write_now is None or writable is None:
             try:
@@ -253,20 +275,20 @@ class Outbox:
                     self._settle()
                 raise
             return
-        view, written = memoryview(data), 0
+        written = 0
         try:
             if not now:
                 await trio.lowlevel.checkpoint_if_cancelled()
-            written = write_now(view)
-            while written < len(data):
-                await writable()
-                written += write_now(view[written:])
+            written = write_now(data)
+            if written < len(data):
+                view = memoryview(data)
+                while written < len(data):
+                    await writable()
+                    written += write_now(view[written:])
         except trio.Cancelled:
-            self.head = bytes(view[written:]) + self.head
+            self.head = data[written:] + self.head
             self._kick()  # the writer sends it
             raise
-        if not now:
-            await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 class Flusher:

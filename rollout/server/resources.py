@@ -248,23 +248,47 @@ ROUTES: dict[tuple[str, ...], dict[str, Handler]] = {
 }
 
 
-async def route(ex: Exchange, request: Request) -> None:
-    parts = tuple(request.path.rstrip("/").split("/")[1:]) or ("",)
+def match(parts: tuple[str, ...]) -> tuple[dict[str, Handler], list[str]] | None:
+    """The methods of the first pattern in ROUTES that a path's `parts` match, and the
+    segments its "{id}"s stand for; None when none does."""
     for pattern, methods in ROUTES.items():
         if len(pattern) != len(parts):
             continue
-        args = [p for p, want in zip(parts, pattern, strict=True) if want == "{id}"]
         if all(want in ("{id}", got) for got, want in zip(parts, pattern, strict=True)):
-            allowed = tuple(methods)
-            if "GET" in allowed:  # RFC 9110 §9.3.2
-                allowed = (*allowed, "HEAD")
-            if request.method not in allowed:
-                exc = errors.method_not_allowed(request.method, request.path)
-                exc.headers = {"allow": ", ".join(sorted(allowed, key=_METHOD_ORDER.index))}
-                raise exc
-            handler = methods["GET" if request.method == "HEAD" else request.method]
-            return await handler(ex, request, *args)
-    raise errors.not_found_path(request.method, request.path)
+            return methods, [p for p, want in zip(parts, pattern, strict=True) if want == "{id}"]
+    return None
+
+
+#: The patterns without an "{id}" that no earlier pattern matches: a path equal to one is routed
+#: to it with one lookup (`resolve`), as `match` would route it.
+LITERAL = {
+    pattern: methods
+    for pattern, methods in ROUTES.items()
+    if "{id}" not in pattern and (found := match(pattern)) is not None and found[0] is methods
+}
+
+
+def resolve(parts: tuple[str, ...]) -> tuple[dict[str, Handler], list[str]] | None:
+    """`match`, with a literal path looked up at once."""
+    methods = LITERAL.get(parts)
+    return (methods, []) if methods is not None else match(parts)
+
+
+async def route(ex: Exchange, request: Request) -> None:
+    parts = tuple(request.path.rstrip("/").split("/")[1:]) or ("",)
+    found = resolve(parts)
+    if found is None:
+        raise errors.not_found_path(request.method, request.path)
+    methods, args = found
+    allowed = tuple(methods)
+    if "GET" in allowed:  # RFC 9110 §9.3.2
+        allowed = (*allowed, "HEAD")
+    if request.method not in allowed:
+        exc = errors.method_not_allowed(request.method, request.path)
+        exc.headers = {"allow": ", ".join(sorted(allowed, key=_METHOD_ORDER.index))}
+        raise exc
+    handler = methods["GET" if request.method == "HEAD" else request.method]
+    await handler(ex, request, *args)
 
 
 _METHOD_ORDER = ["GET", "HEAD", "POST", "DELETE"]

@@ -8,7 +8,8 @@
 # cancelled and a write ends with a checkpoint. `write_now` is a write that neither waits nor yields
 # (an outbox's push), `read_now` a read that does neither (the HTTP connection waits itself, under
 # its timeouts), and `read_into_now` the same into a buffer of the caller's (a request body's, read
-# without a copy). Any other stream (a test's wrapper, TLS) is used as it is.
+# without a copy). `close` skips trio's closing bookkeeping for a socket no task ever waited on.
+# Any other stream (a test's wrapper, TLS) is used as it is.
 from __future__ import annotations
 
 import errno
@@ -25,6 +26,9 @@ class SocketIO:
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
         self._socket = stream.socket if type(stream) is trio.SocketStream else None
+        #: a task may have waited on the socket here (or been handed the stream): its closing
+        #: goes through trio's I/O manager (see `close`)
+        self.watched = False
 
     def _fd(self) -> int:
         assert self._socket is not None
@@ -61,6 +65,7 @@ class SocketIO:
     async def readable(self) -> None:
         """Waits until `read_now` has bytes (or the end of the stream) to return."""
         assert self._socket is not None
+        self.watched = True
         await trio.lowlevel.wait_readable(self._socket)
 
     def write_some(self, data: bytes) -> int:
@@ -79,6 +84,7 @@ class SocketIO:
                 pass
             except OSError as exc:
                 raise _broken(exc) from exc
+            self.watched = True
             await trio.lowlevel.wait_readable(self._socket)
 
     async def send_all(self, data: bytes) -> None:
@@ -95,6 +101,7 @@ class SocketIO:
                 pass
             except OSError as exc:
                 raise _broken(exc) from exc
+            self.watched = True
             await trio.lowlevel.wait_writable(self._socket)
         await trio.lowlevel.cancel_shielded_checkpoint()
 
@@ -105,7 +112,24 @@ class SocketIO:
         socket = self._socket
         if socket is None:
             return None
-        return lambda: trio.lowlevel.wait_writable(socket)
+        return self._writable
+
+    async def _writable(self) -> None:
+        assert self._socket is not None
+        self.watched = True
+        await trio.lowlevel.wait_writable(self._socket)
+
+    def close(self) -> None:
+        """Close the socket (with `direct`). When no task ever waited on it here (`watched`),
+        trio's I/O manager never registered its descriptor and nobody waits to be woken: it is
+        closed as it is, without `notify_closing` (whose unregistering would fail, raised and
+        caught, for a descriptor never registered)."""
+        assert self._socket is not None
+        socket = self._socket
+        if self.watched:
+            socket.close()
+        elif socket.fileno() >= 0:
+            os.close(socket.detach())
 
     @property
     def write_now(self) -> Callable[[bytes | memoryview], int] | None:

@@ -77,7 +77,22 @@ class SseSink:
         return self._out.writes
 
     async def emit(self, event: Event) -> None:
-        await self._put(event.type.encode(), codec.encode_sse_event(event))
+        # (`_put`, inline: most of a short response's events come this way)
+        kind, payload = event.type.encode(), codec.encode_sse_event(event)
+        if not self.started:
+            await self._start()
+        out = self._out
+        if out.broken:
+            raise Disconnected()
+        if self._taps.recorder is not None:
+            await self._taps.events(lambda: [payload])
+        if self._body:
+            out.put(b"event: %s\ndata: %s\n\n" % (kind, payload))
+        self._taps.sent(1)
+        if len(out.head) + out.size + out.writing > out.high_water:
+            await out.drained.wait()
+        if out.broken:
+            raise Disconnected()
 
     async def emit_bytes(self, kind: bytes, payload: bytes) -> None:
         """One event already encoded (its `type` and JSON data)."""
@@ -99,7 +114,7 @@ class SseSink:
         if self._body:
             out.put(sse_run(run) if run else b"event: %s\ndata: %s\n\n" % (kind, payload))
         self._taps.sent(len(run) if run else 1)
-        if out.queued > out.high_water:
+        if len(out.head) + out.size + out.writing > out.high_water:
             await out.drained.wait()
         if out.broken:
             raise Disconnected()

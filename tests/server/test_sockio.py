@@ -2,7 +2,8 @@
 # trio stream's: everything written arrives (a write larger than the socket buffers waits for
 # the peer to read), EOF is b"", a reset peer is BrokenResourceError, a closed stream is
 # ClosedResourceError (never a write to a reused descriptor), a cancelled task does not read or
-# write, and another kind of stream is used as it is.
+# write, a close ends the stream (and wakes a task waiting on it) whether or not a task waited on
+# it before, and another kind of stream is used as it is.
 from __future__ import annotations
 
 import socket
@@ -91,3 +92,50 @@ async def test_another_stream_is_used_as_it_is() -> None:
     assert await right.receive_some(100) == b"through the stream"
     await right.send_all(b"back")
     assert await io.receive_some(100) == b"back"
+
+
+async def test_a_close_ends_the_stream_whether_or_not_a_task_waited_on_it() -> None:
+    for wait in (False, True):
+        stream, peer = pair()
+        io = SocketIO(stream)
+        if wait:
+            peer.sendall(b"x")
+            await io.readable()
+            assert io.read_now(10) == b"x"
+        assert io.watched is wait
+        number = stream.socket.fileno()
+        io.close()
+        assert stream.socket.fileno() == -1
+        assert peer.recv(10) == b""  # the peer reads the end
+        with pytest.raises(trio.ClosedResourceError):
+            io.write_now(b"never written")  # (not to a descriptor the system gave again)
+        io.close()  # (twice: nothing more)
+        # A socket given the same descriptor number is waited on as any other.
+        again, again_peer = pair()
+        assert again.socket.fileno() == number
+        again_io = SocketIO(again)
+        with trio.fail_after(TIMEOUT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(again_io.readable)
+                await trio.testing.wait_all_tasks_blocked()
+                again_peer.sendall(b"y")
+        assert again_io.read_now(10) == b"y"
+        again_io.close()
+        again_peer.close()
+        peer.close()
+
+
+async def test_a_close_wakes_a_task_waiting_on_the_socket() -> None:
+    stream, peer = pair()
+    io = SocketIO(stream)
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+
+            async def wait() -> None:
+                with pytest.raises(trio.ClosedResourceError):
+                    await io.readable()
+
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            io.close()
+    peer.close()

@@ -1,15 +1,19 @@
 # An SSE body's push: the response head and the events queued so far reach the socket from the
 # producing task, before it yields (so the flusher, which has not run, did not send them); on a
 # stream without a write that cannot wait, a push leaves them to a writer task. What is queued
-# without a push leaves once the producer waits, coalesced, and the body's end with the last.
+# without a push leaves once the producer waits, coalesced, and the body's end with the last. An
+# event emitted is framed as its encoding emitted as bytes.
 from __future__ import annotations
 
 import socket
 
+import hypothesis
+import hypothesis.strategies as st
 import trio
 import trio.testing
 
-from protocol.events import ResponseEvent
+from protocol import codec
+from protocol.events import ErrorEvent, ErrorPayload, Event, ResponseEvent, TextDeltaEvent
 from protocol.response import Response
 from rollout.conversation.work import Stats
 from rollout.server.http11 import Http11
@@ -112,3 +116,51 @@ async def test_what_a_producer_queues_leaves_once_it_waits_and_the_end_with_it()
         assert got.count(b"event: response.created") == 4
         nursery.cancel_scope.cancel()
     peer.close()
+
+
+@hypothesis.settings(max_examples=50, deadline=None)
+@hypothesis.given(delta=st.text(), message=st.text(), body=st.booleans())
+def test_an_event_emitted_is_framed_as_its_encoding_emitted_as_bytes(
+    delta: str, message: str, body: bool
+) -> None:
+    """`emit` (its own inline path) and `emit_bytes` of the event's SSE encoding write the
+    same body, for any text, the flat SSE error event and a HEAD request's empty body alike."""
+    events: list[Event] = [
+        created(),
+        TextDeltaEvent(sequence_number=1, item_id="msg_1", output_index=0, content_index=0,
+                       delta=delta),
+        ErrorEvent(error=ErrorPayload(type="server_error", code="x", message=message, param=None),
+                   sequence_number=2),
+    ]  # fmt: skip
+
+    async def body_of(encoded: bool) -> bytes:
+        conn = Http11(16384)
+        conn.receive(b"POST /v1/responses HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n")
+        assert conn.next_head() is not None and conn.body() == b""
+        sent: list[bytes] = []
+
+        async def send(data: bytes) -> None:
+            sent.append(data)
+
+        async def head() -> bytes:
+            return conn.response_head(200, [("content-type", "text/event-stream")])
+
+        async def close() -> None:
+            pass
+
+        async with trio.open_nursery() as nursery:
+            flusher = Flusher()
+            await nursery.start(flusher.run)
+            sink = SseSink(
+                conn, send, head, flusher, Taps("http", 1, Stats()), close=close, body=body
+            )
+            for event in events:
+                if encoded:
+                    await sink.emit_bytes(event.type.encode(), codec.encode_sse_event(event))
+                else:
+                    await sink.emit(event)
+            await sink.end()
+            nursery.cancel_scope.cancel()
+        return b"".join(sent)
+
+    assert trio.run(body_of, False) == trio.run(body_of, True)
