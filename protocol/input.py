@@ -39,7 +39,7 @@ from protocol.items import (
     answered_call,
     text_of,
 )
-from protocol.plain import message, stored_content
+from protocol.plain import message, stored, stored_content
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.sealing import unseal
@@ -68,16 +68,7 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
         if type(item) is Message:
             content = item.content
             if type(content) is str:  # (`stored_message`, at once for the commonest item)
-                add(
-                    message(
-                        id=item.id or new_id("msg"),
-                        role=item.role,
-                        content=stored_content(item.role, content),
-                        status=item.status or "completed",
-                        phase=item.phase,
-                        agent=item.agent,
-                    )
-                )
+                add(stored(item, item.id or new_id("msg")))
             else:
                 add(stored_message(item, new_id))
         elif isinstance(item, FunctionCallOutput | FunctionCall):

@@ -7,7 +7,8 @@
 # each turn) costs more than comparing it: it is found by its length and ends first, then
 # compared whole. Bounded in entries and characters (all forgotten at once when full); lookups
 # take no lock: a dict's get and set are atomic, and a race only makes an object twice. And
-# `message`, a stored message built at half the constructor's cost.
+# `message`, a stored message built at half the constructor's cost (`stored`, a short-form one
+# with its stored content).
 from __future__ import annotations
 
 from typing import Any
@@ -100,6 +101,29 @@ def message(
     return made
 
 
+def stored(item: Message, id: str) -> Message:
+    """`item`, a message of short-form content, as it is stored: given `id`, a status (its own
+    or "completed") and its `stored_content`, built at once (`message` and `stored_content` in
+    one call: a resent history's every message is one)."""
+    role, text = item.role, item.content
+    entry = _kept.get((role, text))  # type: ignore[arg-type]
+    if entry is None:
+        entry = _keep(role, text)  # type: ignore[arg-type]
+    content = entry[1]
+    if content is None:
+        part = OutputText(text=text) if role == "assistant" else InputText(text=text)  # type: ignore[arg-type]
+        content = entry[1] = (part,)
+    made: Message = _new(Message)
+    _set_type(made, "message")
+    _set_id(made, id)
+    _set_role(made, role)
+    _set_content(made, content)
+    _set_status(made, item.status or "completed")
+    _set_phase(made, item.phase)
+    _set_agent(made, item.agent)
+    return made
+
+
 def forget() -> None:
     """Forget every message kept (for tests)."""
     global _chars
@@ -116,5 +140,6 @@ __all__ = [
     "decoded",
     "forget",
     "message",
+    "stored",
     "stored_content",
 ]

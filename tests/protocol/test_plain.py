@@ -64,6 +64,21 @@ def test_message_makes_what_the_constructor_makes(item: Message) -> None:
         made.id = "other"  # type: ignore[misc]
 
 
+@given(messages.filter(lambda m: type(m.content) is str), st.text(min_size=1))
+def test_stored_makes_what_message_and_stored_content_make(item: Message, id: str) -> None:
+    made = plain.stored(item, id)
+    assert type(made) is Message
+    assert made == plain.message(
+        id=id,
+        role=item.role,
+        content=plain.stored_content(item.role, item.content),  # type: ignore[arg-type]
+        status=item.status or "completed",
+        phase=item.phase,
+        agent=item.agent,
+    )
+    assert made.content is plain.stored_content(item.role, item.content)  # type: ignore[arg-type]
+
+
 @given(ROLES, st.lists(st.text(alphabet="ab", min_size=1, max_size=4), min_size=1, max_size=8))
 def test_long_texts_of_the_same_ends_are_told_apart(role: str, middles: list[str]) -> None:
     # A long text is looked up by its length and ends, and compared whole: texts that share
