@@ -35,7 +35,7 @@ from protocol.items import (
     Reasoning,
     Role,
 )
-from protocol.plain import decoded
+from protocol.plain import decoded, decoded_all
 from protocol.request import CreateRequest
 from protocol.response import Response
 
@@ -285,22 +285,8 @@ def _plain_message(value: dict[str, Any], tag: object) -> Message | None:
 
 def plain_messages(values: list[Any]) -> tuple[Message, ...] | None:
     """A list of plain messages (`_plain_message`'s) as the converter makes it, the items
-    built at once; None if any item is something else."""
-    out: list[Message] = []
-    add, roles = out.append, _ROLES
-    for value in values:  # (`_plain_message`'s checks, at once)
-        if type(value) is not dict:
-            return None
-        role, content = value.get("role"), value.get("content")
-        if len(value) != 2:
-            if len(value) != 3 or value.get("type") != "message":
-                return None
-        elif "type" in value:
-            return None
-        if type(content) is not str or role not in roles:
-            return None
-        add(decoded(role, content))  # type: ignore[arg-type]
-    return tuple(out)
+    built at once (`protocol.plain.decoded_all`); None if any item is something else."""
+    return decoded_all(values, _ROLES)
 
 
 def _attrs_hook(cls: type) -> Callable[[object, object], Any]:

@@ -11,6 +11,7 @@
 # with its stored content).
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from protocol.agentitems import AgentRef
@@ -40,6 +41,37 @@ def decoded(role: str, text: str) -> Message:
     if entry is None:
         entry = _keep(role, text)
     return entry[0]  # type: ignore[return-value]
+
+
+def decoded_all(values: list[Any], roles: Container[object]) -> tuple[Message, ...] | None:
+    """`decoded` of each of `values` that is a plain message (`{"role": ..., "content":
+    "..."}`, with or without `"type": "message"`; its role one of `roles`), in one loop; None
+    if any is something else."""
+    out: list[Message] = []
+    add, kept, ends = out.append, _kept, _ends
+    for value in values:
+        if type(value) is not dict:
+            return None
+        role: Any = value.get("role")
+        text: Any = value.get("content")
+        if len(value) != 2:
+            if len(value) != 3 or value.get("type") != "message":
+                return None
+        elif "type" in value:
+            return None
+        if type(text) is not str or role not in roles:
+            return None
+        size = len(text)
+        if size > _LONG:  # (`decoded`, at once)
+            entry = ends.get((role, size, text[:ENDS], text[_TAIL:]))
+            if entry is not None and entry[0].content == text:  # type: ignore[attr-defined]
+                add(entry[0])  # type: ignore[arg-type]
+                continue
+        entry = kept.get((role, text))
+        if entry is None:
+            entry = _keep(role, text)
+        add(entry[0])  # type: ignore[arg-type]
+    return tuple(out)
 
 
 def stored_content(role: str, text: str) -> tuple[ContentPart, ...]:
@@ -138,6 +170,7 @@ __all__ = [
     "MAX_ENTRIES",
     "MESSAGE_FIELDS",
     "decoded",
+    "decoded_all",
     "forget",
     "message",
     "stored",

@@ -101,3 +101,20 @@ def test_a_long_texts_ends_find_the_newest_of_them() -> None:
         plain.decoded("user", ends + middle + ends)
     assert len(plain._ends) == 1 and len(plain._kept) == 2
     plain.forget()
+
+
+@given(st.lists(st.tuples(ROLES, st.text(alphabet="ab", max_size=4), st.booleans()), max_size=8))
+def test_decoded_all_makes_what_decoded_makes(rows: list[tuple[str, str, bool]]) -> None:
+    # Long texts of the same ends and length among them: each found whole, as `decoded` finds it.
+    ends = "e" * plain.ENDS
+    values = [
+        {"role": role, "content": ends + middle.ljust(4, "a") + ends if long else middle}
+        for role, middle, long in rows
+    ]
+    made = plain.decoded_all(values, {"user", "assistant", "system", "developer"})
+    assert made == tuple(plain.decoded(v["role"], v["content"]) for v in values)
+    assert made is not None
+    assert all(
+        a is plain.decoded(v["role"], v["content"]) for a, v in zip(made, values, strict=True)
+    )
+    plain.forget()
