@@ -349,19 +349,21 @@ class Context:
     def _note(self, items: list[Item]) -> None:
         """The conversation's state after each item (a message, the commonest item, at once)."""
         user: Message | None = None
+        by_id, kept = self.by_id, self.items
         for item in items:
             if type(item) is not Message:
                 self._note_item(item)
                 continue
             if item.id is not None:
-                self.by_id[item.id] = len(self.items)
-            self.items.append(item)
-            model = item.role == "assistant"  # (is_model_item's)
+                by_id[item.id] = len(kept)
+            kept.append(item)
+            role = item.role
+            model = role == "assistant"  # (is_model_item's)
             if model and (not self.last_was_model or self.last_was_hosted):
                 self.model_turns += 1
             self.last_was_model = model
             self.last_was_hosted = False
-            if item.role == "user":
+            if role == "user":
                 user = item
                 self.calls_since_user = 0
                 self.hosted_since_user = NO_CALLS
