@@ -35,7 +35,7 @@ from protocol.items import (
     Reasoning,
     Role,
 )
-from protocol.plain import decoded
+from protocol.plain import decoded, decoded_all
 from protocol.request import CreateRequest
 from protocol.response import Response
 
@@ -285,14 +285,8 @@ def _plain_message(value: dict[str, Any], tag: object) -> Message | None:
 
 def plain_messages(values: list[Any]) -> tuple[Message, ...] | None:
     """A list of plain messages (`_plain_message`'s) as the converter makes it, the items
-    built at once; None if any item is something else."""
-    out = []
-    for value in values:
-        message = _plain_message(value, value.get("type")) if type(value) is dict else None
-        if message is None:
-            return None
-        out.append(message)
-    return tuple(out)
+    built at once (`protocol.plain.decoded_all`); None if any item is something else."""
+    return decoded_all(values, _ROLES)
 
 
 def _attrs_hook(cls: type) -> Callable[[object, object], Any]:

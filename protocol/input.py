@@ -39,7 +39,7 @@ from protocol.items import (
     answered_call,
     text_of,
 )
-from protocol.plain import message, stored_content
+from protocol.plain import message, stored, stored_content
 from protocol.request import CreateRequest
 from protocol.response import Response
 from protocol.sealing import unseal
@@ -68,16 +68,7 @@ def normalize_input(value: str | Sequence[Item] | None, new_id: NewId) -> list[I
         if type(item) is Message:
             content = item.content
             if type(content) is str:  # (`stored_message`, at once for the commonest item)
-                add(
-                    message(
-                        id=item.id or new_id("msg"),
-                        role=item.role,
-                        content=stored_content(item.role, content),
-                        status=item.status or "completed",
-                        phase=item.phase,
-                        agent=item.agent,
-                    )
-                )
+                add(stored(item, item.id or new_id("msg")))
             else:
                 add(stored_message(item, new_id))
         elif isinstance(item, FunctionCallOutput | FunctionCall):
@@ -161,11 +152,11 @@ def check_input(
     """
     calls: set[str] = set()
     answered: set[str] = set()
-    ids: set[str] = set()
+    ids: set[str] | None = None  # the ids of the items before a reference (made at the first)
     optional = set(async_calls)
     for i, item in enumerate(items):
         if type(item) is Message:  # (the commonest item: neither a call, an output nor a reference)
-            if item.id is not None:
+            if ids is not None and item.id is not None:
                 ids.add(item.id)
             continue
         if isinstance(item, CALL_ITEMS):
@@ -186,13 +177,19 @@ def check_input(
             calls.discard(call_id)
             answered.add(call_id)
         elif isinstance(item, ItemReference):
+            if ids is None:
+                ids = {
+                    seen.id
+                    for seen in items[:i]
+                    if not isinstance(seen, ItemReference) and seen.id is not None
+                }
             if item.id not in ids and item.id not in known_ids:
                 raise errors.invalid(
                     f"Item with id '{clip(item.id)}' not found.",
                     param=f"input[{i}].id",
                     code="invalid_value",
                 )
-        if not isinstance(item, ItemReference) and item.id is not None:
+        if ids is not None and not isinstance(item, ItemReference) and item.id is not None:
             ids.add(item.id)
     unanswered = (set(open_calls) | calls) - answered - optional
     if unanswered:

@@ -7,9 +7,11 @@
 # each turn) costs more than comparing it: it is found by its length and ends first, then
 # compared whole. Bounded in entries and characters (all forgotten at once when full); lookups
 # take no lock: a dict's get and set are atomic, and a race only makes an object twice. And
-# `message`, a stored message built at half the constructor's cost.
+# `message`, a stored message built at half the constructor's cost (`stored`, a short-form one
+# with its stored content).
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from protocol.agentitems import AgentRef
@@ -39,6 +41,37 @@ def decoded(role: str, text: str) -> Message:
     if entry is None:
         entry = _keep(role, text)
     return entry[0]  # type: ignore[return-value]
+
+
+def decoded_all(values: list[Any], roles: Container[object]) -> tuple[Message, ...] | None:
+    """`decoded` of each of `values` that is a plain message (`{"role": ..., "content":
+    "..."}`, with or without `"type": "message"`; its role one of `roles`), in one loop; None
+    if any is something else."""
+    out: list[Message] = []
+    add, kept, ends = out.append, _kept, _ends
+    for value in values:
+        if type(value) is not dict:
+            return None
+        role: Any = value.get("role")
+        text: Any = value.get("content")
+        if len(value) != 2:
+            if len(value) != 3 or value.get("type") != "message":
+                return None
+        elif "type" in value:
+            return None
+        if type(text) is not str or role not in roles:
+            return None
+        size = len(text)
+        if size > _LONG:  # (`decoded`, at once)
+            entry = ends.get((role, size, text[:ENDS], text[_TAIL:]))
+            if entry is not None and entry[0].content == text:  # type: ignore[attr-defined]
+                add(entry[0])  # type: ignore[arg-type]
+                continue
+        entry = kept.get((role, text))
+        if entry is None:
+            entry = _keep(role, text)
+        add(entry[0])  # type: ignore[arg-type]
+    return tuple(out)
 
 
 def stored_content(role: str, text: str) -> tuple[ContentPart, ...]:
@@ -100,6 +133,29 @@ def message(
     return made
 
 
+def stored(item: Message, id: str) -> Message:
+    """`item`, a message of short-form content, as it is stored: given `id`, a status (its own
+    or "completed") and its `stored_content`, built at once (`message` and `stored_content` in
+    one call: a resent history's every message is one)."""
+    role, text = item.role, item.content
+    entry = _kept.get((role, text))  # type: ignore[arg-type]
+    if entry is None:
+        entry = _keep(role, text)  # type: ignore[arg-type]
+    content = entry[1]
+    if content is None:
+        part = OutputText(text=text) if role == "assistant" else InputText(text=text)  # type: ignore[arg-type]
+        content = entry[1] = (part,)
+    made: Message = _new(Message)
+    _set_type(made, "message")
+    _set_id(made, id)
+    _set_role(made, role)
+    _set_content(made, content)
+    _set_status(made, item.status or "completed")
+    _set_phase(made, item.phase)
+    _set_agent(made, item.agent)
+    return made
+
+
 def forget() -> None:
     """Forget every message kept (for tests)."""
     global _chars
@@ -114,7 +170,9 @@ __all__ = [
     "MAX_ENTRIES",
     "MESSAGE_FIELDS",
     "decoded",
+    "decoded_all",
     "forget",
     "message",
+    "stored",
     "stored_content",
 ]

@@ -243,20 +243,35 @@ class Context:
         if not items:
             return 0
         tokens, start = self.tokens, len(self.tokens)
+        item_tokens = self.item_tokens
+        memo = self.memo
+        unscanned: list[tuple[Item, Key | None, Entry]] = []  # (memo: findings not known yet)
+        findings = 0
         with work.stage("tokenize", items=len(items)) as c:
-            if self.memo:
+            if memo:  # each item's memo entry, or counted now and kept (`_count`)
                 looked = self.look_up(items) if looked is None else looked
-                keys, entries = looked.keys, self._counted(items, looked)
-                encoded = [entry[0] for entry in entries]
+                counted_items: Iterable[tuple[Item, Key | None, Entry | None]] = zip(
+                    items, looked.keys, looked.entries, strict=True
+                )
             else:
                 done = [rendered(item, self.model, self._hidden(item)) for item in items]
-                encoded = [tokens for _, tokens in done]
+                counted_items = [
+                    (item, None, (ids, None)) for item, (_, ids) in zip(items, done, strict=True)
+                ]
             # Each item on its own: the tokens of a conversation must not depend on how its
             # items were batched into requests (one append or several, chained or replayed).
-            item_tokens = self.item_tokens
-            for item, counted in zip(items, encoded, strict=True):
+            for item, key, entry in counted_items:
+                if entry is None:
+                    entry = self._count(item, key)
+                counted = entry[0]
                 item_tokens.append(len(counted))
                 tokens.extend(counted)
+                if memo and scan:
+                    found = entry[1]
+                    if found is None:
+                        unscanned.append((item, key, entry))
+                    else:
+                        findings += found
                 if type(item) is Message:  # without a breakpoint, at a glance (the commonest)
                     content = item.content
                     if type(content) is str or (
@@ -268,9 +283,9 @@ class Context:
                 if mark is not None:
                     self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
             added = c.tokens = len(tokens) - start
-        if scan and self.memo:  # each text is framed: scanned one by one, it finds the same
+        if scan and memo:  # each text is framed: scanned one by one, it finds the same
             with work.stage("scan", items=len(items), tokens=added):
-                self.scan.findings += self._memo_findings(items, keys, entries)
+                self.scan.findings += findings + self._memo_findings(unscanned)
             self.scan.tokens_scanned += added
         elif scan:
             self._scan("".join(text for text, _ in done), added, work, items=len(items))
@@ -295,34 +310,24 @@ class Context:
                 add(counted_as(item, hidden(item)))
         return Looked(keys, MEMO.lookup(keys))
 
-    def _counted(self, items: list[Item], looked: Looked) -> list[Entry]:
-        """Each item's tokens (and scan findings, if known): the memo's, or counted now (and
-        kept)."""
-        out: list[Entry] = []
-        for item, key, entry in zip(items, looked.keys, looked.entries, strict=True):
-            if entry is None:
-                if key is None:
-                    entry = (rendered(item, self.model, self._hidden(item))[1], None)
-                else:
-                    entry = (tok.framed(key[0], tok.encoded(key[1])), None)
-                    MEMO.put(key, entry)
-            out.append(entry)
-        return out
+    def _count(self, item: Item, key: Key | None) -> Entry:
+        """An item the memo does not hold: its tokens counted now (and kept, if it has a key)."""
+        if key is None:
+            return (rendered(item, self.model, self._hidden(item))[1], None)
+        entry: Entry = (tok.framed(key[0], tok.encoded(key[1])), None)
+        MEMO.put(key, entry)
+        return entry
 
-    def _memo_findings(
-        self, items: list[Item], keys: list[Key | None], entries: list[Entry]
-    ) -> int:
-        """The scan findings of the items: the memo's, else each item's framed text scanned
-        (and kept)."""
+    def _memo_findings(self, unscanned: list[tuple[Item, Key | None, Entry]]) -> int:
+        """The scan findings of the items whose memo entry lacks them: each item's framed text
+        scanned (and kept)."""
         total = 0
-        for item, key, entry in zip(items, keys, entries, strict=True):
-            found = entry[1]
-            if found is None:
-                if key is None:
-                    found = scan_findings(self._render(item))
-                else:
-                    found = scan_findings(framed_text(*key))
-                    MEMO.put(key, (entry[0], found))
+        for item, key, entry in unscanned:
+            if key is None:
+                found = scan_findings(self._render(item))
+            else:
+                found = scan_findings(framed_text(*key))
+                MEMO.put(key, (entry[0], found))
             total += found
         return total
 
@@ -344,19 +349,21 @@ class Context:
     def _note(self, items: list[Item]) -> None:
         """The conversation's state after each item (a message, the commonest item, at once)."""
         user: Message | None = None
+        by_id, kept = self.by_id, self.items
         for item in items:
             if type(item) is not Message:
                 self._note_item(item)
                 continue
             if item.id is not None:
-                self.by_id[item.id] = len(self.items)
-            self.items.append(item)
-            model = item.role == "assistant"  # (is_model_item's)
+                by_id[item.id] = len(kept)
+            kept.append(item)
+            role = item.role
+            model = role == "assistant"  # (is_model_item's)
             if model and (not self.last_was_model or self.last_was_hosted):
                 self.model_turns += 1
             self.last_was_model = model
             self.last_was_hosted = False
-            if item.role == "user":
+            if role == "user":
                 user = item
                 self.calls_since_user = 0
                 self.hosted_since_user = NO_CALLS

@@ -64,6 +64,21 @@ def test_message_makes_what_the_constructor_makes(item: Message) -> None:
         made.id = "other"  # type: ignore[misc]
 
 
+@given(messages.filter(lambda m: type(m.content) is str), st.text(min_size=1))
+def test_stored_makes_what_message_and_stored_content_make(item: Message, id: str) -> None:
+    made = plain.stored(item, id)
+    assert type(made) is Message
+    assert made == plain.message(
+        id=id,
+        role=item.role,
+        content=plain.stored_content(item.role, item.content),  # type: ignore[arg-type]
+        status=item.status or "completed",
+        phase=item.phase,
+        agent=item.agent,
+    )
+    assert made.content is plain.stored_content(item.role, item.content)  # type: ignore[arg-type]
+
+
 @given(ROLES, st.lists(st.text(alphabet="ab", min_size=1, max_size=4), min_size=1, max_size=8))
 def test_long_texts_of_the_same_ends_are_told_apart(role: str, middles: list[str]) -> None:
     # A long text is looked up by its length and ends, and compared whole: texts that share
@@ -85,4 +100,21 @@ def test_a_long_texts_ends_find_the_newest_of_them() -> None:
     for middle in ("ab", "ba", "ab"):
         plain.decoded("user", ends + middle + ends)
     assert len(plain._ends) == 1 and len(plain._kept) == 2
+    plain.forget()
+
+
+@given(st.lists(st.tuples(ROLES, st.text(alphabet="ab", max_size=4), st.booleans()), max_size=8))
+def test_decoded_all_makes_what_decoded_makes(rows: list[tuple[str, str, bool]]) -> None:
+    # Long texts of the same ends and length among them: each found whole, as `decoded` finds it.
+    ends = "e" * plain.ENDS
+    values = [
+        {"role": role, "content": ends + middle.ljust(4, "a") + ends if long else middle}
+        for role, middle, long in rows
+    ]
+    made = plain.decoded_all(values, {"user", "assistant", "system", "developer"})
+    assert made == tuple(plain.decoded(v["role"], v["content"]) for v in values)
+    assert made is not None
+    assert all(
+        a is plain.decoded(v["role"], v["content"]) for a, v in zip(made, values, strict=True)
+    )
     plain.forget()

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import attrs
+from hypothesis import given
+from hypothesis import strategies as st
 
 from protocol import codec
-from protocol.input import ECHOED, new_response, normalize_input
-from protocol.items import InputText, Message, OutputText
+from protocol.errors import ProtocolError
+from protocol.input import ECHOED, check_input, new_response, normalize_input
+from protocol.items import InputText, ItemReference, Message, OutputText
 from protocol.response import Response, Usage
 
 
@@ -71,3 +74,28 @@ def test_a_new_response_echoes_the_request_and_shares_nothing_with_the_next() ->
     after = new_response(codec.decode_create({"model": "m", "input": "hi"}), "resp_3", 3)
     assert after.output == [] and after.text["verbosity"] == "medium"
     assert after.reasoning == {"effort": None, "summary": None}
+
+
+@given(
+    st.lists(st.tuples(st.booleans(), st.sampled_from(["a", "b", "c", "d"])), max_size=8),
+    st.sets(st.sampled_from(["a", "b", "c", "d"]), max_size=2),
+)
+def test_a_reference_resolves_to_an_earlier_item_or_a_known_one(
+    rows: list[tuple[bool, str]], known: set[str]
+) -> None:
+    items = [
+        ItemReference(id=name) if ref else Message(role="user", content="hi", id=name)
+        for ref, name in rows
+    ]
+    expected = None
+    for i, (ref, name) in enumerate(rows):
+        earlier = {n for r, n in rows[:i] if not r}
+        if ref and name not in earlier and name not in known:
+            expected = f"input[{i}].id"
+            break
+    try:
+        check_input(items, frozenset(), known)
+    except ProtocolError as exc:
+        assert exc.param == expected
+    else:
+        assert expected is None
