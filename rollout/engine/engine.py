@@ -334,7 +334,10 @@ class Engine:
         try:
             with cancel.scope:
                 await r.send(r.stream.opening())
-                r.sink.push()  # they leave now (the client reads them as the loop runs)
+                if r.opened is None:
+                    r.sink.push()  # they leave now (the client reads them as the loop runs)
+                # (an opened step holds the engine's first batch: they leave with its first
+                # token, in one write, or at the loop's first wait for the engine)
                 if plan.latency_s > 0:
                     with r.work.stage("fault"):
                         await trio.sleep(plan.latency_s)
