@@ -97,7 +97,8 @@ def _json_of_fields(fields: tuple[str, ...]) -> Any:
 
 
 def _item_json(item: Any) -> Any:
-    """An output item in JSON form: its direct form when it has one, else the converter's."""
+    """An output item, or an event's item or content part, in JSON form: its direct form when
+    it has one, else the converter's."""
     direct = _DIRECT.get(type(item))
     done = direct(item) if direct is not None else None
     return converter.unstructure(item) if done is None else done
@@ -236,16 +237,9 @@ def _json_of_event(cls: type, nested: str | None = None) -> Callable[[Any], dict
         value = f"part(e.{f.name})" if f.name == nested else f"e.{f.name}"
         lines.append(f'        "{f.name}": {value},')
     lines.append("    }")
-    namespace: dict[str, Any] = {"part": _part_json}
+    namespace: dict[str, Any] = {"part": _item_json}
     exec("\n".join(lines), namespace)  # the source is built from the class's own field names
     return namespace["to_json"]
-
-
-def _part_json(value: Any) -> Any:
-    """An item or content part of an event in JSON form (its direct form where it has one)."""
-    direct = _DIRECT.get(type(value))
-    done = direct(value) if direct is not None else None
-    return converter.unstructure(value) if done is None else done
 
 
 #: The events encoded without the converter, by class: plain ones field by field (generated),
