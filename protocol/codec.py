@@ -11,7 +11,14 @@ import orjson
 
 from protocol import direct
 from protocol.convert import converter, plain_messages
-from protocol.encode import encode, encode_event, encode_sse_event, response_json, to_json
+from protocol.encode import (
+    encode,
+    encode_event,
+    encode_sse_event,
+    response_json,
+    to_json,
+    tools_json,
+)
 from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
@@ -222,4 +229,5 @@ __all__ = [
     "response_json",
     "structure",
     "to_json",
+    "tools_json",
 ]
