@@ -147,7 +147,15 @@ def _plain_create(value: object) -> CreateRequest | None:
 
 
 def _shallow(tools: list[Any]) -> bool:
-    """Whether `tools`, a create's (one level below it), is within MAX_DEPTH."""
+    """Whether `tools`, a create's (one level below it), is within MAX_DEPTH. Each level opens
+    a bracket: JSON text with fewer brackets than the limit (any, strings' too, counted in C)
+    is within it, as a few tools' always are; other text is walked level by level."""
+    try:
+        text = orjson.dumps(tools)
+    except orjson.JSONEncodeError:
+        text = None
+    if text is not None and text.count(b"{") + text.count(b"[") <= MAX_DEPTH - 1:
+        return True
     try:
         check_depth(tools, MAX_DEPTH - 1)
     except ProtocolError:

@@ -147,3 +147,7 @@ def test_parameters_too_deep_get_the_converters_error() -> None:
         via_converter = outcome(lambda v: codec.decode_object(v, CreateRequest), value)
         assert outcome(codec.decode_create, value) == via_converter
         assert isinstance(via_converter, tuple) == refused
+    # many brackets, nested two levels: walked, and within the limit
+    wide = {"type": "function", "name": "f", "parameters": {"enum": [[] for _ in range(99)]}}
+    value = {"model": "m", "input": "hi", "tools": [wide]}
+    assert codec._plain_create(value) == codec.decode_object(value, CreateRequest)
