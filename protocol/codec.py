@@ -9,8 +9,16 @@ from typing import Any, TypeVar
 import attrs
 import orjson
 
+from protocol import direct
 from protocol.convert import converter, plain_messages
-from protocol.encode import encode, encode_event, encode_sse_event, response_json, to_json
+from protocol.encode import (
+    encode,
+    encode_event,
+    encode_sse_event,
+    response_json,
+    to_json,
+    tools_json,
+)
 from protocol.errors import ProtocolError, clip
 from protocol.events import (
     CLASS_BY_TYPE,
@@ -102,32 +110,57 @@ _PLAIN_CREATE: dict[str, type] = {
     **dict.fromkeys(("store", "stream", "background", "parallel_tool_calls", "generate"), bool),
     **dict.fromkeys(("max_output_tokens", "max_tool_calls"), int),
 }
+_LISTS = ("input", "tools")  # (the fields of _plain_create's that may be lists)
 
 
 def _plain_create(value: object) -> CreateRequest | None:
     """A create whose every key is one of _PLAIN_CREATE with a value of its type (and `type`
     `response.create`), its `input` a string or a list of plain messages
-    (`protocol.convert.plain_messages`), built directly: the converter gives the same request,
-    checking each of its 39 fields, and it was the largest part of a small create's decoding
-    (and of a long history's, with its hook per item). Anything else is None, for the
-    converter (and its errors). Such a create is nested three levels deep at most: no depth
-    to check."""
+    (`protocol.convert.plain_messages`) and of function calls and outputs
+    (`protocol.direct.item`), its `tools` function tools (`protocol.direct.function_tools`),
+    built directly: the converter gives the same request, checking each of its 39 fields, and
+    it was the largest part of a small create's decoding (and of a long history's, with its
+    hook per item). Anything else is None, for the converter (and its errors). Only the tools'
+    `parameters` may be nested deeper than three levels: their depth is checked (too deep,
+    the converter says so)."""
     if type(value) is not dict or "model" not in value:
         return None
     for key, item in value.items():
         if type(item) is not _PLAIN_CREATE.get(key) and (key, item) != ("type", "response.create"):
-            if key != "input" or type(item) is not list:
+            if key not in _LISTS or type(item) is not list:
                 return None
     req: CreateRequest = object.__new__(CreateRequest)
     fields = req.__dict__  # (what __init__ does, without a call per field)
     fields.update(_CREATE_DEFAULTS)
     fields.update(value)
     if type(fields["input"]) is list:
-        messages = plain_messages(fields["input"])
-        if messages is None:
+        items = plain_messages(fields["input"], direct.item)
+        if items is None:
             return None
-        fields["input"] = messages
+        fields["input"] = items
+    if type(fields["tools"]) is list:
+        tools = direct.function_tools(fields["tools"])
+        if tools is None or not _shallow(fields["tools"]):
+            return None
+        fields["tools"] = tools
     return req
+
+
+def _shallow(tools: list[Any]) -> bool:
+    """Whether `tools`, a create's (one level below it), is within MAX_DEPTH. Each level opens
+    a bracket: JSON text with fewer brackets than the limit (any, strings' too, counted in C)
+    is within it, as a few tools' always are; other text is walked level by level."""
+    try:
+        text = orjson.dumps(tools)
+    except orjson.JSONEncodeError:
+        text = None
+    if text is not None and text.count(b"{") + text.count(b"[") <= MAX_DEPTH - 1:
+        return True
+    try:
+        check_depth(tools, MAX_DEPTH - 1)
+    except ProtocolError:
+        return False
+    return True
 
 
 #: Every CreateRequest field's default (all immutable values: shared by every request).
@@ -204,4 +237,5 @@ __all__ = [
     "response_json",
     "structure",
     "to_json",
+    "tools_json",
 ]

@@ -283,10 +283,13 @@ def _plain_message(value: dict[str, Any], tag: object) -> Message | None:
     return decoded(role, content)  # type: ignore[arg-type]
 
 
-def plain_messages(values: list[Any]) -> tuple[Message, ...] | None:
+def plain_messages(
+    values: list[Any], other: Callable[[dict[str, Any]], Any] | None = None
+) -> tuple[Any, ...] | None:
     """A list of plain messages (`_plain_message`'s) as the converter makes it, the items
-    built at once (`protocol.plain.decoded_all`); None if any item is something else."""
-    return decoded_all(values, _ROLES)
+    built at once (`protocol.plain.decoded_all`), any other object what `other` makes of it;
+    None if any item is something else."""
+    return decoded_all(values, _ROLES, other)
 
 
 def _attrs_hook(cls: type) -> Callable[[object, object], Any]:

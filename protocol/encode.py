@@ -4,7 +4,7 @@
 # from its fields, items and parts that have one take a direct form, and a lifecycle event
 # splices its snapshot's bytes. An event is encoded as its transport frames it: `encode_event`
 # for WebSocket frames (and what workers relay to each other), `encode_sse_event` for SSE.
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -219,6 +219,11 @@ def _tool_json(tool: Any) -> Any:
     return converter.unstructure(tool)
 
 
+def tools_json(tools: Iterable[Any]) -> list[Any]:
+    """A request's tools in JSON form, as the converter makes them (each one's direct form)."""
+    return [_tool_json(tool) for tool in tools]
+
+
 #: Items and parts with a direct JSON form for the common case (None: the converter's).
 _DIRECT: dict[type, Any] = {
     Message: _message_json,
@@ -315,4 +320,11 @@ def encode_sse_event(event: Event) -> bytes:
     return encode_event(event)
 
 
-__all__ = ["encode", "encode_event", "encode_sse_event", "response_json", "to_json"]
+__all__ = [
+    "encode",
+    "encode_event",
+    "encode_sse_event",
+    "response_json",
+    "to_json",
+    "tools_json",
+]

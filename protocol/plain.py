@@ -11,7 +11,7 @@
 # with its stored content).
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Callable, Container
 from typing import Any
 
 from protocol.agentitems import AgentRef
@@ -43,11 +43,16 @@ def decoded(role: str, text: str) -> Message:
     return entry[0]  # type: ignore[return-value]
 
 
-def decoded_all(values: list[Any], roles: Container[object]) -> tuple[Message, ...] | None:
+def decoded_all(
+    values: list[Any],
+    roles: Container[object],
+    other: Callable[[dict[str, Any]], Any] | None = None,
+) -> tuple[Any, ...] | None:
     """`decoded` of each of `values` that is a plain message (`{"role": ..., "content":
-    "..."}`, with or without `"type": "message"`; its role one of `roles`), in one loop; None
-    if any is something else."""
-    out: list[Message] = []
+    "..."}`, with or without `"type": "message"`; its role one of `roles`), in one loop; any
+    other object is what `other` makes of it. None if any is something else (or `other` gives
+    None)."""
+    out: list[Any] = []
     add, kept, ends = out.append, _kept, _ends
     for value in values:
         if type(value) is not dict:
@@ -55,22 +60,25 @@ def decoded_all(values: list[Any], roles: Container[object]) -> tuple[Message, .
         role: Any = value.get("role")
         text: Any = value.get("content")
         if len(value) != 2:
-            if len(value) != 3 or value.get("type") != "message":
+            plain = len(value) == 3 and value.get("type") == "message"
+        else:
+            plain = "type" not in value
+        if not plain or type(text) is not str or role not in roles:
+            made = None if other is None else other(value)
+            if made is None:
                 return None
-        elif "type" in value:
-            return None
-        if type(text) is not str or role not in roles:
-            return None
+            add(made)
+            continue
         size = len(text)
         if size > _LONG:  # (`decoded`, at once)
             entry = ends.get((role, size, text[:ENDS], text[_TAIL:]))
             if entry is not None and entry[0].content == text:  # type: ignore[attr-defined]
-                add(entry[0])  # type: ignore[arg-type]
+                add(entry[0])
                 continue
         entry = kept.get((role, text))
         if entry is None:
             entry = _keep(role, text)
-        add(entry[0])  # type: ignore[arg-type]
+        add(entry[0])
     return tuple(out)
 
 

@@ -45,14 +45,15 @@ from protocol.items import (
     call_name,
     text_of,
 )
+from rollout.conversation import counted
 from rollout.conversation import tokens as tok
 from rollout.conversation.memo import MEMO, Entry, Key
 from rollout.conversation.render import (
     counted_as,
     framed_text,
-    header_tokens,
+    header_messages,
+    messages_tokens,
     render,
-    render_header,
     rendered,
 )
 from rollout.conversation.scan import findings as scan_findings
@@ -186,11 +187,15 @@ class Context:
         """Install instructions and tools; re-render only if they changed. Returns new tokens.
 
         Tools equal to the installed ones (as values: a chain turn decodes the same definitions
-        anew) are recognized without encoding them, which costs fifty times the comparison."""
+        anew) are recognized without encoding them, which costs fifty times the comparison. A
+        context that counts from the memo finds there the header's messages (instructions and
+        tools, each framed as an item is) that any context counted before: an agent's every
+        first turn brings the same tools."""
         tools = tuple(tools)
         if instructions == self.instructions and tools == self.tools:
             return 0  # installed already (or, on a new context, no header to install)
-        key = orjson.dumps([instructions, codec.to_json(list(tools))])
+        listed = codec.tools_json(tools)
+        key = orjson.dumps([instructions, listed])
         if key == self.header_key:
             return 0
         self.header_key = key
@@ -210,12 +215,19 @@ class Context:
             for t in tools
             if isinstance(t, OtherTool) and t.type in HOSTED_BY_TYPE
         )
-        text = render_header(instructions, tools)
-        with work.stage("tokenize", items=1) as c:
-            header = header_tokens(instructions, tools)
-            c.tokens = len(header)
-        if scan:
-            self._scan(text, len(header), work, items=1)
+        messages = header_messages(instructions, orjson.dumps(listed).decode() if tools else "")
+        if self.memo:
+            header, found = counted.header(messages, work, scan)
+            if scan:
+                self.scan.findings += found
+                self.scan.tokens_scanned += len(header)
+        else:
+            with work.stage("tokenize", items=1) as c:
+                header = messages_tokens(messages)
+                c.tokens = len(header)
+            if scan:
+                text = "".join(framed_text(*m) for m in messages)
+                self._scan(text, len(header), work, items=1)
         body = self.tokens[self.header_len :]
         self.header_len = len(header)
         header.extend(body)
@@ -314,9 +326,7 @@ class Context:
         """An item the memo does not hold: its tokens counted now (and kept, if it has a key)."""
         if key is None:
             return (rendered(item, self.model, self._hidden(item))[1], None)
-        entry: Entry = (tok.framed(key[0], tok.encoded(key[1])), None)
-        MEMO.put(key, entry)
-        return entry
+        return counted.counted(key)
 
     def _memo_findings(self, unscanned: list[tuple[Item, Key | None, Entry]]) -> int:
         """The scan findings of the items whose memo entry lacks them: each item's framed text
@@ -324,11 +334,9 @@ class Context:
         total = 0
         for item, key, entry in unscanned:
             if key is None:
-                found = scan_findings(self._render(item))
+                total += scan_findings(self._render(item))
             else:
-                found = scan_findings(framed_text(*key))
-                MEMO.put(key, (entry[0], found))
-            total += found
+                total += counted.findings(key, entry)
         return total
 
     def _hidden(self, item: Item) -> str:

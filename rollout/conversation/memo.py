@@ -2,12 +2,13 @@
 # chat format frames it, and its text) -> its prompt tokens and its safety-scan findings. Used
 # where the model is a real engine (it prefills and caches the prompt itself, so rollout only
 # counts): a history resent whole, or rebuilt from the store for a chained turn, is looked up,
-# not tokenized and scanned again. A key is the item's own text (a string decoded once per
-# request, whose hash is then kept with it), not its rendered form, which would be built anew
-# each time. One memo per process, least recently used first out, bounded in tokens (4 bytes
-# each) and in entries; safe to use from the worker threads large inputs are prepared on; a
-# context looks up all of a request's items under one lock. Simulated models never use it:
-# there the work of every shape is what is measured.
+# not tokenized and scanned again, and so is a request's header (its instructions, a system
+# message, and its tools, a `tools` one: the same every first turn of an agent). A key is the
+# item's own text (a string decoded once per request, whose hash is then kept with it), not its
+# rendered form, which would be built anew each time. One memo per process, least recently
+# used first out, bounded in tokens (4 bytes each) and in entries; safe to use from the worker
+# threads large inputs are prepared on; a context looks up all of a request's items under one
+# lock. Simulated models never use it: there the work of every shape is what is measured.
 from __future__ import annotations
 
 import threading

@@ -158,34 +158,51 @@ def media_tokens(part: InputImage | InputFile, model: str) -> array[int]:
     return tokens
 
 
+def header_messages(instructions: str | None, tools: str) -> list[tuple[str, str]]:
+    """The header's messages, each its role and its text: the instructions (a system message),
+    then the tools as JSON text (`tools`; "" when there are none)."""
+    out = []
+    if instructions:
+        out.append(("system", instructions))
+    if tools:
+        out.append(("tools", tools))
+    return out
+
+
+def tools_text(tools: Sequence[Tool]) -> str:
+    """The tools as the header's tools message holds them ("" for none)."""
+    return orjson.dumps(codec.tools_json(tools)).decode() if tools else ""
+
+
 def render_header(instructions: str | None, tools: Sequence[Tool]) -> str:
     """The header's text (what the safety scan reads; its tokens are `header_tokens`)."""
-    out = ""
-    if instructions:
-        out += f"<|start|>system<|message|>{instructions}<|end|>"
-    if tools:
-        out += f"<|start|>tools<|message|>{codec.encode(list(tools)).decode()}<|end|>"
-    return out
+    return "".join(framed_text(*m) for m in header_messages(instructions, tools_text(tools)))
 
 
 def header_tokens(instructions: str | None, tools: Sequence[Tool]) -> array[int]:
     """The instructions (a system message) and the tools, framed as messages."""
+    return messages_tokens(header_messages(instructions, tools_text(tools)))
+
+
+def messages_tokens(messages: Sequence[tuple[str, str]]) -> array[int]:
+    """The tokens of messages given as role and text, each framed."""
     out = array("I")
-    if instructions:
-        out.extend(tok.framed("system", tok.encoded(instructions)))
-    if tools:
-        out.extend(tok.framed("tools", tok.encoded(codec.encode(list(tools)).decode())))
+    for role, text in messages:
+        out.extend(tok.framed(role, tok.encoded(text)))
     return out
 
 
 __all__ = [
     "counted_as",
     "framed_text",
+    "header_messages",
     "header_tokens",
     "media_tokens",
+    "messages_tokens",
     "parts",
     "render",
     "render_header",
     "rendered",
     "tokens_of",
+    "tools_text",
 ]

@@ -312,13 +312,13 @@ def test_an_unchanged_header_decoded_anew_is_recognized_without_encoding(
     ctx = Context()
     ctx.set_header(INSTRUCTIONS, TOOLS, Work())
     encoded: list[object] = []
-    real = context_module.codec.to_json
+    real = context_module.codec.tools_json
 
     def counting(value: object) -> object:
         encoded.append(value)
         return real(value)
 
-    monkeypatch.setattr(context_module.codec, "to_json", counting)
+    monkeypatch.setattr(context_module.codec, "tools_json", counting)
     again = tuple(attrs.evolve(t) for t in TOOLS)  # equal values, new objects
     assert ctx.set_header(INSTRUCTIONS, again, Work()) == 0
     assert encoded == []

@@ -1,17 +1,29 @@
 # The counting memo behind a real engine (rollout.conversation.memo): a context that counts from
 # it has exactly the tokens, per-item counts and scan findings of one that tokenizes and scans
-# every item; the memo stays within its bounds, oldest out first; short texts bypass it; an
-# item's key is its role and its text.
+# every item, and the same header (instructions and tools, found in the memo by a later context);
+# the memo stays within its bounds, oldest out first; short texts bypass it; an item's key is its
+# role and its text.
 from __future__ import annotations
 
 from array import array
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.items import FunctionCall, FunctionCallOutput, InputText, Item, Message, OutputText
+from protocol.items import (
+    FunctionCall,
+    FunctionCallOutput,
+    FunctionTool,
+    InputText,
+    Item,
+    Message,
+    OtherTool,
+    OutputText,
+)
+from rollout.conversation import context as context_module
 from rollout.conversation.context import Context
-from rollout.conversation.memo import MIN_CHARS, ItemMemo, Key
+from rollout.conversation.memo import MEMO, MIN_CHARS, ItemMemo, Key
 from rollout.conversation.work import Work
 
 SECRET = "key sk-abcdefghijklmnopqrstuvwxyz0123 and 123-45-6789"
@@ -64,6 +76,49 @@ def test_a_memo_context_counts_what_a_plain_one_does(batches: list[list[str]]) -
         assert ctx.scan.findings == plain.scan.findings
         assert ctx.scan.tokens_scanned == plain.scan.tokens_scanned
         assert ctx.block_hashes == plain.block_hashes
+
+
+TOOLS = st.lists(
+    st.builds(FunctionTool, name=st.sampled_from(["exec", "read"]), description=TEXTS | st.none())
+    | st.just(OtherTool(type="web_search")),
+    max_size=3,
+).map(tuple)
+
+
+@settings(deadline=None)
+@given(TEXTS | st.none(), TOOLS, st.booleans())
+def test_a_memo_context_counts_the_header_as_a_plain_one_does(
+    instructions: str | None, tools: tuple[FunctionTool | OtherTool, ...], scan: bool
+) -> None:
+    plain, memo = Context(), Context(memo=True)
+    item = [Message(role="user", content="a longer sentence about the repository's files")]
+    for ctx in (plain, memo):
+        ctx.extend(item, Work())
+        assert (
+            ctx.set_header(instructions, tools, Work(), scan=scan)
+            == len(plain.tokens) - (plain.item_tokens[0])
+        )
+    again = Context(memo=True)  # the header from the memo now (where it was kept)
+    again.set_header(instructions, tools, Work(), scan=scan)
+    again.extend(item, Work())
+    for ctx in (memo, again):
+        assert ctx.tokens == plain.tokens
+        assert ctx.header_len == plain.header_len
+        assert ctx.header_key == plain.header_key
+        assert ctx.scan.findings == plain.scan.findings
+        assert ctx.scan.tokens_scanned == plain.scan.tokens_scanned
+
+
+def test_a_repeated_header_is_looked_up_not_tokenized(monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = (FunctionTool(name="exec", description="Run a command.", parameters={}),)
+    Context(memo=True).set_header("Be terse " * 4, tools, Work())
+    tokenized: list[str] = []
+    real = context_module.tok.encoded
+    monkeypatch.setattr(context_module.tok, "encoded", lambda t: tokenized.append(t) or real(t))
+    hits = MEMO.hits
+    ctx = Context(memo=True)
+    assert ctx.set_header("Be terse " * 4, tools, Work()) == ctx.header_len > 0
+    assert tokenized == [] and MEMO.hits == hits + 2  # the instructions and the tools
 
 
 def _count(memo: ItemMemo, key: Key, n: int, made: list[str]) -> array[int]:

@@ -1,7 +1,8 @@
 # The codec's direct paths give what the converter gives. response_json (the lifecycle events'
 # JSON form of a Response) is the converter's form exactly, keys in the same order, for responses
-# holding every kind of item, tool, setting and outcome; a create decodes to the converter's
-# request, or fails with its error, whatever its keys and values.
+# holding every kind of item, tool, setting and outcome, and so is tools_json (a context's header)
+# for any tools; a create decodes to the converter's request, or fails with its error, whatever
+# its keys and values.
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,15 @@ from protocol.errors import ProtocolError
 from protocol.input import new_response, normalize_input
 from protocol.request import CreateRequest
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
-from support.strategies import SETTINGS, events, events_of, messages, output_texts, responses
+from support.strategies import (
+    SETTINGS,
+    events,
+    events_of,
+    messages,
+    output_texts,
+    responses,
+    tools,
+)
 
 TOOLS = [
     {"type": "function", "name": "f", "parameters": {"type": "object"}, "strict": True},
@@ -115,6 +124,12 @@ def decoded_by(decode: Any, value: dict[str, Any]) -> Any:
 @given(responses)
 def test_any_response_encodes_as_the_converter_does(response: Response) -> None:
     same(codec.response_json(response), codec.converter.unstructure(response))
+
+
+@SETTINGS
+@given(st.lists(tools, max_size=4))
+def test_tools_encode_as_the_converter_encodes_them(listed: list[Any]) -> None:
+    same(codec.tools_json(tuple(listed)), codec.converter.unstructure(listed))
 
 
 @SETTINGS
