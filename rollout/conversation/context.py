@@ -9,18 +9,14 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 import attrs
 import orjson
 
 from protocol import codec
-from protocol.agentitems import MultiAgentCall
 from protocol.choices import OutputFormat, ToolChoice
 from protocol.clientitems import (
     BUILTIN_CLIENT_TYPES,
-    CLIENT_CALLS,
-    CustomToolCallOutput,
 )
 from protocol.hosted import HOSTED_BY_ITEM, HOSTED_BY_TYPE, WEB_SEARCH_TOOL
 from protocol.items import (
@@ -29,8 +25,6 @@ from protocol.items import (
     Compaction,
     ComputerCall,
     ComputerCallOutput,
-    FunctionCall,
-    FunctionCallOutput,
     FunctionTool,
     InputText,
     Item,
@@ -47,6 +41,8 @@ from protocol.items import (
 )
 from rollout.conversation import counted
 from rollout.conversation import tokens as tok
+from rollout.conversation.blocks import BLOCK, chain_hashes
+from rollout.conversation.kinds import breakpoint_of, is_model_item
 from rollout.conversation.memo import MEMO, Entry, Key
 from rollout.conversation.render import (
     counted_as,
@@ -61,16 +57,7 @@ from rollout.conversation.work import Work
 
 NO_CHOICE = ToolChoice()
 TEXT_FORMAT = OutputFormat()
-BLOCK = 128  # prefix-cache granularity, in tokens (cache hits come in 128-token steps)
 NO_CALLS: Mapping[str, int] = MappingProxyType({})
-#: The items a model makes, besides assistant messages.
-_MODEL_ITEMS: tuple[type, ...] = (
-    FunctionCall,
-    *CLIENT_CALLS,
-    *(item for item, tool in HOSTED_BY_ITEM.items() if tool.model),
-    Reasoning,
-    MultiAgentCall,  # (a multi-agent action; its output is the server's, as a hosted call's)
-)
 
 
 @attrs.define
@@ -87,7 +74,6 @@ class Route:
     engine: str
 
 
-_OUTPUTS_WITH_PARTS = (FunctionCallOutput, CustomToolCallOutput)
 _TEXT_PARTS = (InputText, OutputText)  # (a message of one of these: counted by its text)
 _HIDDEN = (Reasoning, Compaction)  # items whose prompt holds their hidden reasoning
 _ANSWERS = (*OUTPUT_ITEMS, ComputerCallOutput)
@@ -105,29 +91,6 @@ class Looked:
     def missing(self) -> list[int]:
         """The indices of the items the memo does not hold."""
         return [i for i, entry in enumerate(self.entries) if entry is None]
-
-
-def _breakpoint(item: Item) -> dict[str, Any] | None:
-    """The `prompt_cache_breakpoint` of an item's content parts (the last one), if any."""
-    if isinstance(item, Message):
-        content = item.content
-    elif isinstance(item, _OUTPUTS_WITH_PARTS):
-        content = item.output
-    else:
-        return None
-    if isinstance(content, str):
-        return None
-    for part in reversed(content):
-        mark = getattr(part, "prompt_cache_breakpoint", None)
-        if isinstance(mark, dict):
-            return mark
-    return None
-
-
-def is_model_item(item: Item) -> bool:
-    if isinstance(item, Message):
-        return item.role == "assistant"
-    return isinstance(item, _MODEL_ITEMS)
 
 
 @attrs.define(eq=False)
@@ -291,7 +254,7 @@ class Context:
                         and getattr(content[0], "prompt_cache_breakpoint", None) is None
                     ):
                         continue
-                mark = _breakpoint(item)
+                mark = breakpoint_of(item)
                 if mark is not None:
                     self.body_breakpoints.append((len(tokens) - self.header_len, mark.get("ttl")))
             added = c.tokens = len(tokens) - start
@@ -424,18 +387,8 @@ class Context:
         return self._hashed(index + 1)[index]
 
     def _hashed(self, blocks: int) -> list[int]:
-        """The block hashes, with (at least) the first `blocks` of them made: each block is
-        chain-hashed once, when first asked for (a context behind a real engine asks for one
-        for its route, the simulated model's prefix cache for all)."""
-        hashes = self._block_hashes
-        done = len(hashes)
-        if done < blocks:
-            prev = hashes[-1] if done else 0
-            view = memoryview(self.tokens)
-            for b in range(done, blocks):
-                prev = hash((prev, view[b * BLOCK : (b + 1) * BLOCK].tobytes()))
-                hashes.append(prev)
-        return hashes
+        """The block hashes, with (at least) the first `blocks` of them made."""
+        return chain_hashes(self.tokens, self._block_hashes, blocks)
 
     # -- queries --------------------------------------------------------------------------------
 

@@ -16,7 +16,8 @@ import trio
 
 from protocol.deltas import plain
 from rollout.conversation import tokens as tok
-from rollout.conversation.context import BLOCK, Context
+from rollout.conversation.blocks import BLOCK
+from rollout.conversation.context import Context
 from rollout.model import pieces as p
 from rollout.model.profiles import CACHE_TTL_S, DEFAULT_RETENTION, InferenceProfile
 

@@ -18,8 +18,9 @@ from protocol.hosted import HOSTED_ITEMS
 from protocol.input import normalize_input
 from protocol.items import Item, Message, text_of
 from rollout.conversation.calls import CallSpec, Citation, FunctionCallSpec, HostedSpec
-from rollout.conversation.context import Context, is_model_item
+from rollout.conversation.context import Context
 from rollout.conversation.ids import new_id
+from rollout.conversation.kinds import is_model_item
 from rollout.model.hosted import BY_ITEM_TYPE, HostedRow
 from rollout.model.policy import CallStep, ErrorStep, ScriptedPolicy, Step, TextStep
 

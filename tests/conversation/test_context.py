@@ -24,7 +24,8 @@ from protocol.items import (
     text_of,
 )
 from rollout.conversation import tokens as tok
-from rollout.conversation.context import BLOCK, Context, render
+from rollout.conversation.blocks import BLOCK
+from rollout.conversation.context import Context, render
 from rollout.conversation.render import counted_as, header_tokens, tokens_of
 from rollout.conversation.work import Work
 from rollout.model.policy import sentence

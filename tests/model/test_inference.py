@@ -14,7 +14,8 @@ from protocol import codec
 from protocol.events import Event
 from protocol.response import Response, Usage
 from rollout.conversation import tokens as tok
-from rollout.conversation.context import BLOCK, Context, Route
+from rollout.conversation.blocks import BLOCK
+from rollout.conversation.context import Context, Route
 from rollout.conversation.work import Work
 from rollout.engine.engine import Engine, Prepared
 from rollout.engine.executors import EndResponse

@@ -19,7 +19,7 @@ from typing import Literal
 
 import attrs
 
-from rollout.conversation.context import BLOCK
+from rollout.conversation.blocks import BLOCK
 
 CHUNK = BLOCK  # prefix-cache granularity, in tokens (the Context's block hashes)
 
