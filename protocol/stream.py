@@ -1,8 +1,9 @@
 # Event builders: a small state machine per response that turns "what happened" into the exact
-# event sequences of spec §2.5 (reasoning with summary parts, text and refusals, function calls,
-# hosted tools' calls, whose events protocol.hosted.HOSTED_TOOLS names) and the append shape's
-# pause. It numbers events (`sequence_number` from 0, contiguous, never restarting inside one
-# response, pauses included) and output items (`output_index` keeps counting across pauses).
+# event sequences of spec §2.5 (reasoning with summary parts, in protocol.reasoningstream; text
+# and refusals, function calls; the other tools' calls, in protocol.toolstream) and the append
+# shape's pause. It numbers events (`sequence_number` from 0, contiguous, never restarting
+# inside one response, pauses included) and output items (`output_index` keeps counting across
+# pauses).
 # Sans-IO: ids and timestamps are passed in; nothing here reads a clock or sends anything.
 
 from collections.abc import Sequence
@@ -22,9 +23,6 @@ from protocol.events import (
     ErrorPayload,
     Event,
     OutputItemEvent,
-    ReasoningSummaryDeltaEvent,
-    ReasoningSummaryDoneEvent,
-    ReasoningSummaryPartEvent,
     RefusalDeltaEvent,
     RefusalDoneEvent,
     ResponseEvent,
@@ -39,9 +37,9 @@ from protocol.items import (
     OutputText,
     Reasoning,
     Refusal,
-    SummaryText,
     WebSearchCall,
 )
+from protocol.reasoningstream import ReasoningEvents
 from protocol.response import IncompleteDetails, Response, ResponseError, Usage
 from protocol.toolstream import ClientToolEvents, HostedToolEvents
 
@@ -89,22 +87,14 @@ class _OpenText:
     annotations: list[Annotation] = attrs.field(factory=list)
 
 
-@attrs.define
-class _OpenReasoning:
-    item_id: str
-    output_index: int
-    summary: list[str] = attrs.field(factory=list)  # finished summary parts
-    part: list[str] | None = None  # the summary part being streamed
-
-
-class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
+class ResponseStream(ControlEvents, ReasoningEvents, ClientToolEvents, HostedToolEvents):
     """Builds the events of one response. Each method returns the events it produced, in order."""
 
     def __init__(self, response: Response, agent: AgentRef | None = None) -> None:
         self.response = response
         self._seq = 0
         self._text: _OpenText | None = None
-        self._reasoning: _OpenReasoning | None = None
+        self._reasoning = None
         self.terminal: ResponseEvent | None = None
         #: In a multi-agent response, the agent whose items this stream builds: each item that
         #: can say so carries it (`agent`). Each agent has its own stream over the one Response
@@ -324,83 +314,6 @@ class ResponseStream(ControlEvents, ClientToolEvents, HostedToolEvents):
         if self._text is None:
             raise RuntimeError("no text item is open")
         return self._text
-
-    # -- reasoning ------------------------------------------------------------------------------
-
-    def begin_reasoning(self, item_id: str) -> list[Event]:
-        """`output_item.added` of a reasoning item (`summary: []`), before the step's output."""
-        index = self.next_output_index
-        item = Reasoning(id=item_id, summary=())
-        self.response.output.append(item)
-        self._reasoning = _OpenReasoning(item_id=item_id, output_index=index)
-        return [self._item_event("response.output_item.added", index, item)]
-
-    def begin_summary_part(self) -> list[Event]:
-        r = self._require_reasoning()
-        r.part = []
-        return [self._summary_part_event("response.reasoning_summary_part.added", r, "")]
-
-    def summary_run(
-        self, deltas: Sequence[str], plain: bool = False
-    ) -> DeltaRun[ReasoningSummaryDeltaEvent]:
-        r = self._require_reasoning()
-        assert r.part is not None, "no summary part is open"
-        r.part.extend(deltas)
-        fields = (
-            ("item_id", r.item_id),
-            ("output_index", r.output_index),
-            ("summary_index", len(r.summary)),
-        )
-        return self._run(ReasoningSummaryDeltaEvent, fields, deltas, plain)
-
-    def summary_delta(self, delta: str) -> ReasoningSummaryDeltaEvent:
-        return self.summary_run((delta,)).events()[0]
-
-    def end_summary_part(self) -> list[Event]:
-        r = self._require_reasoning()
-        assert r.part is not None, "no summary part is open"
-        text = "".join(r.part)
-        done = ReasoningSummaryDoneEvent(
-            sequence_number=self._n(),
-            item_id=r.item_id,
-            output_index=r.output_index,
-            summary_index=len(r.summary),
-            text=text,
-        )
-        part = self._summary_part_event("response.reasoning_summary_part.done", r, text)
-        r.summary.append(text)
-        r.part = None
-        return [done, part]
-
-    def end_reasoning(self, encrypted_content: str | None = None) -> list[Event]:
-        """`output_item.done` with the finished summary parts (and the opaque blob, when the
-        request asked for `reasoning.encrypted_content`)."""
-        r = self._require_reasoning()
-        self._reasoning = None
-        item = Reasoning(
-            id=r.item_id,
-            summary=tuple(SummaryText(text=t) for t in r.summary),
-            encrypted_content=encrypted_content,
-        )
-        self.response.output[r.output_index] = item
-        return [self._item_event("response.output_item.done", r.output_index, item)]
-
-    def _require_reasoning(self) -> _OpenReasoning:
-        if self._reasoning is None:
-            raise RuntimeError("no reasoning item is open")
-        return self._reasoning
-
-    def _summary_part_event(
-        self, type_: str, r: _OpenReasoning, text: str
-    ) -> ReasoningSummaryPartEvent:
-        return ReasoningSummaryPartEvent(
-            type=type_,  # type: ignore[arg-type]
-            sequence_number=self._n(),
-            item_id=r.item_id,
-            output_index=r.output_index,
-            summary_index=len(r.summary),
-            part=SummaryText(text=text),
-        )
 
     def _item_event(self, type_: str, index: int, item: Item) -> OutputItemEvent:
         if self.agent is not None and type(item) in AGENT_STAMPED:
