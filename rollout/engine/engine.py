@@ -35,6 +35,7 @@ from rollout.conversation.window import fit
 from rollout.conversation.work import Stats, Work
 from rollout.engine import bound
 from rollout.engine.agents import Agents, Parked
+from rollout.engine.ending import terminal_events
 from rollout.engine.executors import Deferred, client_answered, hosted_tools, list_mcp_tools
 from rollout.engine.faults import MESSAGES, NO_FAULTS, DisconnectingSink, FaultPlan, Faults
 from rollout.engine.ingest import extend, hidden_reasoning
@@ -65,10 +66,6 @@ from rollout.store.memory import MemoryStore, Store
 log = logging.getLogger("rollout")
 ENGINES = 4  # simulated inference engines a route can pin a model to
 CANCELLED = Outcome("incomplete", reason="cancelled")  # (frozen: one for every response)
-#: Reasons a response stops that end it with status `cancelled` (the SDK's incomplete reasons
-#: are the budget's and the content filter's): a cancel, or its streaming client gone.
-CANCEL_REASONS = frozenset({"cancelled", "client_disconnected"})
-SHUTDOWN = "The server shut down before this response finished."  # (a graceful shutdown)
 
 
 def _remade(engine: Engine, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -404,18 +401,7 @@ class Engine:
                 await r.send_notes()
         if billing is None:
             await self.bill(r.work)
-        if outcome.status == "completed":
-            events = r.stream.complete(r.usage, completed_at=int(time.time()))
-        elif outcome.status == "incomplete" and outcome.reason == "shutdown":
-            events = r.stream.fail("server_error", SHUTDOWN, usage=r.usage)
-        elif outcome.status == "incomplete" and outcome.reason in CANCEL_REASONS:
-            events = r.stream.cancelled(r.usage)
-        elif outcome.status == "incomplete":
-            events = r.stream.incomplete(outcome.reason or "max_output_tokens", r.usage)
-        else:
-            events = r.stream.fail(
-                outcome.reason or "server_error", outcome.message or "", usage=r.usage
-            )
+        events = terminal_events(r.stream, outcome, r.usage, int(time.time()))
         # Stored before the terminal event is sent: a client that saw it can retrieve and chain
         # the response at once, and (with a durable store) after a crash of the server. A store
         # that fails ends it `failed` instead, with the store's error (it was not kept).

@@ -15,7 +15,7 @@ from trio_websocket import ConnectionClosed, open_websocket_url
 
 import rollout
 from rollout.client import HttpClient
-from rollout.engine.engine import SHUTDOWN
+from rollout.engine.ending import SHUTDOWN
 from rollout.model.profiles import InferenceProfile
 from support.processes import finish, serve_process
 from support.rawhttp import post
